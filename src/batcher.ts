@@ -1,0 +1,243 @@
+/**
+ * Adaptive publish batcher shared by all transports.
+ *
+ * - While fewer than `maxInFlight` writes are running, a batch leaves on the next microtask: an event
+ *   published alone goes out at once, events published in the same tick leave together.
+ * - While every write slot is busy, events accumulate and leave together when a write returns.
+ * - `maxEvents` / `maxBytes` bound a batch and each unit in it; `maxWaitMs > 0` makes a non-full batch
+ *   linger that long for company (a fixed flush interval) instead of leaving at once.
+ * - `maxPendingEvents` bounds what the client buffers: past it `add` waits for room, or rejects.
+ *
+ * Per event the hot path is an array push and a few counter updates: one promise per unit (a
+ * (type, partition) lane within a batch), one timer or microtask per batch.
+ */
+import { BackpressureError, ClosedError, EventlaneError, TransportError } from './errors.js';
+import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
+
+export interface BatcherOptions {
+  maxEvents: number;
+  maxBytes: number;
+  maxWaitMs: number;
+  maxInFlight: number;
+  maxPendingEvents: number;
+  onFull: 'wait' | 'reject';
+}
+
+export type WriteFn = (units: readonly PublishUnit[]) => Promise<WriteResult>;
+
+/** A (type, partition) write lane. The bus keeps one per partition of each event type. */
+export class Lane {
+  /** The unit this lane is filling in the open batch, valid while `gen` matches the batcher's. */
+  unit: Unit | undefined = undefined;
+  gen = -1;
+  constructor(
+    readonly type: string,
+    readonly partition: number,
+  ) {}
+}
+
+class Unit implements PublishUnit {
+  readonly events: OutgoingEvent[] = [];
+  bytes = 0;
+  readonly promise: Promise<void>;
+  resolve!: () => void;
+  reject!: (err: Error) => void;
+  constructor(
+    readonly type: string,
+    readonly partition: number,
+  ) {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+class Batch {
+  readonly units: Unit[] = [];
+  events = 0;
+  bytes = 0;
+}
+
+interface Waiter {
+  lane: Lane;
+  event: OutgoingEvent;
+  size: number;
+  resolve: (p: Promise<void>) => void;
+}
+
+/** Counters since the batcher was created. */
+export interface BatcherStats {
+  events: number;
+  batches: number;
+  units: number;
+  failedEvents: number;
+}
+
+export class Batcher {
+  private open = new Batch();
+  private gen = 0;
+  private readonly ready: Batch[] = [];
+  private inFlight = 0;
+  private pending = 0;
+  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly waiters: Waiter[] = [];
+  private drained: (() => void)[] = [];
+  private closed = false;
+  readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0 };
+  private readonly flushNow = (): void => this.flush();
+
+  constructor(
+    private readonly write: WriteFn,
+    private readonly opts: BatcherOptions,
+  ) {}
+
+  /** Events buffered or in flight. */
+  get pendingEvents(): number {
+    return this.pending;
+  }
+
+  /** Queue one event; the promise settles with the fate of the unit that carries it. */
+  add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
+    if (this.closed) return Promise.reject(new ClosedError('publisher'));
+    if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
+    return this.push(lane, event, size);
+  }
+
+  private push(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
+    const open = this.open;
+    let unit = lane.unit;
+    if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxEvents || (unit.bytes > 0 && unit.bytes + size > this.opts.maxBytes)) {
+      unit = new Unit(lane.type, lane.partition);
+      lane.unit = unit;
+      lane.gen = this.gen;
+      open.units.push(unit);
+    }
+    unit.events.push(event);
+    unit.bytes += size;
+    open.events++;
+    open.bytes += size;
+    this.pending++;
+    if (open.events >= this.opts.maxEvents || open.bytes >= this.opts.maxBytes) {
+      this.seal();
+      this.flush();
+    } else if (!this.scheduled) {
+      this.schedule();
+    }
+    return unit.promise;
+  }
+
+  private overflow(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
+    if (this.opts.onFull === 'reject') {
+      return Promise.reject(new BackpressureError(this.pending, this.opts.maxPendingEvents));
+    }
+    return new Promise<Promise<void>>((resolve) => {
+      this.waiters.push({ lane, event, size, resolve });
+    }).then((p) => p);
+  }
+
+  private schedule(): void {
+    if (this.inFlight >= this.opts.maxInFlight) return; // a returning write will flush
+    this.scheduled = true;
+    if (this.opts.maxWaitMs > 0) this.timer = setTimeout(this.flushNow, this.opts.maxWaitMs);
+    else queueMicrotask(this.flushNow);
+  }
+
+  private seal(): void {
+    if (this.open.events === 0) return;
+    this.ready.push(this.open);
+    this.open = new Batch();
+    this.gen++;
+  }
+
+  /** Send what is ready (and the open batch) while write slots are free. */
+  private flush(): void {
+    if (this.scheduled) {
+      this.scheduled = false;
+      if (this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
+    }
+    if (this.inFlight >= this.opts.maxInFlight) return;
+    this.seal();
+    while (this.inFlight < this.opts.maxInFlight && this.ready.length > 0) this.dispatch(this.ready.shift()!);
+  }
+
+  private dispatch(batch: Batch): void {
+    this.inFlight++;
+    this.stats.batches++;
+    this.stats.units += batch.units.length;
+    let result: Promise<WriteResult>;
+    try {
+      result = this.write(batch.units);
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    result.then(
+      (res) => this.settle(batch, res, undefined),
+      (err: unknown) => this.settle(batch, undefined, err),
+    );
+  }
+
+  private settle(batch: Batch, res: WriteResult, failure: unknown): void {
+    this.inFlight--;
+    this.pending -= batch.events;
+    const units = batch.units;
+    if (failure !== undefined) {
+      const err = asTransportError(failure);
+      for (let i = 0; i < units.length; i++) units[i]!.reject(err);
+      this.stats.failedEvents += batch.events;
+    } else if (res) {
+      for (let i = 0; i < units.length; i++) {
+        const err = res[i];
+        if (err) {
+          units[i]!.reject(asTransportError(err));
+          this.stats.failedEvents += units[i]!.events.length;
+        } else units[i]!.resolve();
+      }
+    } else {
+      for (let i = 0; i < units.length; i++) units[i]!.resolve();
+    }
+    this.stats.events += batch.events;
+    this.admitWaiters();
+    // Adaptive step: what accumulated while this write was out leaves now.
+    if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
+    else if (this.open.events > 0 && !this.scheduled) this.schedule();
+    if (this.pending === 0 && this.drained.length > 0) {
+      const done = this.drained;
+      this.drained = [];
+      for (const d of done) d();
+    }
+  }
+
+  private admitWaiters(): void {
+    while (this.waiters.length > 0 && this.pending < this.opts.maxPendingEvents) {
+      const w = this.waiters.shift()!;
+      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size));
+    }
+  }
+
+  /** Send everything buffered now and resolve when nothing is pending. */
+  flushAll(): Promise<void> {
+    if (this.open.events > 0) {
+      this.seal();
+    }
+    this.flush();
+    if (this.pending === 0 && this.waiters.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.drained.push(resolve));
+  }
+
+  /** Refuse new events, send what is buffered (waiting publishers included) and wait for it. */
+  async close(): Promise<void> {
+    // Waiting publishers were accepted before close: they go out too.
+    while (this.waiters.length > 0 || this.pending > 0) await this.flushAll();
+    this.closed = true;
+  }
+}
+
+function asTransportError(err: unknown): Error {
+  if (err instanceof EventlaneError) return err;
+  return new TransportError(`Transport write failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}

@@ -1,0 +1,350 @@
+/**
+ * The event bus: typed publish/subscribe over a pluggable transport.
+ */
+import { hostname } from 'node:os';
+import type { z } from 'zod';
+import { Batcher, Lane } from './batcher.js';
+import {
+  batcherOptions,
+  busConfigSchema,
+  formatIssues,
+  parseConfig,
+  subscribeOptionsSchema,
+  toIssues,
+  type BatchingConfig,
+} from './config.js';
+import { IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
+import {
+  ClosedError,
+  ConfigError,
+  PayloadTooLargeError,
+  SerializationError,
+  UnknownEventError,
+  ValidationError,
+} from './errors.js';
+import type { EventData, EventInput, EventMap, EventName } from './events.js';
+import { childLogger, silentLogger, type Logger } from './logger.js';
+import { partitionForKey } from './partition.js';
+import { resolveTransport } from './registry.js';
+import type { DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
+import { registerBuiltinTransports } from './builtin-transports.js';
+
+/** Bus configuration. */
+export interface EventBusConfig<M extends EventMap> {
+  /** Name of this service: each event's `source`, and part of default consumer names. */
+  service: string;
+  /** The event map from `defineEvents`. */
+  events: M;
+  /**
+   * Which transport and its options. Swapping transports is a change here only.
+   * @example { type: 'redis-streams', url: 'redis://127.0.0.1:6379', partitions: 4 }
+   */
+  transport: { type: string; [option: string]: unknown };
+  /** Publish batching; adaptive by default. */
+  batching?: BatchingConfig;
+  /** A pino logger (or compatible). Silent by default. */
+  logger?: Logger;
+  /** How long `close()` waits for in-flight handlers. @default 30000 */
+  drainTimeoutMs?: number;
+  /** Validate payloads on the consumer side too (events from other producers). @default true */
+  validateOnConsume?: boolean;
+}
+
+/** Subscription options common to every transport; transports accept more (see their READMEs). */
+export interface SubscribeOptions {
+  /** Consumer group: every group gets every event; members of one group share the work. */
+  group: string;
+  /** Stable consumer name within the group. @default `${service}@${hostname}:${pid}` */
+  consumer?: string;
+  /** Handlers running at once. @default 1 */
+  concurrency?: number;
+  /** Where a new group starts: `'$'` new events only, `'0'` all retained events. @default '$' */
+  startFrom?: '$' | '0';
+  /** Attempts before an event is dead-lettered. @default 5 */
+  maxDeliveries?: number;
+  retry?: { backoff?: { initialMs?: number; maxMs?: number; multiplier?: number; jitter?: number } };
+  /** How long `close()` waits for this subscription's in-flight handlers. @default the bus's drainTimeoutMs */
+  drainTimeoutMs?: number;
+  [transportOption: string]: unknown;
+}
+
+/** A typed handler: resolve to ack, throw to retry (or `NonRetryableError` to dead-letter at once). */
+export type EventHandler<M extends EventMap, K extends EventName<M>> = (
+  event: EventEnvelope<EventData<M, K>, K>,
+  ctx: DeliveryContext,
+) => void | Promise<void>;
+
+export interface Subscription {
+  readonly type: string;
+  readonly group: string;
+  readonly consumer: string;
+  /** Stop consuming; in-flight handlers finish first (up to the drain timeout). */
+  close(): Promise<void>;
+}
+
+/** Options of `publishMany`: `key` may derive a key per event. */
+export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'key'> {
+  key?: string | ((data: T, index: number) => string | undefined);
+}
+
+interface TypeState {
+  readonly name: string;
+  readonly schema: z.ZodType;
+  readonly partitions: number;
+  readonly lanes: Lane[];
+  readonly encode: boolean;
+  rr: number;
+}
+
+export class EventBus<M extends EventMap> {
+  private readonly types = new Map<string, TypeState>();
+  private readonly ids = new IdGenerator();
+  private readonly batcher: Batcher;
+  private readonly subscriptions = new Set<Subscription>();
+  private closing: Promise<void> | undefined;
+  private readonly maxEventBytes: number;
+
+  /** @internal use {@link createEventBus} */
+  constructor(
+    readonly service: string,
+    readonly events: M,
+    readonly transport: Transport,
+    private readonly config: ReturnType<typeof busConfigSchema.parse>,
+    readonly logger: Logger,
+  ) {
+    const caps = transport.capabilities;
+    this.maxEventBytes = caps.maxEventBytes;
+    for (const name of events.names) {
+      const partitions = transport.partitionsFor(name);
+      if (!Number.isInteger(partitions) || partitions < 1) {
+        throw new ConfigError(`Transport "${transport.type}" reported ${partitions} partitions for "${name}".`);
+      }
+      const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p));
+      this.types.set(name, {
+        name,
+        schema: events.schemas[name]!,
+        partitions,
+        lanes,
+        encode: caps.encoding === 'json' || events.needsEncodeCheck.has(name),
+        rr: 0,
+      });
+    }
+    this.batcher = new Batcher((units) => transport.write(units), batcherOptions(config.batching, caps.maxInFlight));
+  }
+
+  /**
+   * Publishes one event. Resolves once the transport accepted it; rejects with a typed error otherwise.
+   * Invalid names or payloads reject before anything is sent.
+   * @example await bus.publish('order.created', { orderId: 'o-1', amount: 10 }, { key: 'customer-7' });
+   */
+  publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void> {
+    if (this.closing) return Promise.reject(new ClosedError());
+    const t = this.types.get(type);
+    if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
+    try {
+      return this.enqueue(t, data, options, options?.key);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Publishes many events of one type. Every payload is validated before any is queued, so one bad
+   * payload rejects the call and sends nothing. Resolves when all were accepted.
+   */
+  publishMany<K extends EventName<M>>(
+    type: K,
+    payloads: readonly EventInput<M, K>[],
+    options?: PublishManyOptions<EventInput<M, K>>,
+  ): Promise<void> {
+    if (this.closing) return Promise.reject(new ClosedError());
+    const t = this.types.get(type);
+    if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
+    if (!Array.isArray(payloads)) return Promise.reject(new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
+    const keyOpt = options?.key;
+    const keyFn = typeof keyOpt === 'function' ? keyOpt : undefined;
+    const fixedKey = typeof keyOpt === 'string' ? keyOpt : undefined;
+    const events: OutgoingEvent[] = new Array(payloads.length);
+    try {
+      for (let i = 0; i < payloads.length; i++) {
+        const key = keyFn ? keyFn(payloads[i]!, i) : fixedKey;
+        events[i] = this.build(t, payloads[i], options, key, i);
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const pending: Promise<void>[] = [];
+    let last: Promise<void> | undefined;
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i]!;
+      const p = this.batcher.add(t.lanes[ev.partition]!, ev, ev.json === undefined ? 0 : ev.json.length);
+      if (p !== last) {
+        pending.push(p);
+        last = p;
+      }
+    }
+    return Promise.all(pending).then(noop);
+  }
+
+  private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
+    const ev = this.build(t, data, options, key, -1);
+    return this.batcher.add(t.lanes[ev.partition]!, ev, ev.json === undefined ? 0 : ev.json.length);
+  }
+
+  private build(t: TypeState, data: unknown, options: Omit<PublishOptions, 'key'> | undefined, key: string | undefined, index: number): OutgoingEvent {
+    const parsed = t.schema.safeParse(data);
+    if (!parsed.success) {
+      const issues = toIssues(parsed.error);
+      const where = index >= 0 ? ` (item ${index})` : '';
+      throw new ValidationError(`Invalid payload for "${t.name}"${where}: ${formatIssues(issues)}`, issues);
+    }
+    const value = parsed.data;
+    let json: string | undefined;
+    if (t.encode) {
+      json = encodeJson(t.name, value);
+      if (json.length > this.maxEventBytes / 3) {
+        const bytes = Buffer.byteLength(json);
+        if (bytes > this.maxEventBytes) throw new PayloadTooLargeError(bytes, this.maxEventBytes, 'transport.maxEventBytes');
+      }
+    }
+    let partition = 0;
+    if (t.partitions > 1) {
+      if (key !== undefined) partition = partitionForKey(key, t.partitions);
+      else partition = t.rr++ % t.partitions;
+    }
+    const now = Date.now();
+    return {
+      id: this.ids.next(now),
+      type: t.name,
+      time: now,
+      key,
+      data: value,
+      json,
+      partition,
+      correlationId: options?.correlationId,
+      causationId: options?.causationId,
+      headers: options?.headers,
+    };
+  }
+
+  /**
+   * Consumes `type` as a member of `options.group`.
+   * @example await bus.subscribe('order.created', { group: 'billing', concurrency: 16 }, async (e) => charge(e.data));
+   */
+  async subscribe<K extends EventName<M>>(type: K, options: SubscribeOptions, handler: EventHandler<M, K>): Promise<Subscription> {
+    if (this.closing) throw new ClosedError();
+    const t = this.types.get(type);
+    if (t === undefined) throw new UnknownEventError(type, this.events.names);
+    if (typeof handler !== 'function' && options?.['handler'] === undefined) {
+      throw new ConfigError(`subscribe("${type}") needs a handler function.`);
+    }
+    const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
+    const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
+    const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
+    const schema = t.schema;
+    const validate = this.config.validateOnConsume;
+    const wrapped: DeliveryHandler = (event, ctx) => {
+      if (validate) {
+        const r = schema.safeParse(event.data);
+        if (!r.success) {
+          const issues = toIssues(r.error);
+          throw new ValidationError(`Event ${event.id} of "${type}" does not match its schema: ${formatIssues(issues)}`, issues);
+        }
+        (event as { data: unknown }).data = r.data;
+      }
+      return (handler as DeliveryHandler)(event, ctx);
+    };
+    const inner: TransportSubscription = await this.transport.subscribe(
+      {
+        type,
+        group,
+        consumer: consumerName,
+        concurrency,
+        startFrom,
+        maxDeliveries,
+        backoff: retry.backoff,
+        drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
+        options: rest,
+      },
+      typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),
+    );
+    let closed: Promise<void> | undefined;
+    const sub: Subscription = {
+      type,
+      group,
+      consumer: consumerName,
+      close: () => {
+        closed ??= inner.close().finally(() => this.subscriptions.delete(sub));
+        return closed;
+      },
+    };
+    this.subscriptions.add(sub);
+    return sub;
+  }
+
+  /** Publish counters: events written, batches, units, failures; and events buffered now. */
+  stats(): { events: number; batches: number; units: number; failedEvents: number; pendingEvents: number } {
+    return { ...this.batcher.stats, pendingEvents: this.batcher.pendingEvents };
+  }
+
+  /** Sends everything buffered; resolves when the transport accepted it all. */
+  flush(): Promise<void> {
+    return this.batcher.flushAll();
+  }
+
+  /** Flushes pending publishes, drains in-flight handlers (acking them), then disconnects. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    await this.batcher.close();
+    await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
+    await this.transport.close();
+    this.logger.debug({ service: this.service }, 'event bus closed');
+  }
+}
+
+function noop(): void {}
+
+function encodeJson(type: string, value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (err) {
+    throw new SerializationError(`Payload of "${type}" cannot be encoded as JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (json === undefined) throw new SerializationError(`Payload of "${type}" encodes to nothing (undefined, a function or a symbol).`);
+  return json;
+}
+
+/**
+ * Creates a bus. Validates the config (a `ConfigError` names the bad field), builds the transport
+ * from the registry by `transport.type`, and connects it.
+ * @example
+ * const bus = await createEventBus({ service: 'checkout', events, transport: { type: 'memory' } });
+ */
+export async function createEventBus<M extends EventMap>(config: EventBusConfig<M>): Promise<EventBus<M>> {
+  registerBuiltinTransports();
+  if (config === null || typeof config !== 'object') throw new ConfigError('createEventBus() expects a config object.');
+  const { events, logger: givenLogger, ...rest } = config;
+  if (!events || typeof events !== 'object' || !(events as EventMap).schemas || !(events as EventMap).names) {
+    throw new ConfigError('config.events must be the result of defineEvents({...}).', [{ path: ['events'], message: 'not an event map' }]);
+  }
+  const parsed = parseConfig(busConfigSchema, rest, '');
+  const logger = childLogger(givenLogger ?? silentLogger, { lib: 'eventlane', service: parsed.service });
+  const factory = await resolveTransport(parsed.transport.type);
+  const transport = await factory(parsed.transport as Record<string, unknown>, {
+    service: parsed.service,
+    logger,
+    eventTypes: events.names,
+  });
+  await transport.connect();
+  try {
+    return new EventBus(parsed.service, events, transport, parsed, logger);
+  } catch (err) {
+    await transport.close();
+    throw err;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Bus configuration: a zod schema, so a bad config fails with the field named.
+ */
+import { z } from 'zod';
+import { ConfigError, type ValidationIssue } from './errors.js';
+import type { BatcherOptions } from './batcher.js';
+import type { BackoffOptions } from './transport.js';
+
+export const batchingSchema = z
+  .object({
+    /** Most events in one batch (and one unit). @default 4000 */
+    maxEvents: z.number().int().min(1).max(1_000_000).default(4000),
+    /** Most encoded bytes in one batch (where sizes are known). @default 4 MiB */
+    maxBytes: z.number().int().min(1).default(4 * 1024 * 1024),
+    /** 0: adaptive (leave as soon as a write slot is free). >0: linger this long to fill a batch. @default 0 */
+    maxWaitMs: z.number().min(0).max(60_000).default(0),
+    /** Concurrent writes; defaults to what the transport suggests. */
+    maxInFlight: z.number().int().min(1).max(1024).optional(),
+    /** Events buffered in the client before `onFull` applies. @default 100000 */
+    maxPendingEvents: z.number().int().min(1).default(100_000),
+    /** When the buffer is full: `'wait'` for room, or `'reject'` with `BackpressureError`. @default 'wait' */
+    onFull: z.enum(['wait', 'reject']).default('wait'),
+  })
+  .strict();
+
+export const backoffSchema = z
+  .object({
+    initialMs: z.number().min(0).default(100),
+    maxMs: z.number().min(0).default(30_000),
+    multiplier: z.number().min(1).default(2),
+    jitter: z.number().min(0).max(1).default(0.2),
+  })
+  .strict();
+
+export const busConfigSchema = z
+  .object({
+    /** Name of this service; written as each event's `source` and used in consumer names. */
+    service: z.string().min(1).max(200),
+    /** Transport block: `{ type: 'memory' | 'noop' | 'redis-streams' | 'native' | <registered>, ...options }`. */
+    transport: z.object({ type: z.string().min(1) }).passthrough(),
+    batching: batchingSchema.default(batchingSchema.parse({})),
+    /** How long `close()` waits for in-flight handlers. @default 30000 */
+    drainTimeoutMs: z.number().int().min(0).default(30_000),
+    /** Validate payloads again on the consumer side (events written by other producers). @default true */
+    validateOnConsume: z.boolean().default(true),
+  })
+  .strict();
+
+export type BatchingConfig = z.input<typeof batchingSchema>;
+export type ResolvedBatching = z.output<typeof batchingSchema>;
+
+export const subscribeOptionsSchema = z
+  .object({
+    group: z.string().min(1).max(200),
+    consumer: z.string().min(1).max(200).optional(),
+    concurrency: z.number().int().min(1).max(100_000).default(1),
+    startFrom: z.enum(['$', '0']).default('$'),
+    maxDeliveries: z.number().int().min(1).max(1000).default(5),
+    retry: z.object({ backoff: backoffSchema.default(backoffSchema.parse({})) }).strict().default({ backoff: backoffSchema.parse({}) }),
+    drainTimeoutMs: z.number().int().min(0).optional(),
+  })
+  .passthrough();
+
+export type ResolvedBackoff = BackoffOptions;
+
+/** Turns zod issues into ours. */
+export function toIssues(error: z.ZodError): ValidationIssue[] {
+  return error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)), message: i.message, code: i.code }));
+}
+
+/** "a.b: message; c: message" */
+export function formatIssues(issues: ValidationIssue[]): string {
+  return issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+}
+
+/** Parse `input` with `schema`, throwing a `ConfigError` that names each bad field under `where`. */
+export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
+  const res = schema.safeParse(input);
+  if (res.success) return res.data;
+  const issues = toIssues(res.error).map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
+  throw new ConfigError(`Invalid ${where || 'config'}: ${formatIssues(issues)}`, issues);
+}
+
+export function batcherOptions(b: ResolvedBatching, transportInFlight: number): BatcherOptions {
+  return { ...b, maxInFlight: b.maxInFlight ?? transportInFlight };
+}

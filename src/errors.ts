@@ -1,0 +1,176 @@
+/**
+ * The one errors module. Every error eventlane throws is an {@link EventlaneError} with a stable
+ * `code`; transport failures keep the underlying error as `cause`.
+ */
+
+/** Stable error codes. Match on `code`, never on `message`. */
+export type EventlaneErrorCode =
+  | 'ERR_CONFIG'
+  | 'ERR_VALIDATION'
+  | 'ERR_UNKNOWN_EVENT'
+  | 'ERR_SERIALIZATION'
+  | 'ERR_PAYLOAD_TOO_LARGE'
+  | 'ERR_CLOSED'
+  | 'ERR_BACKPRESSURE'
+  | 'ERR_TIMEOUT'
+  | 'ERR_TRANSPORT'
+  | 'ERR_CONNECTION'
+  | 'ERR_DECODE'
+  | 'ERR_HANDLER'
+  | 'ERR_UNKNOWN_TRANSPORT'
+  | 'ERR_NATIVE';
+
+export interface EventlaneErrorOptions {
+  cause?: unknown;
+  /** Whether retrying the same operation may succeed. Consumers dead-letter non-retryable failures at once. */
+  retryable?: boolean;
+}
+
+export class EventlaneError extends Error {
+  readonly code: EventlaneErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: EventlaneErrorCode, message: string, options: EventlaneErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** One problem found by a schema, with the path to the offending field. */
+export interface ValidationIssue {
+  path: (string | number)[];
+  message: string;
+  code?: string;
+}
+
+/** A config object or an event payload failed its schema. `issues` lists every problem found. */
+export class ValidationError extends EventlaneError {
+  readonly issues: ValidationIssue[];
+  constructor(message: string, issues: ValidationIssue[], options: EventlaneErrorOptions = {}) {
+    super('ERR_VALIDATION', message, options);
+    this.issues = issues;
+  }
+}
+
+/** Invalid bus or transport configuration; the message names the field. */
+export class ConfigError extends EventlaneError {
+  readonly issues: ValidationIssue[];
+  constructor(message: string, issues: ValidationIssue[] = [], options: EventlaneErrorOptions = {}) {
+    super('ERR_CONFIG', message, options);
+    this.issues = issues;
+  }
+}
+
+/** The event name is not in the bus's event map. */
+export class UnknownEventError extends EventlaneError {
+  readonly eventType: string;
+  constructor(eventType: string, known: readonly string[]) {
+    super(
+      'ERR_UNKNOWN_EVENT',
+      `Unknown event type "${eventType}". Declared events: ${known.length ? known.join(', ') : '(none)'}.`,
+    );
+    this.eventType = eventType;
+  }
+}
+
+/** A payload could not be encoded (BigInt, cycles, functions...). */
+export class SerializationError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_SERIALIZATION', message, options);
+  }
+}
+
+/** An encoded event is larger than the transport accepts. */
+export class PayloadTooLargeError extends EventlaneError {
+  readonly size: number;
+  readonly limit: number;
+  constructor(size: number, limit: number, option: string) {
+    super('ERR_PAYLOAD_TOO_LARGE', `Encoded event is ${size} bytes; the limit is ${limit} bytes (option ${option}).`);
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/** The bus, subscription or transport was closed. */
+export class ClosedError extends EventlaneError {
+  constructor(what = 'event bus') {
+    super('ERR_CLOSED', `The ${what} is closed.`);
+  }
+}
+
+/** Too many events are buffered in the client and `batching.onFull` is `'reject'`. */
+export class BackpressureError extends EventlaneError {
+  constructor(pending: number, limit: number) {
+    super(
+      'ERR_BACKPRESSURE',
+      `${pending} events are already buffered (limit ${limit}); raise batching.maxPendingEvents or set batching.onFull to 'wait'.`,
+      { retryable: true },
+    );
+  }
+}
+
+/** An operation did not finish in time; the message names the option that sets the limit. */
+export class TimeoutError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_TIMEOUT', message, { retryable: true, ...options });
+  }
+}
+
+/** The transport failed to write or read; `cause` holds the underlying error. */
+export class TransportError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_TRANSPORT', message, { retryable: true, ...options });
+  }
+}
+
+/** The transport's server could not be reached; the message names the address. */
+export class ConnectionError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_CONNECTION', message, { retryable: true, ...options });
+  }
+}
+
+/** A stored entry could not be decoded (written by someone else, corrupted, unknown version). */
+export class DecodeError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_DECODE', message, options);
+  }
+}
+
+/** No transport factory is registered under the configured `transport.type`. */
+export class UnknownTransportError extends EventlaneError {
+  constructor(type: string, known: readonly string[]) {
+    super('ERR_UNKNOWN_TRANSPORT', `No transport registered as "${type}". Registered: ${known.join(', ')}.`);
+  }
+}
+
+/** The native addon failed (load, bad argument, internal state). */
+export class NativeError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_NATIVE', message, options);
+  }
+}
+
+/** Throw this from a handler to dead-letter the event at once instead of retrying it. */
+export class NonRetryableError extends EventlaneError {
+  constructor(message: string, options: EventlaneErrorOptions = {}) {
+    super('ERR_HANDLER', message, { ...options, retryable: false });
+  }
+}
+
+/** Whether a handler failure should be retried: everything is, unless it says `retryable: false`. */
+export function isRetryable(err: unknown): boolean {
+  return !(err instanceof EventlaneError) || err.retryable;
+}
+
+/** A short, single-line description of any thrown value, for DLQ records and logs. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  try {
+    return String(err);
+  } catch {
+    return 'unknown error';
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Typed event maps: `defineEvents({ name: zodSchema })` gives the types every bus method checks
+ * against, plus the runtime schemas used to validate before anything is sent.
+ */
+import type { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+/** A map from event name to the zod schema of its payload. */
+export type EventSchemas = Record<string, z.ZodType>;
+
+/** The event map a bus is built from. Create it with {@link defineEvents}. */
+export interface EventMap<S extends EventSchemas = EventSchemas> {
+  readonly schemas: S;
+  /** Event names, in declaration order. */
+  readonly names: readonly (keyof S & string)[];
+  /** Names whose schema cannot prove the payload JSON-encodable; these are encoded eagerly at publish. */
+  readonly needsEncodeCheck: ReadonlySet<string>;
+}
+
+/** Event names of a map. */
+export type EventName<M extends EventMap> = keyof M['schemas'] & string;
+/** What `publish` accepts for an event (the schema's input type). */
+export type EventInput<M extends EventMap, K extends EventName<M>> = z.input<M['schemas'][K]>;
+/** What handlers receive for an event (the schema's output type). */
+export type EventData<M extends EventMap, K extends EventName<M>> = z.output<M['schemas'][K]>;
+
+const EVENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/**
+ * Declares the events a bus may carry.
+ * @example
+ * const events = defineEvents({
+ *   'order.created': z.object({ orderId: z.string(), amount: z.number() }),
+ * });
+ */
+export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap<S> {
+  if (schemas === null || typeof schemas !== 'object') {
+    throw new ConfigError('defineEvents() expects an object of event name -> zod schema.');
+  }
+  const names = Object.keys(schemas) as (keyof S & string)[];
+  const needsEncodeCheck = new Set<string>();
+  for (const name of names) {
+    if (!EVENT_NAME.test(name)) {
+      throw new ConfigError(
+        `Event name "${name}" is invalid: use letters, digits, '.', '_' or '-' (at most 200 chars, no leading separator).`,
+        [{ path: [name], message: 'invalid event name' }],
+      );
+    }
+    const schema = schemas[name] as unknown as { safeParse?: unknown; _zod?: unknown };
+    if (!schema || typeof schema.safeParse !== 'function' || !schema._zod) {
+      throw new ConfigError(`Event "${name}" must map to a zod (v4) schema.`, [{ path: [name], message: 'not a zod schema' }]);
+    }
+    if (!isJsonSafe(schemas[name]!, new Set())) needsEncodeCheck.add(name);
+  }
+  return Object.freeze({ schemas, names: Object.freeze(names), needsEncodeCheck });
+}
+
+/** zod v4 def types whose parsed output always survives JSON.stringify → JSON.parse unchanged. */
+const SAFE_LEAVES = new Set(['string', 'number', 'boolean', 'null', 'enum', 'literal', 'int', 'nan']);
+
+/**
+ * Whether every value the schema can output is JSON-encodable (no bigint, symbol, function, cycle,
+ * Map/Set or arbitrary `unknown`). A `false` only means "check at publish time", never "reject".
+ */
+function isJsonSafe(schema: z.ZodType, seen: Set<unknown>): boolean {
+  if (seen.has(schema)) return false; // recursive schemas may describe cycles
+  seen.add(schema);
+  const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
+  const type: string = def.type;
+  if (SAFE_LEAVES.has(type)) return type !== 'literal' || (def.values as unknown[]).every((v) => typeof v !== 'bigint' && v !== undefined);
+  switch (type) {
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'catch':
+    case 'nonoptional':
+      return isJsonSafe(def.innerType, seen);
+    case 'array':
+      return isJsonSafe(def.element, seen);
+    case 'object':
+      // Unknown keys are stripped by default; passthrough/catchall keeps values we cannot vouch for.
+      if (def.catchall && def.catchall._zod.def.type !== 'never') return false;
+      return Object.values(def.shape as Record<string, z.ZodType>).every((s) => isJsonSafe(s, seen));
+    case 'record':
+      return isJsonSafe(def.valueType, seen);
+    case 'tuple':
+      return (def.items as z.ZodType[]).every((s) => isJsonSafe(s, seen)) && (!def.rest || isJsonSafe(def.rest, seen));
+    case 'union':
+      return (def.options as z.ZodType[]).every((s) => isJsonSafe(s, seen));
+    case 'intersection':
+      return isJsonSafe(def.left, seen) && isJsonSafe(def.right, seen);
+    case 'pipe':
+      return isJsonSafe(def.out, seen);
+    default:
+      return false; // date, bigint, any, unknown, map, set, custom, transform, lazy, ...
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * eventlane: typed events with pluggable transports.
+ */
+export { createEventBus, EventBus } from './bus.js';
+export type { EventBusConfig, SubscribeOptions, Subscription, EventHandler, PublishManyOptions } from './bus.js';
+export { defineEvents } from './events.js';
+export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
+export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
+export { registerTransport, registeredTransports } from './registry.js';
+export type {
+  Transport,
+  TransportFactory,
+  TransportContext,
+  TransportCapabilities,
+  TransportSubscription,
+  PublishUnit,
+  OutgoingEvent,
+  WriteResult,
+  SubscriptionSpec,
+  DeliveryHandler,
+  DeliveryContext,
+  DeadLetter,
+  BackoffOptions,
+} from './transport.js';
+export type { BatchingConfig } from './config.js';
+export type { Logger } from './logger.js';
+export * from './errors.js';

@@ -1,0 +1,155 @@
+/**
+ * The transport seam. A transport moves batches of already-validated events and delivers them to
+ * consumer groups. The bus owns validation, envelopes, partition choice and batching; a transport owns
+ * the wire, durability and the delivery contract (at-least-once, groups, retry, dead-lettering).
+ *
+ * Register a factory with `registerTransport(type, factory)`; `createEventBus` picks it by `transport.type`.
+ */
+import type { Logger } from './logger.js';
+import type { EventEnvelope, EventHeaders } from './envelope.js';
+
+/** One event on its way out, built once by the bus and never copied. */
+export interface OutgoingEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly time: number;
+  readonly key: string | undefined;
+  readonly data: unknown;
+  /**
+   * `JSON.stringify(data)`, set when the transport asked for `encoding: 'json'` or the schema could not
+   * prove the payload encodable. Reuse it: encode once.
+   */
+  readonly json: string | undefined;
+  /** Partition index in `[0, partitionsFor(type))`. */
+  readonly partition: number;
+  readonly correlationId: string | undefined;
+  readonly causationId: string | undefined;
+  readonly headers: EventHeaders | undefined;
+}
+
+/**
+ * Events of one (type, partition) lane collected by the batcher. A unit succeeds or fails as a whole,
+ * so the bus can settle every publish promise with the fate of its own event.
+ */
+export interface PublishUnit {
+  readonly type: string;
+  readonly partition: number;
+  readonly events: OutgoingEvent[];
+  /** Sum of `json.length` of the events (0 where not encoded). */
+  readonly bytes: number;
+}
+
+/**
+ * Result of one write: `undefined` when every unit was accepted, otherwise one entry per unit
+ * (`undefined` for an accepted unit, the error for a failed one).
+ */
+export type WriteResult = void | undefined | ReadonlyArray<Error | undefined>;
+
+/** Backoff between redeliveries of a failed event. */
+export interface BackoffOptions {
+  /** @default 100 */
+  initialMs: number;
+  /** @default 30000 */
+  maxMs: number;
+  /** @default 2 */
+  multiplier: number;
+  /** Fraction of random jitter, 0..1. @default 0.2 */
+  jitter: number;
+}
+
+/** What a subscription asks of the transport (already validated and defaulted by the bus). */
+export interface SubscriptionSpec {
+  readonly type: string;
+  /** Consumer group: every group gets every event; members of a group share the work. */
+  readonly group: string;
+  /** Stable consumer name inside the group. */
+  readonly consumer: string;
+  /** Handlers running at once for this subscription. */
+  readonly concurrency: number;
+  /** Where a new group starts: `'$'` new events only, `'0'` everything retained. */
+  readonly startFrom: '$' | '0';
+  /** Total attempts before an event is dead-lettered. */
+  readonly maxDeliveries: number;
+  readonly backoff: BackoffOptions;
+  /** How long `close()` waits for in-flight handlers. */
+  readonly drainTimeoutMs: number;
+  /** Transport-specific options (`minIdleMs`, `blockMs`, `workers`, `handler`...), validated by the transport. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** Per-delivery context given to handlers. */
+export interface DeliveryContext {
+  /** 1 on first delivery. */
+  readonly attempt: number;
+  readonly group: string;
+  readonly consumer: string;
+  /** Partition the event came from. */
+  readonly partition: number;
+}
+
+/**
+ * Called by the transport for each delivered event. Resolve to ack; reject to retry (with backoff)
+ * or, when the error is not retryable (`isRetryable`), to dead-letter at once. The bus's wrapper
+ * validates `event.data` against the schema first and throws a non-retryable `ValidationError`.
+ */
+export type DeliveryHandler = (event: EventEnvelope, ctx: DeliveryContext) => void | Promise<void>;
+
+export interface TransportSubscription {
+  /** Stop taking new events, finish in-flight handlers (up to `drainTimeoutMs`), ack, release. */
+  close(): Promise<void>;
+}
+
+/** An event that exhausted its deliveries (or could not be decoded), as stored in a dead-letter queue. */
+export interface DeadLetter {
+  readonly id: string;
+  readonly type: string;
+  readonly group: string;
+  readonly partition: number;
+  readonly attempts: number;
+  readonly error: string;
+  /** The envelope when it could be decoded; otherwise undefined and `raw` holds what was read. */
+  readonly event: EventEnvelope | undefined;
+  readonly raw?: unknown;
+  readonly deadAt: number;
+}
+
+export interface TransportCapabilities {
+  /** `'json'`: the bus fills `OutgoingEvent.json` for every event. `'none'`: only when needed. */
+  readonly encoding: 'json' | 'none';
+  /** Writes the batcher may keep in flight at once. */
+  readonly maxInFlight: number;
+  /** Largest encoded event accepted, in bytes; checked at publish when `json` is known. */
+  readonly maxEventBytes: number;
+}
+
+/** What every transport implements. */
+export interface Transport {
+  readonly type: string;
+  readonly capabilities: TransportCapabilities;
+  /** Connect; rejects with a typed error (e.g. `ConnectionError` naming the URL) when it cannot. */
+  connect(): Promise<void>;
+  /** Partitions of an event type. Called once per type and cached by the bus. */
+  partitionsFor(type: string): number;
+  /** Write units; resolves once the transport has durably accepted them (see {@link WriteResult}). */
+  write(units: readonly PublishUnit[]): Promise<WriteResult>;
+  subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription>;
+  /** Dead letters of a type (and group), oldest first. */
+  deadLetters?(type: string, group?: string, limit?: number): Promise<DeadLetter[]>;
+  /** Release connections and threads. Subscriptions and pending writes are closed by the bus first. */
+  close(): Promise<void>;
+}
+
+/** What a transport factory receives. */
+export interface TransportContext {
+  /** The bus's `service`, written as the envelope `source`. */
+  readonly service: string;
+  readonly logger: Logger;
+  /** The declared event names. */
+  readonly eventTypes: readonly string[];
+}
+
+/**
+ * Builds a transport from its config block (`transport` of the bus config, `type` included).
+ * Validate the block and throw `ConfigError` naming the field.
+ */
+export type TransportFactory = (config: Record<string, unknown>, ctx: TransportContext) => Transport | Promise<Transport>;

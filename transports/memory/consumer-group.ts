@@ -1,0 +1,199 @@
+/**
+ * One consumer group of the memory transport: per-partition queues, members that own partitions,
+ * in-flight tracking, retry with backoff and a bounded dead-letter list.
+ */
+import { backoffDelay } from '../../src/backoff.js';
+import { Deque } from '../../src/deque.js';
+import type { EventEnvelope } from '../../src/envelope.js';
+import { describeError, isRetryable } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
+import { delay, runHandler } from '../../src/run-handler.js';
+import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
+
+/** An event coming back for another attempt. */
+class Retry {
+  constructor(
+    readonly event: OutgoingEvent,
+    readonly attempt: number,
+  ) {}
+}
+
+type Item = OutgoingEvent | Retry;
+
+interface Active {
+  event: OutgoingEvent;
+  partition: number;
+  attempt: number;
+  settled: boolean;
+}
+
+class Member {
+  inFlight = 0;
+  partitions: number[] = [];
+  cursor = 0;
+  closing = false;
+  readonly active = new Set<Active>();
+  onIdle: (() => void) | undefined;
+  constructor(
+    readonly spec: SubscriptionSpec,
+    readonly handler: DeliveryHandler,
+  ) {}
+}
+
+export function toEnvelope(ev: OutgoingEvent, source: string): EventEnvelope {
+  const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = { id: ev.id, type: ev.type, source, time: ev.time, data: ev.data };
+  if (ev.key !== undefined) env.key = ev.key;
+  if (ev.correlationId !== undefined) env.correlationId = ev.correlationId;
+  if (ev.causationId !== undefined) env.causationId = ev.causationId;
+  if (ev.headers !== undefined) env.headers = ev.headers;
+  return env;
+}
+
+export class ConsumerGroup {
+  readonly deadLetters: DeadLetter[] = [];
+  private readonly queues: Deque<Item>[];
+  private members: Member[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private pumping = false;
+  private again = false;
+
+  constructor(
+    readonly type: string,
+    readonly name: string,
+    partitions: number,
+    private readonly source: string,
+    private readonly maxDeadLetters: number,
+    private readonly logger: Logger,
+  ) {
+    this.queues = Array.from({ length: partitions }, () => new Deque<Item>());
+  }
+
+  enqueue(partition: number, events: readonly OutgoingEvent[]): void {
+    this.queues[partition]!.pushAll(events);
+    if (this.members.length > 0) this.pump();
+  }
+
+  join(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
+    const member = new Member(spec, handler);
+    this.members.push(member);
+    this.rebalance();
+    this.pump();
+    return { close: () => this.leave(member) };
+  }
+
+  private rebalance(): void {
+    for (const m of this.members) {
+      m.partitions = [];
+      m.cursor = 0;
+    }
+    if (this.members.length === 0) return;
+    for (let p = 0; p < this.queues.length; p++) this.members[p % this.members.length]!.partitions.push(p);
+  }
+
+  private async leave(member: Member): Promise<void> {
+    if (member.closing) return;
+    member.closing = true;
+    this.members = this.members.filter((m) => m !== member);
+    this.rebalance();
+    if (member.inFlight > 0) {
+      const timeout = delay(member.spec.drainTimeoutMs);
+      await Promise.race([new Promise<void>((resolve) => (member.onIdle = resolve)), timeout.promise]);
+      timeout.cancel();
+      // Handlers still running past the drain timeout: their events go back for another member.
+      for (const a of member.active) {
+        a.settled = true;
+        this.queues[a.partition]!.unshift(new Retry(a.event, a.attempt + 1));
+        this.logger.warn({ group: this.name, id: a.event.id }, 'handler outlived the drain timeout; event returned to the group');
+      }
+      member.active.clear();
+    }
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        for (const m of this.members) this.fill(m);
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private fill(m: Member): void {
+    const parts = m.partitions;
+    while (!m.closing && m.inFlight < m.spec.concurrency) {
+      let found = false;
+      for (let k = 0; k < parts.length; k++) {
+        const idx = (m.cursor + k) % parts.length;
+        const p = parts[idx]!;
+        const item = this.queues[p]!.shift();
+        if (item !== undefined) {
+          m.cursor = idx + 1;
+          this.deliver(m, p, item);
+          found = true;
+          break;
+        }
+      }
+      if (!found) return;
+    }
+  }
+
+  private deliver(m: Member, partition: number, item: Item): void {
+    const isRetry = item instanceof Retry;
+    const event = isRetry ? item.event : item;
+    const attempt = isRetry ? item.attempt : 1;
+    const active: Active = { event, partition, attempt, settled: false };
+    m.inFlight++;
+    m.active.add(active);
+    runHandler(
+      m.handler,
+      toEnvelope(event, this.source),
+      { attempt, group: this.name, consumer: m.spec.consumer, partition },
+      (err, failed) => {
+        if (active.settled) return; // returned to the group after a drain timeout
+        active.settled = true;
+        m.active.delete(active);
+        m.inFlight--;
+        if (failed) this.fail(m.spec, event, partition, attempt, err);
+        if (m.inFlight === 0 && m.onIdle) m.onIdle();
+        this.pump();
+      },
+    );
+  }
+
+  private fail(spec: SubscriptionSpec, event: OutgoingEvent, partition: number, attempt: number, err: unknown): void {
+    if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
+      this.deadLetters.push({
+        id: event.id,
+        type: event.type,
+        group: this.name,
+        partition,
+        attempts: attempt,
+        error: describeError(err),
+        event: toEnvelope(event, this.source),
+        deadAt: Date.now(),
+      });
+      if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
+      this.logger.warn({ group: this.name, id: event.id, attempts: attempt, err: describeError(err) }, 'event dead-lettered');
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.queues[partition]!.push(new Retry(event, attempt + 1));
+      this.pump();
+    }, backoffDelay(spec.backoff, attempt));
+    this.timers.add(timer);
+  }
+
+  stopTimers(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}

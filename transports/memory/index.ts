@@ -1,0 +1,1 @@
+export { createMemoryTransport, MemoryTransport, memoryConfigSchema, type MemoryTransportConfig } from './memory-transport.js';

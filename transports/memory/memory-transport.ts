@@ -1,0 +1,124 @@
+/**
+ * The in-memory transport: the delivery contract of Redis consumer groups inside one process.
+ * Every group gets every event; members of a group share its partitions (a partition belongs to one
+ * member at a time, so per-key order holds); handlers ack by resolving; failures are retried with
+ * backoff and dead-lettered after `maxDeliveries`. Acked events are released; what is retained for
+ * groups created later with `startFrom: '0'` is bounded by `maxLen` per partition.
+ */
+import { z } from 'zod';
+import { parseConfig } from '../../src/config.js';
+import { ClosedError } from '../../src/errors.js';
+import type {
+  DeadLetter,
+  DeliveryHandler,
+  OutgoingEvent,
+  PublishUnit,
+  SubscriptionSpec,
+  Transport,
+  TransportCapabilities,
+  TransportContext,
+  TransportSubscription,
+  WriteResult,
+} from '../../src/transport.js';
+import { Deque } from '../../src/deque.js';
+import { ConsumerGroup } from './consumer-group.js';
+
+export const memoryConfigSchema = z
+  .object({
+    type: z.literal('memory'),
+    /** Partitions per event type. @default 1 */
+    partitions: z.number().int().min(1).max(4096).default(1),
+    /** Events retained per partition for groups that start from '0'. @default 10000 */
+    maxLen: z.number().int().min(0).default(10_000),
+    /** Dead letters kept per group. @default 10000 */
+    maxDeadLetters: z.number().int().min(0).default(10_000),
+    /** Largest event accepted (bytes, JSON). @default 16 MiB */
+    maxEventBytes: z.number().int().min(1).default(16 * 1024 * 1024),
+  })
+  .strict();
+
+export type MemoryTransportConfig = z.input<typeof memoryConfigSchema>;
+
+class Topic {
+  readonly retained: Deque<OutgoingEvent>[];
+  readonly groups = new Map<string, ConsumerGroup>();
+  constructor(partitions: number) {
+    this.retained = Array.from({ length: partitions }, () => new Deque<OutgoingEvent>());
+  }
+}
+
+export class MemoryTransport implements Transport {
+  readonly type = 'memory';
+  readonly capabilities: TransportCapabilities;
+  private readonly topics = new Map<string, Topic>();
+  private closed = false;
+
+  constructor(
+    private readonly config: z.output<typeof memoryConfigSchema>,
+    private readonly ctx: TransportContext,
+  ) {
+    this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
+  }
+
+  async connect(): Promise<void> {}
+
+  partitionsFor(): number {
+    return this.config.partitions;
+  }
+
+  private topic(type: string): Topic {
+    let t = this.topics.get(type);
+    if (!t) {
+      t = new Topic(this.config.partitions);
+      this.topics.set(type, t);
+    }
+    return t;
+  }
+
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+    if (this.closed) return Promise.reject(new ClosedError('memory transport'));
+    for (let u = 0; u < units.length; u++) {
+      const unit = units[u]!;
+      const topic = this.topic(unit.type);
+      if (this.config.maxLen > 0) {
+        const log = topic.retained[unit.partition]!;
+        log.pushAll(unit.events);
+        log.trimTo(this.config.maxLen);
+      }
+      for (const group of topic.groups.values()) group.enqueue(unit.partition, unit.events);
+    }
+    return Promise.resolve(undefined);
+  }
+
+  async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
+    if (this.closed) throw new ClosedError('memory transport');
+    if (Object.keys(spec.options).length > 0) {
+      parseConfig(z.object({}).strict(), spec.options, 'subscribe options (memory transport)');
+    }
+    const topic = this.topic(spec.type);
+    let group = topic.groups.get(spec.group);
+    if (!group) {
+      group = new ConsumerGroup(spec.type, spec.group, this.config.partitions, this.ctx.service, this.config.maxDeadLetters, this.ctx.logger);
+      topic.groups.set(spec.group, group);
+      if (spec.startFrom === '0') topic.retained.forEach((log, p) => group!.enqueue(p, log.toArray()));
+    }
+    return group.join(spec, handler);
+  }
+
+  async deadLetters(type: string, group?: string, limit = 1000): Promise<DeadLetter[]> {
+    const topic = this.topics.get(type);
+    if (!topic) return [];
+    const all: DeadLetter[] = [];
+    for (const g of topic.groups.values()) if (group === undefined || g.name === group) all.push(...g.deadLetters);
+    return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const topic of this.topics.values()) for (const g of topic.groups.values()) g.stopTimers();
+  }
+}
+
+export function createMemoryTransport(config: Record<string, unknown>, ctx: TransportContext): MemoryTransport {
+  return new MemoryTransport(parseConfig(memoryConfigSchema, config, 'transport'), ctx);
+}
