@@ -26,7 +26,7 @@ import type { EventData, EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
-import type { DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
+import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
 /** Bus configuration. */
@@ -280,6 +280,15 @@ export class EventBus<M extends EventMap> {
     };
     this.subscriptions.add(sub);
     return sub;
+  }
+
+  /**
+   * Dead letters of `type` (optionally of one group), oldest first: events that exhausted
+   * `maxDeliveries`, failed non-retryably, or could not be decoded.
+   */
+  async deadLetters(type: EventName<M>, options: { group?: string; limit?: number } = {}): Promise<DeadLetter[]> {
+    if (!this.transport.deadLetters) throw new ConfigError(`The ${this.transport.type} transport keeps no dead letters.`);
+    return this.transport.deadLetters(type, options.group, options.limit);
   }
 
   /** Publish counters: events written, batches, units, failures; and events buffered now. */

@@ -26,6 +26,11 @@ import { ConsumerGroup } from './consumer-group.js';
 export const memoryConfigSchema = z
   .object({
     type: z.literal('memory'),
+    /**
+     * Name of an in-process broker: buses in one process that use the same name share topics and
+     * consumer groups, as they would on a real broker. Unnamed transports are private to their bus.
+     */
+    name: z.string().min(1).max(200).optional(),
     /** Partitions per event type. @default 1 */
     partitions: z.number().int().min(1).max(4096).default(1),
     /** Events retained per partition for groups that start from '0'. @default 10000 */
@@ -47,10 +52,19 @@ class Topic {
   }
 }
 
+/** Topics of one in-process broker, shared by every transport opened with the same `name`. */
+interface Broker {
+  readonly topics: Map<string, Topic>;
+  refs: number;
+}
+
+const namedBrokers = new Map<string, Broker>();
+
 export class MemoryTransport implements Transport {
   readonly type = 'memory';
   readonly capabilities: TransportCapabilities;
-  private readonly topics = new Map<string, Topic>();
+  private readonly broker: Broker;
+  private readonly topics: Map<string, Topic>;
   private closed = false;
 
   constructor(
@@ -58,6 +72,15 @@ export class MemoryTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
+    const name = config.name;
+    let broker = name === undefined ? undefined : namedBrokers.get(name);
+    if (!broker) {
+      broker = { topics: new Map(), refs: 0 };
+      if (name !== undefined) namedBrokers.set(name, broker);
+    }
+    broker.refs++;
+    this.broker = broker;
+    this.topics = broker.topics;
   }
 
   async connect(): Promise<void> {}
@@ -114,8 +137,11 @@ export class MemoryTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
+    if (--this.broker.refs > 0) return;
     for (const topic of this.topics.values()) for (const g of topic.groups.values()) g.stopTimers();
+    if (this.config.name !== undefined) namedBrokers.delete(this.config.name);
   }
 }
 
