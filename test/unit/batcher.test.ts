@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
+import { BackpressureError, ClosedError, TransportError } from '../../src/errors.js';
+import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
+
+const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
+  maxEvents: 100,
+  maxBytes: 1 << 20,
+  maxWaitMs: 0,
+  maxInFlight: 1,
+  maxPendingEvents: 10_000,
+  onFull: 'wait',
+  ...o,
+});
+
+function ev(i: number, partition = 0): OutgoingEvent {
+  return { id: String(i), type: 't', time: 0, key: undefined, data: i, json: undefined, partition, correlationId: undefined, causationId: undefined, headers: undefined };
+}
+
+/** A writer whose writes complete only when the test says so. */
+function manualWriter() {
+  const calls: { units: readonly PublishUnit[]; done: (r?: WriteResult | Error) => void }[] = [];
+  const write = (units: readonly PublishUnit[]) =>
+    new Promise<WriteResult>((resolve, reject) => {
+      calls.push({ units, done: (r) => (r instanceof Error ? reject(r) : resolve(r)) });
+    });
+  return { calls, write };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('Batcher', () => {
+  it('sends a lone event at once and coalesces events of the same tick', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts());
+    const lane = new Lane('t', 0);
+    const p1 = b.add(lane, ev(1), 0);
+    await tick();
+    expect(w.calls).toHaveLength(1);
+    expect(w.calls[0]!.units[0]!.events).toHaveLength(1);
+    w.calls[0]!.done();
+    await p1;
+    const ps = [2, 3, 4].map((i) => b.add(lane, ev(i), 0));
+    await tick();
+    expect(w.calls).toHaveLength(2);
+    expect(w.calls[1]!.units[0]!.events.map((e) => e.data)).toEqual([2, 3, 4]);
+    w.calls[1]!.done();
+    await Promise.all(ps);
+  });
+
+  it('accumulates while a write is in flight and sends the rest together when it returns', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts());
+    const lane = new Lane('t', 0);
+    const first = b.add(lane, ev(0), 0);
+    await tick();
+    const rest = Array.from({ length: 10 }, (_, i) => b.add(lane, ev(i + 1), 0));
+    await tick();
+    expect(w.calls).toHaveLength(1); // still waiting for the first write
+    w.calls[0]!.done();
+    await first;
+    await tick();
+    expect(w.calls).toHaveLength(2);
+    expect(w.calls[1]!.units[0]!.events).toHaveLength(10);
+    w.calls[1]!.done();
+    await Promise.all(rest);
+  });
+
+  it('bounds a batch by maxEvents and a unit by maxBytes', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts({ maxEvents: 4, maxBytes: 10, maxInFlight: 8 }));
+    const lane = new Lane('t', 0);
+    const ps = Array.from({ length: 10 }, (_, i) => b.add(lane, ev(i), 3));
+    await tick();
+    const sizes = w.calls.flatMap((c) => c.units.map((u) => u.events.length));
+    expect(sizes.reduce((a, n) => a + n, 0)).toBe(10);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(4);
+    for (const c of w.calls) for (const u of c.units) expect(u.bytes).toBeLessThanOrEqual(10);
+    w.calls.forEach((c) => c.done());
+    await Promise.all(ps);
+  });
+
+  it('settles each event with the fate of its own unit', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts());
+    const a = new Lane('t', 0);
+    const c = new Lane('t', 1);
+    const pa = b.add(a, ev(1, 0), 0);
+    const pc = b.add(c, ev(2, 1), 0);
+    await tick();
+    expect(w.calls[0]!.units).toHaveLength(2);
+    w.calls[0]!.done([undefined, new Error('boom')]);
+    await expect(pa).resolves.toBeUndefined();
+    await expect(pc).rejects.toBeInstanceOf(TransportError);
+    expect(b.stats.failedEvents).toBe(1);
+  });
+
+  it('rejects every event of a failed write with a TransportError keeping the cause', async () => {
+    const cause = new Error('socket closed');
+    const b = new Batcher(() => Promise.reject(cause), opts());
+    const p = b.add(new Lane('t', 0), ev(1), 0);
+    await expect(p).rejects.toMatchObject({ code: 'ERR_TRANSPORT', cause });
+  });
+
+  it("applies backpressure: 'reject' throws BackpressureError past maxPendingEvents", async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts({ maxPendingEvents: 3, onFull: 'reject' }));
+    const lane = new Lane('t', 0);
+    const ok = [1, 2, 3].map((i) => b.add(lane, ev(i), 0));
+    await expect(b.add(lane, ev(4), 0)).rejects.toBeInstanceOf(BackpressureError);
+    await tick();
+    w.calls[0]!.done();
+    await Promise.all(ok);
+  });
+
+  it("applies backpressure: 'wait' holds publishers until there is room, in order", async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts({ maxPendingEvents: 2, onFull: 'wait' }));
+    const lane = new Lane('t', 0);
+    const ps = [1, 2, 3, 4, 5].map((i) => b.add(lane, ev(i), 0));
+    expect(b.pendingEvents).toBe(2);
+    const order: number[] = [];
+    for (let round = 0; round < 5 && order.length < 5; round++) {
+      await tick();
+      for (const c of w.calls.splice(0)) {
+        for (const u of c.units) order.push(...u.events.map((e) => e.data as number));
+        c.done();
+      }
+    }
+    await Promise.all(ps);
+    expect(order).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('lingers up to maxWaitMs to fill a batch when asked to', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts({ maxWaitMs: 30 }));
+    const lane = new Lane('t', 0);
+    const p = b.add(lane, ev(1), 0);
+    await tick();
+    expect(w.calls).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(w.calls).toHaveLength(1);
+    w.calls[0]!.done();
+    await p;
+  });
+
+  it('close() sends what is buffered, then refuses new events', async () => {
+    const sent: number[] = [];
+    const b = new Batcher(async (units) => {
+      for (const u of units) sent.push(...u.events.map((e) => e.data as number));
+    }, opts({ maxWaitMs: 10_000 }));
+    const lane = new Lane('t', 0);
+    const ps = [1, 2, 3].map((i) => b.add(lane, ev(i), 0));
+    await b.close();
+    await Promise.all(ps);
+    expect(sent).toEqual([1, 2, 3]);
+    await expect(b.add(lane, ev(4), 0)).rejects.toBeInstanceOf(ClosedError);
+  });
+});

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  ConfigError,
+  createEventBus,
+  defineEvents,
+  PayloadTooLargeError,
+  registerTransport,
+  SerializationError,
+  UnknownTransportError,
+  ValidationError,
+  type PublishUnit,
+  type Transport,
+} from '../../src/index.js';
+
+const events = defineEvents({
+  'user.signed-up': z.object({ userId: z.string(), email: z.string().email() }),
+  'blob.stored': z.object({ name: z.string(), meta: z.unknown() }),
+});
+
+describe('createEventBus config validation', () => {
+  it('names the bad field', async () => {
+    await expect(createEventBus({ service: '', events, transport: { type: 'memory' } })).rejects.toMatchObject({
+      code: 'ERR_CONFIG',
+      message: expect.stringContaining('service'),
+    });
+    await expect(
+      createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxEvents: 0 } }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('batching.maxEvents') });
+    await expect(createEventBus({ service: 's', events, transport: { type: 'memory', partitions: -1 } })).rejects.toMatchObject({
+      message: expect.stringContaining('transport.partitions'),
+    });
+    await expect(
+      createEventBus({ service: 's', events, transport: { type: 'memory', bogus: 1 } }),
+    ).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('rejects an unknown transport type listing the registered ones', async () => {
+    const err = await createEventBus({ service: 's', events, transport: { type: 'carrier-pigeon' } }).catch((e) => e);
+    expect(err).toBeInstanceOf(UnknownTransportError);
+    expect(err.message).toContain('memory');
+  });
+
+  it('rejects an event map not made by defineEvents, and bad schemas', async () => {
+    await expect(createEventBus({ service: 's', events: {} as never, transport: { type: 'memory' } })).rejects.toBeInstanceOf(ConfigError);
+    expect(() => defineEvents({ 'bad name!': z.string() })).toThrow(ConfigError);
+    expect(() => defineEvents({ ok: 'not a schema' as never })).toThrow(/zod/);
+  });
+});
+
+describe('publishing bad input', () => {
+  it('rejects a payload that cannot be serialized, sends nothing, and keeps working', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    const seen: unknown[] = [];
+    await bus.subscribe('blob.stored', { group: 'g' }, (e) => void seen.push(e.data));
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await expect(bus.publish('blob.stored', { name: 'a', meta: cyclic })).rejects.toBeInstanceOf(SerializationError);
+    await expect(bus.publish('blob.stored', { name: 'b', meta: 10n })).rejects.toMatchObject({ code: 'ERR_SERIALIZATION' });
+    await bus.publish('blob.stored', { name: 'c', meta: { fine: true } });
+    await bus.close();
+    expect(seen).toEqual([{ name: 'c', meta: { fine: true } }]);
+  });
+
+  it('rejects an event larger than the transport accepts', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory', maxEventBytes: 1000 } });
+    await expect(bus.publish('blob.stored', { name: 'x', meta: 'y'.repeat(2000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await bus.close();
+  });
+
+  it('reports every zod issue with its path', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
+    const err = await bus.publish('user.signed-up', { userId: 1, email: 'nope' } as never).catch((e) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect(err.issues.map((i: { path: string[] }) => i.path[0]).sort()).toEqual(['email', 'userId']);
+    await bus.close();
+  });
+});
+
+describe('transport registry', () => {
+  it('lets a third-party transport register itself and be picked by config', async () => {
+    const written: PublishUnit[] = [];
+    registerTransport('recording', (config) => {
+      const t: Transport = {
+        type: 'recording',
+        capabilities: { encoding: 'json', maxInFlight: 1, maxEventBytes: 1 << 20 },
+        connect: async () => {},
+        partitionsFor: () => Number(config.partitions ?? 1),
+        write: async (units) => {
+          written.push(...units);
+        },
+        subscribe: async () => ({ close: async () => {} }),
+        close: async () => {},
+      };
+      return t;
+    });
+    const bus = await createEventBus({ service: 'svc', events, transport: { type: 'recording', partitions: 3 } });
+    await bus.publish('user.signed-up', { userId: 'u1', email: 'a@b.co' }, { key: 'u1' });
+    await bus.close();
+    expect(written).toHaveLength(1);
+    expect(written[0]!.events[0]).toMatchObject({ type: 'user.signed-up', json: '{"userId":"u1","email":"a@b.co"}', key: 'u1' });
+    expect(written[0]!.partition).toBeLessThan(3);
+  });
+});
+
+describe('logging', () => {
+  it('uses an injected logger', async () => {
+    const lines: { obj: object; msg?: string }[] = [];
+    const log = (obj: object, msg?: string) => void lines.push({ obj, msg });
+    const logger = { debug: log, info: log, warn: log, error: log };
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, logger });
+    await bus.close();
+    expect(lines.some((l) => l.msg === 'event bus closed')).toBe(true);
+  });
+});
