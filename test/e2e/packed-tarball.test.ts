@@ -1,0 +1,59 @@
+/**
+ * Packs the package as npm would publish it, installs the tarball into a fresh directory, and uses it
+ * through both `import` and `require`.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = resolve(__dirname, '../..');
+let dir: string;
+
+const program = (load: string) => `
+${load}
+const { z } = zod;
+const events = el.defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+(async () => {
+  const bus = await el.createEventBus({ service: 'e2e', events, transport: { type: 'memory' } });
+  const got = [];
+  await bus.subscribe('order.created', { group: 'g' }, (e) => { got.push(e.data.orderId); });
+  await bus.publish('order.created', { orderId: 'o-1' });
+  const bad = await bus.publish('order.created', { orderId: 1 }).catch((e) => e.code);
+  await new Promise((r) => setTimeout(r, 50));
+  await bus.close();
+  console.log(JSON.stringify({ got, bad, isError: new el.ValidationError('x', []) instanceof el.EventlaneError }));
+})();
+`;
+
+describe('packed tarball', () => {
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'eventlane-e2e-'));
+    const out = execFileSync('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: root, encoding: 'utf8' });
+    const [{ filename }] = JSON.parse(out.slice(out.indexOf('[')));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', join(dir, filename), 'zod@4'], { cwd: dir, stdio: 'pipe' });
+  }, 180_000);
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('works through import', () => {
+    writeFileSync(join(dir, 'esm.mjs'), program(`import * as el from 'eventlane'; import * as zod from 'zod';`));
+    const out = execFileSync(process.execPath, ['esm.mjs'], { cwd: dir, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ got: ['o-1'], bad: 'ERR_VALIDATION', isError: true });
+  });
+
+  it('works through require', () => {
+    writeFileSync(join(dir, 'cjs.cjs'), program(`const el = require('eventlane'); const zod = require('zod');`));
+    const out = execFileSync(process.execPath, ['cjs.cjs'], { cwd: dir, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ got: ['o-1'], bad: 'ERR_VALIDATION', isError: true });
+  });
+
+  it('ships type declarations for both entry points', () => {
+    const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
+    expect(pkg.exports['.'].import.types).toMatch(/\.d\.ts$/);
+    execFileSync('test', ['-f', join(dir, 'node_modules/eventlane', pkg.exports['.'].import.types)]);
+    execFileSync('test', ['-f', join(dir, 'node_modules/eventlane', pkg.exports['.'].require.types)]);
+  });
+});
