@@ -23,5 +23,6 @@ export type {
   BackoffOptions,
 } from './transport.js';
 export type { BatchingConfig } from './config.js';
+export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';
 export type { Logger } from './logger.js';
 export * from './errors.js';
