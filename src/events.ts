@@ -11,8 +11,8 @@ export type EventSchemas = Record<string, z.ZodType>;
 /** The event map a bus is built from. Create it with {@link defineEvents}. */
 export interface EventMap<S extends EventSchemas = EventSchemas> {
   readonly schemas: S;
-  /** Event names, in declaration order. */
-  readonly names: readonly (keyof S & string)[];
+  /** Event names, in declaration order. (Typed as string[]: `keyof S` here would make maps invariant.) */
+  readonly names: readonly string[];
   /** Names whose schema cannot prove the payload JSON-encodable; these are encoded eagerly at publish. */
   readonly needsEncodeCheck: ReadonlySet<string>;
 }
@@ -37,7 +37,7 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
   if (schemas === null || typeof schemas !== 'object') {
     throw new ConfigError('defineEvents() expects an object of event name -> zod schema.');
   }
-  const names = Object.keys(schemas) as (keyof S & string)[];
+  const names = Object.keys(schemas);
   const needsEncodeCheck = new Set<string>();
   for (const name of names) {
     if (!EVENT_NAME.test(name)) {

@@ -43,7 +43,7 @@ export function describeConformance(target: ConformanceTarget): void {
     const timeout = target.timeoutMs ?? 10_000;
     const open: Bus[] = [];
     const fast = { retry: { backoff: { initialMs: 20, maxMs: 100, multiplier: 2, jitter: 0 } } };
-    const subOpts = (o: Record<string, unknown>) => ({ ...target.subscribeOptions, ...fast, ...o }) as { group: string };
+    const subOpts = (o: { group: string } & Record<string, unknown>) => ({ ...target.subscribeOptions, ...fast, ...o });
 
     async function bus(transport?: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<Bus> {
       const b = await createEventBus({

@@ -1,0 +1,39 @@
+/**
+ * Compile-time contract: `npm run typecheck` fails if any `@ts-expect-error` below stops being an error,
+ * i.e. if a wrong event name or payload would compile. The runtime half is in the conformance suite.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createEventBus, defineEvents, type EventEnvelope } from '../../src/index.js';
+
+const events = defineEvents({
+  'order.created': z.object({ orderId: z.string(), amount: z.number() }),
+  'user.deleted': z.object({ userId: z.string() }),
+});
+
+describe('typed API', () => {
+  it('types publish, publishMany and handlers from the event map', async () => {
+    const bus = await createEventBus({ service: 't', events, transport: { type: 'memory' } });
+    await bus.publish('order.created', { orderId: 'o', amount: 1 });
+    const codes: string[] = [];
+    const code = (e: { code: string }) => void codes.push(e.code);
+    // @ts-expect-error unknown event name
+    await bus.publish('order.deleted', { orderId: 'o', amount: 1 }).catch(code);
+    // @ts-expect-error payload of another event
+    await bus.publish('order.created', { userId: 'u' }).catch(code);
+    // @ts-expect-error wrong field type
+    await bus.publish('order.created', { orderId: 'o', amount: '1' }).catch(code);
+    // @ts-expect-error missing field
+    await bus.publishMany('order.created', [{ orderId: 'o' }]).catch(code);
+    expect(codes).toEqual(['ERR_UNKNOWN_EVENT', 'ERR_VALIDATION', 'ERR_VALIDATION', 'ERR_VALIDATION']);
+    await bus.subscribe('user.deleted', { group: 'g' }, (e) => {
+      const id: string = e.data.userId;
+      const typed: EventEnvelope<{ userId: string }, 'user.deleted'> = e;
+      // @ts-expect-error no such field on this event
+      void e.data.orderId;
+      void id;
+      void typed;
+    });
+    await bus.close();
+  });
+});
