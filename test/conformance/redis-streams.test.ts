@@ -1,0 +1,31 @@
+/**
+ * The shared delivery contract against a real redis-server (started by the harness, or REDIS_URL).
+ */
+import { describeConformance } from './suite.js';
+import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+
+let server: { url: string; stop(): Promise<void> } | undefined;
+
+for (const entryMode of ['batch', 'event'] as const) {
+  describeConformance({
+    name: `redis-streams (${entryMode} entries)`,
+    setup: async () => {
+      server ??= await RedisServer.startOrExternal();
+    },
+    teardown: async () => {
+      if (entryMode === 'event') {
+        await server?.stop();
+        server = undefined;
+      }
+    },
+    transport: () => ({
+      type: 'redis-streams',
+      url: server!.url,
+      prefix: uniquePrefix(`conf-${entryMode}`),
+      partitions: 4,
+      entryMode,
+    }),
+    subscribeOptions: { blockMs: 200, minIdleMs: 2000 },
+    timeoutMs: 15_000,
+  });
+}

@@ -1,0 +1,212 @@
+/**
+ * Operations: list streams, groups, pending entries and lag; inspect, replay and purge dead letters.
+ * Available as methods of the transport (`transport.admin`) and through `createRedisStreamsAdmin(config)`.
+ */
+import { Cluster } from 'ioredis';
+import type { EventEnvelope } from '../../src/envelope.js';
+import type { DeadLetter } from '../../src/transport.js';
+import { envelopeFields } from './codec.js';
+import type { ResolvedConfig } from './config.js';
+import type { Client } from './connection.js';
+import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
+
+/** A dead letter as stored in Redis, with where it lives. */
+export interface RedisDeadLetter extends DeadLetter {
+  /** Id of the DLQ stream entry (use it to replay or purge one letter). */
+  readonly dlqId: string;
+  /** Stream the event was read from and its entry id there. */
+  readonly stream: string;
+  readonly origin: string;
+}
+
+export interface StreamInfo {
+  key: string;
+  type: string;
+  partition: number;
+  length: number;
+}
+
+export interface GroupInfo {
+  group: string;
+  /** Consumers known to the group (max over partitions). */
+  consumers: number;
+  /** Entries delivered but not acked, over all partitions (retry streams included). */
+  pending: number;
+  /** Entries not yet delivered to the group (Redis 7+; undefined when Redis cannot tell). */
+  lag: number | undefined;
+  /** Events waiting in the group's retry streams. */
+  retrying: number;
+}
+
+export interface PendingInfo {
+  total: number;
+  consumers: Record<string, number>;
+}
+
+type Loose = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+
+export class RedisStreamsAdmin {
+  private readonly c: Loose;
+  constructor(
+    private readonly client: Client,
+    private readonly config: ResolvedConfig,
+    private readonly partitionsFor: (type: string) => number,
+  ) {
+    this.c = client as unknown as Loose;
+  }
+
+  private keys(type: string): number[] {
+    return Array.from({ length: this.partitionsFor(type) }, (_, p) => p);
+  }
+
+  /** Partition streams under this prefix (SCAN; every master in a cluster). */
+  async listStreams(): Promise<StreamInfo[]> {
+    const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+    const found = new Set<string>();
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = (await node.scan(cursor, 'MATCH', `${this.config.prefix}:{*}`, 'COUNT', 1000)) as [string, string[]];
+        cursor = next;
+        for (const k of keys) found.add(k);
+      } while (cursor !== '0');
+    }
+    const out: StreamInfo[] = [];
+    for (const key of found) {
+      const parsed = parseStreamKey(this.config.prefix, key);
+      if (!parsed) continue;
+      out.push({ key, ...parsed, length: Number(await this.c.xlen!(key)) });
+    }
+    return out.sort((a, b) => (a.type === b.type ? a.partition - b.partition : a.type < b.type ? -1 : 1));
+  }
+
+  /** Consumer groups of a type with pending counts and lag summed over partitions. */
+  async groups(type: string): Promise<GroupInfo[]> {
+    const byName = new Map<string, GroupInfo>();
+    for (const p of this.keys(type)) {
+      let rows: unknown[][];
+      try {
+        rows = (await this.c.xinfo!('GROUPS', streamKey(this.config.prefix, type, p))) as unknown[][];
+      } catch {
+        continue; // no such stream yet
+      }
+      for (const row of rows) {
+        const f = pairs(row);
+        const name = String(f['name']);
+        const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, retrying: 0 };
+        g.consumers = Math.max(g.consumers, Number(f['consumers'] ?? 0));
+        g.pending += Number(f['pending'] ?? 0);
+        const lag = f['lag'];
+        g.lag = g.lag === undefined || lag === null || lag === undefined ? undefined : g.lag + Number(lag);
+        const rk = retryKey(this.config.prefix, type, p, name);
+        g.retrying += Number(await this.c.xlen!(rk));
+        byName.set(name, g);
+      }
+    }
+    return [...byName.values()];
+  }
+
+  /** Pending (delivered, not acked) entries of a group, per consumer. */
+  async pending(type: string, group: string): Promise<PendingInfo> {
+    const out: PendingInfo = { total: 0, consumers: {} };
+    for (const p of this.keys(type)) {
+      for (const key of [streamKey(this.config.prefix, type, p), retryKey(this.config.prefix, type, p, group)]) {
+        let summary: [number, string | null, string | null, [string, string][] | null];
+        try {
+          summary = (await this.c.xpending!(key, group)) as typeof summary;
+        } catch {
+          continue;
+        }
+        out.total += Number(summary[0]);
+        for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
+      }
+    }
+    return out;
+  }
+
+  /** Dead letters of a type (optionally one group), oldest first. */
+  async deadLetters(type: string, group?: string, limit = 1000): Promise<RedisDeadLetter[]> {
+    const all: RedisDeadLetter[] = [];
+    for (const p of this.keys(type)) {
+      const rows = (await this.c.xrange!(dlqKey(this.config.prefix, type, p), '-', '+', 'COUNT', group === undefined ? limit : 1_000_000)) as [string, string[]][];
+      for (const [dlqId, fields] of rows) {
+        const d = decodeDeadLetter(dlqId, fields, type, p);
+        if (group === undefined || d.group === group) all.push(d);
+      }
+    }
+    return all.sort((a, b) => a.deadAt - b.deadAt || (a.dlqId < b.dlqId ? -1 : 1)).slice(0, limit);
+  }
+
+  /**
+   * Sends dead letters back to their group: each decodable letter becomes a fresh entry (attempt 1)
+   * in that group's retry stream, so only that group sees it again; the letter is removed from the DLQ.
+   * Returns how many were replayed.
+   */
+  async replayDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
+    const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
+    const wanted = options.ids ? new Set(options.ids) : undefined;
+    let n = 0;
+    for (const d of letters) {
+      if (wanted && !wanted.has(d.dlqId) && !wanted.has(d.id)) continue;
+      if (d.event === undefined) continue; // undecodable: inspect `raw` and purge instead
+      const fields = envelopeFields(d.event);
+      fields.push('attempt', '1', 'due', '0', 'origin', d.origin, 'replayed', d.dlqId);
+      await this.c.xadd!(retryKey(this.config.prefix, type, d.partition, d.group), '*', ...fields);
+      await this.c.xdel!(dlqKey(this.config.prefix, type, d.partition), d.dlqId);
+      n++;
+    }
+    return n;
+  }
+
+  /** Deletes dead letters (all of the type, or one group's, or the given DLQ ids). Returns how many. */
+  async purgeDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
+    const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
+    const wanted = options.ids ? new Set(options.ids) : undefined;
+    let n = 0;
+    for (const d of letters) {
+      if (wanted && !wanted.has(d.dlqId) && !wanted.has(d.id)) continue;
+      n += Number(await this.c.xdel!(dlqKey(this.config.prefix, type, d.partition), d.dlqId));
+    }
+    return n;
+  }
+}
+
+function pairs(row: unknown[]): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < row.length; i += 2) o[String(row[i])] = row[i + 1];
+  return o;
+}
+
+export function decodeDeadLetter(dlqId: string, fields: string[], type: string, partition: number): RedisDeadLetter {
+  const f = pairs(fields) as Record<string, string | undefined>;
+  let event: EventEnvelope | undefined;
+  let raw: unknown;
+  if (f['event'] !== undefined) {
+    try {
+      event = JSON.parse(f['event']) as EventEnvelope;
+    } catch {
+      raw = f['event'];
+    }
+  }
+  if (f['raw'] !== undefined) {
+    try {
+      raw = JSON.parse(f['raw']);
+    } catch {
+      raw = f['raw'];
+    }
+  }
+  return {
+    id: event?.id ?? f['origin'] ?? dlqId,
+    type: f['type'] ?? type,
+    group: f['group'] ?? '',
+    partition: f['partition'] === undefined ? partition : Number(f['partition']),
+    attempts: Number(f['attempts'] ?? 0),
+    error: f['error'] ?? '',
+    event,
+    raw,
+    deadAt: Number(f['deadAt'] ?? 0),
+    dlqId,
+    stream: f['stream'] ?? '',
+    origin: f['origin'] ?? '',
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Configuration of the Redis Streams transport: the `transport` block of the bus config and the
+ * transport-specific subscribe options. Both are zod schemas, so a bad value fails with a
+ * `ConfigError` naming the field (`transport.pool.size: ...`).
+ */
+import { z } from 'zod';
+
+const hostPort = z.union([
+  z.string().min(1),
+  z.object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) }).strict(),
+]);
+
+export const topicSchema = z
+  .object({
+    /** Partitions (streams) of this event type. */
+    partitions: z.number().int().min(1).max(4096).optional(),
+    /** Approximate retention per partition stream, in entries (`MAXLEN ~`). 0 keeps everything. */
+    maxLen: z.number().int().min(0).optional(),
+    /** Approximate retention by age (`MINID ~ now-age`); replaces `maxLen` when set. */
+    minIdAgeMs: z.number().int().min(1).optional(),
+  })
+  .strict();
+
+export const redisStreamsConfigSchema = z
+  .object({
+    type: z.literal('redis-streams'),
+    /** `redis://[user:pass@]host:port[/db]` or `rediss://...` for TLS. Default `redis://127.0.0.1:6379`. */
+    url: z.string().min(1).optional(),
+    host: z.string().min(1).optional(),
+    port: z.number().int().min(1).max(65535).optional(),
+    username: z.string().optional(),
+    password: z.string().optional(),
+    db: z.number().int().min(0).optional(),
+    /** TLS options passed to ioredis (`true` for defaults). */
+    tls: z.union([z.boolean(), z.record(z.string(), z.unknown())]).optional(),
+    /** Redis Cluster: seed nodes; ioredis discovers the rest. Connection options above apply to every node. */
+    cluster: z
+      .object({
+        nodes: z.array(hostPort).min(1),
+        /** Extra ioredis ClusterOptions. */
+        options: z.record(z.string(), z.unknown()).optional(),
+      })
+      .strict()
+      .optional(),
+    /** Extra ioredis options for every connection (advanced; the transport's own settings win). */
+    redisOptions: z.record(z.string(), z.unknown()).optional(),
+    /** Key prefix: streams are `<prefix>:{<type>:<partition>}`. */
+    prefix: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[^{}\s]+$/, 'must not contain braces or whitespace')
+      .default('el'),
+    /** Partitions (streams) per event type. */
+    partitions: z.number().int().min(1).max(4096).default(1),
+    /** Per-type overrides of partitions and trimming. */
+    topics: z.record(z.string(), topicSchema).default({}),
+    /** `'batch'`: one stream entry per publish unit (many events). `'event'`: one entry per event (interop). */
+    entryMode: z.enum(['batch', 'event']).default('batch'),
+    /** Approximate retention per partition stream, in entries (`MAXLEN ~`). 0 keeps everything. */
+    maxLen: z.number().int().min(0).default(1_000_000),
+    /** Approximate retention by age (`MINID ~`); replaces `maxLen` when set. */
+    minIdAgeMs: z.number().int().min(1).optional(),
+    /** Approximate retention of each dead-letter stream, in entries. */
+    dlqMaxLen: z.number().int().min(0).default(100_000),
+    pool: z
+      .object({
+        /** Publish connections (never used for blocking reads); also the batcher's writes in flight. */
+        size: z.number().int().min(1).max(64).default(2),
+      })
+      .strict()
+      .default({ size: 2 }),
+    /** How long `connect()` may take before it rejects with `ConnectionError`. */
+    connectTimeoutMs: z.number().int().min(1).max(600_000).default(5_000),
+    /** How long a write (or any non-blocking command) may wait, also while Redis is unreachable. */
+    commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
+    /** Largest encoded event accepted, bytes. */
+    maxEventBytes: z.number().int().min(1).max(512 * 1024 * 1024).default(16 * 1024 * 1024),
+  })
+  .strict();
+
+export type RedisStreamsConfig = z.input<typeof redisStreamsConfigSchema>;
+export type ResolvedConfig = z.output<typeof redisStreamsConfigSchema>;
+
+/** Transport-specific subscribe options (next to group, concurrency, maxDeliveries...). */
+export const redisSubscribeSchema = z
+  .object({
+    /** Entries idle this long in another consumer's pending list are reclaimed (XAUTOCLAIM). */
+    minIdleMs: z.number().int().min(10).max(86_400_000).default(30_000),
+    /** How often the reclaim loop runs. Default `minIdleMs / 2`. */
+    reclaimIntervalMs: z.number().int().min(10).max(86_400_000).optional(),
+    /** BLOCK of each XREADGROUP; finite so the loop notices close and dead connections. */
+    blockMs: z.number().int().min(1).max(60_000).default(2_000),
+    /** A read outstanding longer than `blockMs + watchdogMs` is abandoned and its connection replaced. */
+    watchdogMs: z.number().int().min(100).max(600_000).default(5_000),
+    /** Events held locally (read but not finished) before the loop stops reading. Default max(concurrency, 8000). */
+    prefetch: z.number().int().min(1).max(10_000_000).optional(),
+    /** Most entries per XREADGROUP. */
+    readCount: z.number().int().min(1).max(100_000).default(1_000),
+    /** Entries per XAUTOCLAIM call. */
+    claimCount: z.number().int().min(1).max(10_000).default(100),
+  })
+  .strict();
+
+export type RedisSubscribeOptions = z.input<typeof redisSubscribeSchema>;
+export type ResolvedSubscribeOptions = z.output<typeof redisSubscribeSchema>;

@@ -1,0 +1,149 @@
+/**
+ * Building ioredis clients (standalone or Cluster) with bounded connect and command times, so an
+ * unreachable server turns into a `ConnectionError` naming the address instead of an endless wait.
+ */
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ConnectionError, TimeoutError } from '../../src/errors.js';
+import type { ResolvedConfig } from './config.js';
+
+export type Client = Redis | Cluster;
+
+export type Role = 'publish' | 'command' | 'read';
+
+/** Hides the password of a URL. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+export class Connector {
+  /** Address for messages (password hidden). */
+  readonly address: string;
+  readonly isCluster: boolean;
+  private seq = 0;
+
+  constructor(private readonly config: ResolvedConfig) {
+    this.isCluster = config.cluster !== undefined;
+    if (config.cluster) {
+      this.address = 'redis cluster ' + config.cluster.nodes.map((n) => (typeof n === 'string' ? redactUrl(n) : `${n.host}:${n.port}`)).join(',');
+    } else if (config.url) {
+      this.address = redactUrl(config.url);
+    } else {
+      this.address = `redis://${config.host ?? '127.0.0.1'}:${config.port ?? 6379}`;
+    }
+  }
+
+  private baseOptions(role: Role): RedisOptions {
+    const c = this.config;
+    const o: RedisOptions = {
+      ...(c.redisOptions as RedisOptions | undefined),
+      lazyConnect: true,
+      connectTimeout: c.connectTimeoutMs,
+      // Commands wait through reconnects but never longer than commandTimeoutMs; blocking reads are
+      // bounded by BLOCK and the consumer's watchdog instead.
+      maxRetriesPerRequest: null,
+      enableOfflineQueue: true,
+      retryStrategy: (times: number) => Math.min(50 * times, 1000),
+      connectionName: `eventlane:${role}:${process.pid}:${this.seq++}`,
+    };
+    if (role !== 'read') o.commandTimeout = c.commandTimeoutMs;
+    if (c.username !== undefined) o.username = c.username;
+    if (c.password !== undefined) o.password = c.password;
+    if (c.db !== undefined) o.db = c.db;
+    if (c.tls !== undefined && c.tls !== false) o.tls = c.tls === true ? {} : (c.tls as RedisOptions['tls']);
+    if (!c.url || this.isCluster) {
+      if (c.host !== undefined) o.host = c.host;
+      if (c.port !== undefined) o.port = c.port;
+    }
+    return o;
+  }
+
+  /** A new, not yet connected client. */
+  create(role: Role): Client {
+    const c = this.config;
+    if (c.cluster) {
+      const nodes: ClusterNode[] = c.cluster.nodes.map((n) => (typeof n === 'string' ? n : { host: n.host, port: n.port }));
+      const redisOptions = this.baseOptions(role);
+      delete redisOptions.host;
+      delete redisOptions.port;
+      const opts: ClusterOptions = {
+        ...(c.cluster.options as ClusterOptions | undefined),
+        lazyConnect: true,
+        redisOptions,
+        enableOfflineQueue: true,
+        clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+        // Writes to different partitions land on different nodes: let ioredis group them per node.
+        enableAutoPipelining: role !== 'read',
+      };
+      return new Cluster(nodes, opts);
+    }
+    const opts = this.baseOptions(role);
+    return c.url ? new Redis(c.url, opts) : new Redis(opts);
+  }
+
+  /** Connects `client`, rejecting with `ConnectionError` (naming the address) after `connectTimeoutMs`. */
+  async connect(client: Client): Promise<void> {
+    const ms = this.config.connectTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    let lastError: unknown;
+    const onError = (err: unknown): void => {
+      lastError = err;
+    };
+    client.on('error', onError);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(`timed out after ${ms} ms`)), ms);
+        const attempt = (): void => {
+          client.connect().then(resolve, (err: unknown) => {
+            lastError = err;
+            // ioredis keeps retrying in the background; a Cluster needs a fresh connect() call.
+            if (client instanceof Cluster && client.status !== 'ready') setTimeout(attempt, 100).unref();
+          });
+        };
+        attempt();
+        client.once('ready', () => resolve());
+      });
+      if (client instanceof Cluster) await client.ping();
+    } catch (err) {
+      client.disconnect();
+      const why = lastError instanceof Error ? `: ${lastError.message}` : '';
+      throw new ConnectionError(
+        `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
+        { cause: lastError ?? err },
+      );
+    } finally {
+      clearTimeout(timer);
+      client.off('error', onError);
+    }
+  }
+
+  /** Connects a new client, swallowing later 'error' events (ioredis reconnects by itself). */
+  async open(role: Role, onError?: (err: Error) => void): Promise<Client> {
+    const client = this.create(role);
+    client.on('error', onError ?? noop);
+    await this.connect(client);
+    return client;
+  }
+}
+
+function noop(): void {}
+
+/** Whether an error is about the connection (rather than a Redis error reply). */
+export function isConnectionProblem(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const m = err.message;
+  return (
+    m.includes('Connection is closed') ||
+    m.includes('Command timed out') ||
+    m.includes("Stream isn't writeable") ||
+    m.includes('ECONNREFUSED') ||
+    m.includes('ECONNRESET') ||
+    m.includes('EPIPE') ||
+    m.includes('Reached the max retries')
+  );
+}

@@ -1,0 +1,592 @@
+/**
+ * One subscription (a consumer in a consumer group) of the Redis Streams transport.
+ *
+ * Streams read: every partition stream of the type, plus the group's private retry stream of each
+ * partition. Algorithm (docs/consumer-semantics.md):
+ *  1. XGROUP CREATE ... MKSTREAM on both (BUSYGROUP ignored).
+ *  2. Drain this consumer's own pending entries (XREADGROUP ... 0) before reading `>`.
+ *  3. Read loop: XREADGROUP COUNT n BLOCK blockMs on a dedicated connection, n sized so that at most
+ *     `prefetch` events are held; a watchdog replaces a connection whose read outlives blockMs+watchdogMs.
+ *  4. Each event of an entry runs the handler (`concurrency` at once). An entry is acked (one variadic
+ *     XACK per stream per tick) when all of its events are done: succeeded, re-routed to the retry
+ *     stream (failed, attempts left) or dead-lettered. Successful events are never redelivered
+ *     because of a sibling's failure.
+ *  5. Retry entries carry `attempt` and `due`; they are held until due, then run again.
+ *  6. XAUTOCLAIM reclaims entries idle longer than minIdleMs (dead consumers); entries delivered more
+ *     than maxDeliveries times without an ack go to the DLQ. Held entries are kept alive with XCLAIM JUSTID.
+ *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
+ */
+import { backoffDelay } from '../../src/backoff.js';
+import { Deque } from '../../src/deque.js';
+import type { EventEnvelope } from '../../src/envelope.js';
+import { describeError, isRetryable } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
+import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
+import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } from './codec.js';
+import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
+import type { Client, Connector } from './connection.js';
+import { dlqKey, retryKey, streamKey } from './keys.js';
+
+type RawEntry = [string, string[] | null];
+type ReadReply = [string, RawEntry[]][] | null;
+
+/** Loose command surface shared by Redis and Cluster (ioredis' typings do not cover variadic calls well). */
+interface Cmd {
+  xack(key: string, group: string, ...ids: string[]): Promise<number>;
+  xdel(key: string, ...ids: string[]): Promise<number>;
+  xadd(key: string, ...args: (string | number)[]): Promise<string>;
+  xgroup(...args: (string | number)[]): Promise<unknown>;
+  xclaim(...args: (string | number)[]): Promise<unknown>;
+  xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
+  xpending(...args: (string | number)[]): Promise<unknown>;
+  xreadgroup(...args: (string | number)[]): Promise<ReadReply>;
+}
+
+class Entry {
+  cursor = 0;
+  remaining: number;
+  abandoned = false;
+  claimedAt: number;
+  constructor(
+    readonly stream: number,
+    readonly id: string,
+    readonly events: EventEnvelope[],
+    readonly ctx: DeliveryContext,
+    readonly attempt: number,
+  ) {
+    this.remaining = events.length;
+    this.claimedAt = Date.now();
+  }
+}
+
+interface StreamInfo {
+  key: string;
+  partition: number;
+  retry: boolean;
+  /** XAUTOCLAIM cursor. */
+  cursor: string;
+  acks: string[];
+}
+
+class Reader {
+  conn: Client | undefined;
+  drainPending = true;
+  readonly lastIds: string[];
+  constructor(readonly streams: number[]) {
+    this.lastIds = streams.map(() => '0');
+  }
+}
+
+export class RedisConsumer implements TransportSubscription {
+  private readonly streams: StreamInfo[] = [];
+  private readonly keyIndex = new Map<string, number>();
+  private readonly readers: Reader[] = [];
+  private readonly queue = new Deque<Entry>();
+  private readonly held = new Map<string, Entry>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly loops: Promise<void>[] = [];
+  private running = 0;
+  private heldEvents = 0;
+  private sideOps = 0;
+  private pumping = false;
+  private again = false;
+  private closing = false;
+  private closed: Promise<void> | undefined;
+  private roomWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] = [];
+  private ackScheduled = false;
+  private readonly ackPromises = new Set<Promise<unknown>>();
+  private avgEvents = 1;
+  private reclaimTimer: NodeJS.Timeout | undefined;
+  private keepaliveTimer: NodeJS.Timeout | undefined;
+  private reclaiming = false;
+  private readonly prefetch: number;
+  private readonly cmd: Cmd;
+  private readonly flushAcksNow = (): void => this.flushAcks();
+
+  constructor(
+    private readonly spec: SubscriptionSpec,
+    private readonly opts: ResolvedSubscribeOptions,
+    private readonly handler: DeliveryHandler,
+    private readonly config: ResolvedConfig,
+    private readonly connector: Connector,
+    command: Client,
+    private readonly partitions: number,
+    private readonly logger: Logger,
+  ) {
+    this.cmd = command as unknown as Cmd;
+    this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
+    for (let p = 0; p < partitions; p++) {
+      for (const retry of [false, true]) {
+        const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
+        this.keyIndex.set(key, this.streams.length);
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [] });
+      }
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.ensureGroups(this.spec.startFrom);
+    if (this.connector.isCluster) {
+      // One reader per partition: its two keys share a slot, so one XREADGROUP covers them.
+      for (let p = 0; p < this.partitions; p++) this.readers.push(new Reader([2 * p, 2 * p + 1]));
+    } else {
+      this.readers.push(new Reader(this.streams.map((_, i) => i)));
+    }
+    for (const r of this.readers) r.conn = await this.openReader();
+    for (const r of this.readers) this.loops.push(this.readLoop(r));
+    const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
+    this.reclaimTimer = setInterval(() => void this.reclaim(), reclaimMs);
+    this.reclaimTimer.unref();
+    this.keepaliveTimer = setInterval(() => this.keepalive(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
+    this.keepaliveTimer.unref();
+  }
+
+  private openReader(): Promise<Client> {
+    return this.connector.open('read', (err) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
+  }
+
+  /** Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. */
+  private async ensureGroups(from: '$' | '0'): Promise<void> {
+    await Promise.all(
+      this.streams.map((s) =>
+        this.cmd.xgroup('CREATE', s.key, this.spec.group, s.retry ? '0' : from, 'MKSTREAM').catch((err: Error) => {
+          if (!String(err.message).includes('BUSYGROUP')) throw err;
+        }),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  private async readLoop(r: Reader): Promise<void> {
+    let failures = 0;
+    while (!this.closing) {
+      if (this.heldEvents >= this.prefetch) {
+        await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+        continue;
+      }
+      try {
+        if (r.drainPending) {
+          const reply = await this.read(r, r.lastIds, false);
+          if (this.closing) break;
+          let any = false;
+          if (reply) {
+            for (const [key, entries] of reply) {
+              if (entries.length === 0) continue;
+              any = true;
+              const idx = this.keyIndex.get(key)!;
+              r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
+              this.accept(idx, entries, undefined);
+            }
+          }
+          if (!any) {
+            r.drainPending = false;
+            for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
+          }
+        } else {
+          const reply = await this.read(r, undefined, true);
+          if (this.closing) break;
+          if (reply) for (const [key, entries] of reply) this.accept(this.keyIndex.get(key)!, entries, undefined);
+        }
+        failures = 0;
+      } catch (err) {
+        if (this.closing) break;
+        const msg = err instanceof Error ? err.message : String(err);
+        r.drainPending = true;
+        for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
+        if (msg.includes('NOGROUP')) {
+          this.logger.warn({ group: this.spec.group, type: this.spec.type }, 'consumer group or stream missing (NOGROUP); recreating it');
+          try {
+            await this.ensureGroups('0');
+          } catch (e) {
+            this.logger.warn({ err: describeError(e) }, 'recreating consumer group failed');
+          }
+        } else {
+          this.logger.warn({ err: msg, group: this.spec.group }, 'redis read failed; retrying');
+        }
+        failures++;
+        await this.sleep(Math.min(1000, 50 * failures));
+      }
+    }
+  }
+
+  /** One XREADGROUP, with a watchdog that replaces the connection if the reply never comes. */
+  private read(r: Reader, ids: string[] | undefined, block: boolean): Promise<ReadReply> {
+    const room = this.prefetch - this.heldEvents;
+    const count = Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.avgEvents)));
+    const args: (string | number)[] = ['GROUP', this.spec.group, this.spec.consumer, 'COUNT', count];
+    if (block) args.push('BLOCK', this.opts.blockMs);
+    args.push('STREAMS');
+    for (const i of r.streams) args.push(this.streams[i]!.key);
+    for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
+    const conn = r.conn as unknown as Cmd;
+    const p = conn.xreadgroup(...args);
+    const limit = (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
+    return new Promise<ReadReply>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        // The reply never came (half-open connection, lost reconnect): drop this connection.
+        this.logger.warn({ group: this.spec.group, ms: limit }, 'blocking read outlived its watchdog; replacing the connection');
+        p.catch(noop);
+        const old = r.conn;
+        r.conn = undefined;
+        old?.disconnect();
+        this.openReader().then(
+          (c) => {
+            if (this.closing) c.disconnect();
+            else r.conn = c;
+            reject(new Error('read watchdog fired'));
+          },
+          (e: unknown) => reject(e),
+        );
+      }, limit);
+      p.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
+  private accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined): void {
+    const s = this.streams[idx]!;
+    const now = Date.now();
+    let events = 0;
+    for (let k = 0; k < entries.length; k++) {
+      const raw = entries[k]!;
+      const id = raw[0];
+      const hk = idx + ' ' + id;
+      if (this.held.has(hk)) continue; // already running here (pending re-read after a reconnect)
+      const fields = raw[1];
+      if (fields === null) {
+        // Deleted or trimmed while pending: nothing to deliver.
+        this.ack(idx, id);
+        continue;
+      }
+      const decoded = decodeEntry(id, fields, this.spec.type);
+      if (decoded instanceof Malformed) {
+        this.deadLetterRaw(idx, id, fields, `malformed entry: ${decoded.reason}`);
+        continue;
+      }
+      let attempt = decoded.attempt;
+      const delivered = deliveries?.get(id);
+      if (delivered !== undefined && delivered > 1) {
+        attempt += delivered - 1;
+        if (attempt > this.spec.maxDeliveries) {
+          this.deadLetterEntry(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`);
+          continue;
+        }
+      }
+      const ctx: DeliveryContext = { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
+      const entry = new Entry(idx, id, decoded.events, ctx, attempt);
+      if (entry.remaining === 0) {
+        this.ack(idx, id);
+        continue;
+      }
+      this.held.set(hk, entry);
+      this.heldEvents += entry.remaining;
+      events += entry.remaining;
+      if (decoded.due > now) {
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          this.queue.push(entry);
+          this.pump();
+        }, decoded.due - now);
+        this.timers.add(t);
+      } else {
+        this.queue.push(entry);
+      }
+    }
+    if (entries.length > 0) this.avgEvents = Math.max(1, this.avgEvents * 0.7 + (events / entries.length) * 0.3);
+    this.pump();
+  }
+
+  // ---------------------------------------------------------------- running handlers
+
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    const limit = this.spec.concurrency;
+    do {
+      this.again = false;
+      while (this.running < limit && this.queue.length > 0) {
+        const entry = this.queue.peek()!;
+        const i = entry.cursor++;
+        if (entry.cursor >= entry.events.length) this.queue.shift();
+        this.running++;
+        this.run(entry, i);
+      }
+    } while (this.again);
+    this.pumping = false;
+    this.checkIdle();
+  }
+
+  private run(entry: Entry, i: number): void {
+    let result: void | Promise<void>;
+    try {
+      result = this.handler(entry.events[i]!, entry.ctx);
+    } catch (err) {
+      this.finish(entry, i, err, true);
+      return;
+    }
+    if (result !== undefined && result !== null && typeof (result as Promise<void>).then === 'function') {
+      (result as Promise<void>).then(
+        () => {
+          this.finish(entry, i, undefined, false);
+          this.pump();
+        },
+        (err: unknown) => {
+          this.finish(entry, i, err, true);
+          this.pump();
+        },
+      );
+    } else {
+      this.finish(entry, i, undefined, false);
+    }
+  }
+
+  private finish(entry: Entry, i: number, err: unknown, failed: boolean): void {
+    this.running--;
+    this.heldEvents--;
+    if (failed) this.fail(entry, i, err);
+    else if (--entry.remaining === 0) this.complete(entry);
+    if (this.roomWaiters.length > 0 && this.heldEvents < this.prefetch) this.wakeReaders();
+  }
+
+  private complete(entry: Entry): void {
+    if (entry.abandoned) return;
+    this.held.delete(entry.stream + ' ' + entry.id);
+    this.ack(entry.stream, entry.id);
+  }
+
+  private wakeReaders(): void {
+    const w = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** A failed event: to the group's retry stream with its next attempt, or to the DLQ. */
+  private fail(entry: Entry, i: number, err: unknown): void {
+    const ev = entry.events[i]!;
+    const attempt = entry.attempt;
+    const s = this.streams[entry.stream]!;
+    const error = describeError(err);
+    let p: Promise<unknown>;
+    if (attempt >= this.spec.maxDeliveries || !isRetryable(err)) {
+      p = this.writeDeadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined);
+      this.logger.warn({ group: this.spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered');
+    } else {
+      const due = Date.now() + backoffDelay(this.spec.backoff, attempt);
+      const fields = envelopeFields(ev);
+      fields.push('attempt', String(attempt + 1), 'due', String(due), 'origin', entry.id, 'error', error);
+      p = this.cmd.xadd(retryKey(this.config.prefix, this.spec.type, s.partition, this.spec.group), '*', ...fields);
+    }
+    this.sideOps++;
+    p.then(
+      () => {
+        this.sideOps--;
+        if (--entry.remaining === 0) this.complete(entry);
+        this.checkIdle();
+      },
+      (e: unknown) => {
+        this.sideOps--;
+        // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
+        this.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
+        if (!entry.abandoned) {
+          entry.abandoned = true;
+          this.held.delete(entry.stream + ' ' + entry.id);
+        }
+        this.checkIdle();
+      },
+    );
+  }
+
+  private writeDeadLetter(
+    partition: number,
+    origin: string,
+    stream: string,
+    attempts: number,
+    error: string,
+    event: EventEnvelope | undefined,
+    raw: Record<string, string> | undefined,
+  ): Promise<unknown> {
+    const fields: (string | number)[] = [
+      'v', WIRE_VERSION, 'kind', 'dead', 'group', this.spec.group, 'type', this.spec.type, 'partition', partition,
+      'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
+    ];
+    if (event !== undefined) fields.push('event', JSON.stringify(event));
+    if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
+    const key = dlqKey(this.config.prefix, this.spec.type, partition);
+    const trim = this.config.dlqMaxLen > 0 ? ['MAXLEN', '~', this.config.dlqMaxLen] : [];
+    return this.cmd.xadd(key, ...trim, '*', ...fields);
+  }
+
+  /** A malformed entry: DLQ with the reason and the raw fields, then ack. */
+  private deadLetterRaw(idx: number, id: string, fields: string[], reason: string): void {
+    const s = this.streams[idx]!;
+    this.logger.warn({ group: this.spec.group, stream: s.key, id, reason }, 'malformed entry dead-lettered');
+    this.sideOp(this.writeDeadLetter(s.partition, id, s.key, 1, reason, undefined, fieldsToObject(fields)), idx, id);
+  }
+
+  /** A whole entry (crash loop): every event to the DLQ, then ack. */
+  private deadLetterEntry(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string): void {
+    const s = this.streams[idx]!;
+    this.logger.warn({ group: this.spec.group, stream: s.key, id, reason }, 'entry dead-lettered');
+    this.sideOp(Promise.all(events.map((ev) => this.writeDeadLetter(s.partition, id, s.key, attempts, reason, ev, undefined))), idx, id);
+  }
+
+  private sideOp(p: Promise<unknown>, idx: number, id: string): void {
+    this.sideOps++;
+    p.then(
+      () => {
+        this.sideOps--;
+        this.ack(idx, id);
+        this.checkIdle();
+      },
+      (e: unknown) => {
+        this.sideOps--;
+        this.logger.warn({ err: describeError(e), id }, 'dead-letter write failed; entry left pending');
+        this.checkIdle();
+      },
+    );
+  }
+
+  // ---------------------------------------------------------------- acks
+
+  private ack(idx: number, id: string): void {
+    this.streams[idx]!.acks.push(id);
+    if (!this.ackScheduled) {
+      this.ackScheduled = true;
+      setImmediate(this.flushAcksNow);
+    }
+  }
+
+  private flushAcks(): void {
+    this.ackScheduled = false;
+    for (const s of this.streams) {
+      if (s.acks.length === 0) continue;
+      const ids = s.acks;
+      s.acks = [];
+      const p = this.cmd.xack(s.key, this.spec.group, ...ids).then(
+        () => (s.retry ? this.cmd.xdel(s.key, ...ids) : 0),
+        (e: unknown) => this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XACK failed; entries will be redelivered'),
+      );
+      this.ackPromises.add(p);
+      void p.finally(() => this.ackPromises.delete(p));
+    }
+  }
+
+  // ---------------------------------------------------------------- reclaim and keepalive
+
+  private async reclaim(): Promise<void> {
+    if (this.reclaiming || this.closing) return;
+    this.reclaiming = true;
+    try {
+      for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
+        if (this.heldEvents >= this.prefetch) break;
+        const s = this.streams[idx]!;
+        const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', this.opts.claimCount);
+        s.cursor = reply[0];
+        const entries = reply[1].filter((e) => e !== null && !this.held.has(idx + ' ' + e[0]));
+        if (entries.length === 0) continue;
+        const deliveries = new Map<string, number>();
+        const first = entries[0]![0];
+        const last = entries[entries.length - 1]![0];
+        const pend = (await this.cmd.xpending(s.key, this.spec.group, first, last, entries.length + 16, this.spec.consumer)) as [string, string, number, number][];
+        for (const [id, , , n] of pend) deliveries.set(id, n);
+        this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
+        if (!this.closing) this.accept(idx, entries, deliveries);
+      }
+    } catch (err) {
+      const msg = describeError(err);
+      if (msg.includes('NOGROUP')) await this.ensureGroups('0').catch(noop);
+      else this.logger.debug({ err: msg }, 'reclaim pass failed');
+    } finally {
+      this.reclaiming = false;
+    }
+  }
+
+  /** Resets the idle time of entries held here so other consumers do not reclaim them. */
+  private keepalive(): void {
+    if (this.held.size === 0) return;
+    const now = Date.now();
+    const threshold = now - Math.floor(this.opts.minIdleMs / 3);
+    const byStream = new Map<number, string[]>();
+    for (const e of this.held.values()) {
+      if (e.claimedAt > threshold) continue;
+      e.claimedAt = now;
+      let ids = byStream.get(e.stream);
+      if (!ids) byStream.set(e.stream, (ids = []));
+      ids.push(e.id);
+    }
+    for (const [idx, ids] of byStream) {
+      this.cmd.xclaim(this.streams[idx]!.key, this.spec.group, this.spec.consumer, 0, ...ids, 'JUSTID').catch((err: unknown) => {
+        this.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed');
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- close
+
+  private checkIdle(): void {
+    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.sideOps === 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
+      this.timers.add(t);
+    });
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.doClose();
+    return this.closed;
+  }
+
+  private async doClose(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.reclaimTimer);
+    // Abort blocking reads; anything Redis delivered meanwhile stays pending and is reclaimed later.
+    for (const r of this.readers) {
+      r.conn?.disconnect();
+      r.conn = undefined;
+    }
+    this.wakeReaders();
+    // Events held until a retry is due are not started: they stay pending for a later consumer.
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    if (this.running > 0 || this.queue.length > 0 || this.sideOps > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.spec.drainTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (this.running > 0) this.logger.warn({ group: this.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
+    }
+    clearInterval(this.keepaliveTimer);
+    this.queue.clear();
+    this.flushAcks();
+    await Promise.allSettled([...this.ackPromises]);
+    await Promise.allSettled(this.loops);
+  }
+}
+
+function noop(): void {}

@@ -1,0 +1,32 @@
+/**
+ * Key layout. Every key of a partition carries the same hash tag `{<type>:<partition>}`, so a
+ * partition's stream, its dead-letter stream and its per-group retry streams share one Cluster slot,
+ * and the partitions of a type spread over the slots.
+ *
+ *   <prefix>:{<type>:<p>}                 the partition stream (all groups read it)
+ *   <prefix>:{<type>:<p>}:dlq             dead letters of every group of the partition
+ *   <prefix>:{<type>:<p>}:retry:<group>   events of one group waiting for another attempt
+ */
+export function streamKey(prefix: string, type: string, partition: number): string {
+  return `${prefix}:{${type}:${partition}}`;
+}
+
+export function dlqKey(prefix: string, type: string, partition: number): string {
+  return `${streamKey(prefix, type, partition)}:dlq`;
+}
+
+export function retryKey(prefix: string, type: string, partition: number, group: string): string {
+  return `${streamKey(prefix, type, partition)}:retry:${group}`;
+}
+
+/** Parses a partition stream key back into type and partition (undefined for other keys). */
+export function parseStreamKey(prefix: string, key: string): { type: string; partition: number } | undefined {
+  const head = `${prefix}:{`;
+  if (!key.startsWith(head) || !key.endsWith('}')) return undefined;
+  const inner = key.slice(head.length, -1);
+  const colon = inner.lastIndexOf(':');
+  if (colon <= 0) return undefined;
+  const partition = Number(inner.slice(colon + 1));
+  if (!Number.isInteger(partition) || partition < 0) return undefined;
+  return { type: inner.slice(0, colon), partition };
+}

@@ -1,0 +1,118 @@
+/**
+ * The Redis Streams transport: wires config, connections, the publisher, consumers and admin ops.
+ */
+import { ClosedError, ConnectionError } from '../../src/errors.js';
+import { parseConfig } from '../../src/config.js';
+import type {
+  DeliveryHandler,
+  PublishUnit,
+  SubscriptionSpec,
+  Transport,
+  TransportCapabilities,
+  TransportContext,
+  TransportSubscription,
+  WriteResult,
+} from '../../src/transport.js';
+import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
+import { redisStreamsConfigSchema, redisSubscribeSchema, type ResolvedConfig } from './config.js';
+import { Connector, type Client } from './connection.js';
+import { RedisConsumer } from './consumer.js';
+import { Publisher } from './publisher.js';
+
+export class RedisStreamsTransport implements Transport {
+  readonly type = 'redis-streams';
+  readonly capabilities: TransportCapabilities;
+  readonly connector: Connector;
+  private pool: Client[] = [];
+  private command: Client | undefined;
+  private publisher: Publisher | undefined;
+  private adminOps: RedisStreamsAdmin | undefined;
+  private readonly consumers = new Set<RedisConsumer>();
+  private connecting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    readonly config: ResolvedConfig,
+    private readonly ctx: TransportContext,
+  ) {
+    this.connector = new Connector(config);
+    this.capabilities = { encoding: 'json', maxInFlight: config.pool.size, maxEventBytes: config.maxEventBytes };
+  }
+
+  /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
+  connect(): Promise<void> {
+    this.connecting ??= this.doConnect();
+    return this.connecting;
+  }
+
+  private async doConnect(): Promise<void> {
+    if (this.closed) throw new ClosedError('redis-streams transport');
+    const onError = (err: Error): void => this.ctx.logger.debug({ err: err.message }, 'redis connection error');
+    const clients = Array.from({ length: this.config.pool.size + 1 }, () => this.connector.create('publish'));
+    for (const c of clients) c.on('error', onError);
+    const results = await Promise.allSettled(clients.map((c) => this.connector.connect(c)));
+    const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) {
+      for (const c of clients) c.disconnect();
+      this.connecting = undefined;
+      throw failed.reason instanceof ConnectionError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
+    }
+    this.command = clients.pop()!;
+    this.pool = clients;
+    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service);
+    this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
+  }
+
+  partitionsFor(type: string): number {
+    return this.config.topics[type]?.partitions ?? this.config.partitions;
+  }
+
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+    if (this.closed) return Promise.reject(new ClosedError('redis-streams transport'));
+    if (this.publisher === undefined) return this.connect().then(() => this.publisher!.write(units));
+    return this.publisher.write(units);
+  }
+
+  async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
+    if (this.closed) throw new ClosedError('redis-streams transport');
+    const opts = parseConfig(redisSubscribeSchema, spec.options, 'subscribe options');
+    await this.connect();
+    const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger);
+    await consumer.start();
+    this.consumers.add(consumer);
+    return {
+      close: async () => {
+        await consumer.close();
+        this.consumers.delete(consumer);
+      },
+    };
+  }
+
+  /** Operations API (streams, groups, pending, DLQ). Connects on first use. */
+  async admin(): Promise<RedisStreamsAdmin> {
+    await this.connect();
+    return this.adminOps!;
+  }
+
+  async deadLetters(type: string, group?: string, limit?: number): Promise<RedisDeadLetter[]> {
+    return (await this.admin()).deadLetters(type, group, limit);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.consumers].map((c) => c.close()));
+    this.consumers.clear();
+    await this.connecting?.catch(() => undefined);
+    await Promise.allSettled([...this.pool, ...(this.command ? [this.command] : [])].map((c) => c.quit().catch(() => c.disconnect())));
+    for (const c of this.pool) c.disconnect();
+    this.command?.disconnect();
+    this.pool = [];
+    this.command = undefined;
+  }
+}
+
+/** Factory registered as `redis-streams`. Validates the block; a `ConfigError` names the field. */
+export function createRedisStreamsTransport(config: Record<string, unknown>, ctx: TransportContext): RedisStreamsTransport {
+  return new RedisStreamsTransport(parseConfig(redisStreamsConfigSchema, config, 'transport'), ctx);
+}
