@@ -1,0 +1,61 @@
+/**
+ * eventlane benchmark CLI: `npm run benchmark -- <run|matrix|suite|list> [flags]`.
+ * With no command it runs the short default suite on the in-process transport.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { runCommand, matrixCommand, suiteCommand, listCommand } from './lib/commands.js';
+import { addConfigFlags } from './lib/flags.js';
+import { intListArg, UsageError } from './lib/config.js';
+
+const program = new Command('benchmark')
+  .description('Reproduces the seed benchmark reports (../shared/seeds) against eventlane, with baselines. See docs/benchmarks.md.')
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride();
+
+addConfigFlags(
+  program
+    .command('run')
+    .description('run one scenario (each measured iteration in a fresh process)')
+    .requiredOption('-s, --scenario <name>', 'scenario name (see `list`)'),
+).action((o) => runCommand(o));
+
+addConfigFlags(
+  program
+    .command('matrix')
+    .description('sweep batch size x publisher count x message size in one invocation (the seed 003 tables)')
+    .option('-s, --scenario <name>', 'scenario to sweep', 'publishing-throughput')
+    .addOption(new Option('--batch-sizes <list>', 'comma-separated batch sizes').default([1, 3000, 4000, 5000], '1,3000,4000,5000').argParser(intListArg('batch-sizes', 1, 1_000_000)))
+    .addOption(new Option('--publisher-counts <list>', 'comma-separated publisher counts').default([1, 5], '1,5').argParser(intListArg('publisher-counts', 1, 1_000_000)))
+    .addOption(new Option('--message-sizes <list>', 'comma-separated message sizes (bytes)').default([128, 4096], '128,4096').argParser(intListArg('message-sizes', 16, 64 * 1024 * 1024)))
+    .option('--with-baselines', 'also run the scenario\'s baselines for each cell'),
+).action((o) => matrixCommand(o));
+
+addConfigFlags(
+  program
+    .command('suite', { isDefault: true })
+    .description('default: a short suite on the in-process transport (native if available, else memory), no Redis; --all: every scenario')
+    .option('--all', 'every scenario on its seed transport with its seed configuration (unavailable transports are reported as skipped)')
+    .option('--quick', 'with --all: the short settings of the default suite'),
+).action((o) => suiteCommand(o));
+
+program
+  .command('list')
+  .description('list the scenarios, their seed reports and default configurations')
+  .action(() => listCommand());
+
+async function main(): Promise<void> {
+  try {
+    await program.parseAsync(process.argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    const msg = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    process.stderr.write(`error: ${msg}\n`);
+    if (process.env['BENCH_DEBUG'] && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = err instanceof UsageError ? 2 : 1;
+  }
+}
+
+await main();

@@ -1,0 +1,18 @@
+/**
+ * Child-process entry of the worker-process runner: the parent forks one of these per measured
+ * iteration (`node --import tsx --expose-gc benchmarking/lib/child.ts`), sends an IterationRequest over
+ * IPC and gets back `{ ok: true, results }` or `{ ok: false, error }`.
+ */
+import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
+import { findScenario } from '../scenarios/index.js';
+
+process.once('message', async (req: IterationRequest) => {
+  let reply: unknown;
+  try {
+    const scenario = findScenario(req.scenario);
+    reply = { ok: true, results: await runIterationsHere(scenario, req) };
+  } catch (err) {
+    reply = { ok: false, error: firstLine(err), stack: err instanceof Error ? err.stack : undefined };
+  }
+  process.send!(reply, () => process.exit(0));
+});

@@ -1,0 +1,181 @@
+/**
+ * The CLI commands: preflight (transport available, Redis reachable), running, progress, output.
+ */
+import { writeFileSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import { renderHtml } from '../report/html.js';
+import { writeMarkdown } from '../report/markdown.js';
+import { environment, SCHEMA, type BenchReport } from '../report/report.js';
+import { renderTerminal } from '../report/terminal.js';
+import { warnings } from '../report/rows.js';
+import { findScenario, SCENARIOS, DEFAULT_SUITE } from '../scenarios/index.js';
+import { assertTransportAvailable, inProcessTransport } from './bus.js';
+import { resolveConfig, UsageError } from './config.js';
+import { flagsToConfig } from './flags.js';
+import { redisVersion } from './redis.js';
+import { runScenario, type RunOptions } from './runner.js';
+import type { BenchConfig, ConfigKey, Scenario, ScenarioResult, TransportName } from './types.js';
+
+type Opts = Record<string, any>;
+
+interface Planned {
+  scenario: Scenario;
+  config: BenchConfig;
+  explicit: Set<ConfigKey>;
+}
+
+class Progress {
+  private bar: cliProgress.SingleBar | undefined;
+  private done = 0;
+  private total = 0;
+  constructor(private readonly quiet: boolean) {}
+  start(label: string, total: number): void {
+    this.total = total;
+    this.done = 0;
+    if (this.quiet) return;
+    if (process.stderr.isTTY) {
+      this.bar = new cliProgress.SingleBar(
+        { format: ' {bar} {value}/{total} runs | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar.start(total, 0, { step: label });
+    } else process.stderr.write(`> ${label} (${total} measured iteration(s))\n`);
+  }
+  step(label: string): void {
+    this.done++;
+    if (this.bar) this.bar.update(this.done, { step: label });
+    else if (!this.quiet) process.stderr.write(`  ${this.done}/${this.total} ${label}\n`);
+  }
+  stop(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+  }
+}
+
+async function preflight(transport: TransportName, config: BenchConfig): Promise<string | null> {
+  await assertTransportAvailable(transport);
+  return transport === 'redis' ? redisVersion(config.redisUrl) : null;
+}
+
+async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: ScenarioResult) => void): Promise<BenchReport> {
+  let redis: string | null = null;
+  const runs: ScenarioResult[] = [];
+  const progress = new Progress(Boolean(o['quiet']));
+  const runOpts: RunOptions = {
+    fork: o['fork'] !== false,
+    keepKeys: Boolean(o['keepKeys']),
+    kinds: o['withBaselines'] === false ? ['eventlane'] : undefined,
+  };
+  for (const p of plans) {
+    try {
+      redis = (await preflight(p.config.transport, p.config)) ?? redis;
+    } catch (err) {
+      if (strict || !(err instanceof UsageError)) throw err;
+      runs.push(skipped(p, err.message));
+      continue;
+    }
+    const r = await runScenario(p.scenario, p.config, p.explicit, {
+      ...runOpts,
+      onStart: (total) => progress.start(`${p.scenario.name} on ${p.config.transport}`, total),
+      onStep: (label) => progress.step(label),
+    }).finally(() => progress.stop());
+    mutate?.(r);
+    runs.push(r);
+  }
+  const report: BenchReport = {
+    schema: SCHEMA,
+    generatedAt: new Date().toISOString(),
+    command: `npm run benchmark --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
+    environment: environment(redis),
+    runs,
+  };
+  output(report, o);
+  return report;
+}
+
+function skipped(p: Planned, reason: string): ScenarioResult {
+  return {
+    scenario: p.scenario.name,
+    title: p.scenario.title,
+    seed: p.scenario.seed,
+    transport: p.config.transport,
+    config: p.config,
+    variants: [],
+    skipped: reason,
+    startedAt: new Date().toISOString(),
+    wallMs: 0,
+  };
+}
+
+function output(report: BenchReport, o: Opts): void {
+  process.stdout.write(renderTerminal(report) + '\n');
+  if (o['json']) writeFileSync(o['json'], JSON.stringify(report, null, 2) + '\n');
+  if (o['markdown']) writeMarkdown(o['markdown'], report);
+  if (o['html']) writeFileSync(o['html'], renderHtml(report));
+  const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost));
+  if (failed) {
+    process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost events or failed runs)\n`);
+    process.exitCode = 1;
+  }
+}
+
+export async function runCommand(o: Opts): Promise<void> {
+  const scenario = findScenario(o['scenario']);
+  const { config, explicit } = resolveConfig(scenario, flagsToConfig(o));
+  await execute([{ scenario, config, explicit }], o, true);
+}
+
+export async function matrixCommand(o: Opts): Promise<void> {
+  const scenario = findScenario(o['scenario']);
+  const flags = flagsToConfig(o);
+  const plans: Planned[] = [];
+  for (const messageSize of o['messageSizes'] as number[])
+    for (const batchSize of o['batchSizes'] as number[])
+      for (const publishers of o['publisherCounts'] as number[]) {
+        const flushInterval = flags.flushInterval ?? (batchSize === 1 ? 0 : (scenario.defaults.flushInterval ?? 0));
+        plans.push({ scenario, ...resolveConfig(scenario, { ...flags, messageSize, batchSize, publishers, flushInterval }) });
+      }
+  const merged: ScenarioResult[] = [];
+  const report = await execute(plans, { ...o, json: undefined, markdown: undefined, html: undefined, withBaselines: Boolean(o['withBaselines']) }, true, (r) => merged.push(r));
+  if (merged.length === 0) return;
+  const first = merged[0]!;
+  const all: ScenarioResult = { ...first, title: `${first.title} (matrix)`, variants: [], wallMs: merged.reduce((a, r) => a + r.wallMs, 0) };
+  for (const r of merged) {
+    const cell = `batch ${r.config.batchSize}, ${r.config.publishers}P, ${r.config.messageSize} B`;
+    const suffix = `@b${r.config.batchSize}-p${r.config.publishers}-s${r.config.messageSize}`;
+    for (const v of r.variants) all.variants.push({ ...v, id: v.id + suffix, label: `${cell}: ${v.label}`, baseline: v.baseline ? v.baseline + suffix : undefined });
+  }
+  const final: BenchReport = { ...report, runs: [all] };
+  process.stdout.write('\n(matrix summary)\n');
+  output(final, o);
+}
+
+export async function suiteCommand(o: Opts): Promise<void> {
+  const flags = flagsToConfig(o);
+  const plans: Planned[] = [];
+  if (o['all']) {
+    for (const scenario of SCENARIOS) {
+      const f = { ...flags };
+      if (f.transport && !scenario.transports.includes(f.transport)) delete f.transport;
+      plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']) }) });
+    }
+    await execute(plans, o, false);
+    return;
+  }
+  const inProc = flags.transport ?? (await inProcessTransport());
+  for (const name of DEFAULT_SUITE) {
+    const scenario = findScenario(name);
+    const transport = scenario.transports.includes(inProc) && scenario.transports[0] !== 'noop' ? inProc : scenario.transports[0]!;
+    plans.push({ scenario, ...resolveConfig(scenario, { ...flags, transport }, { quick: true }) });
+  }
+  await execute(plans, o, false);
+}
+
+export function listCommand(): void {
+  for (const s of SCENARIOS) {
+    const d = Object.entries(s.defaults)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
+    process.stdout.write(`${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n`);
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Run configuration: global defaults, flag parsing (every bad value is a one-line `UsageError`) and
+ * merging scenario defaults with what the user set.
+ */
+import { InvalidArgumentError } from 'commander';
+import { TRANSPORTS, type BenchConfig, type ConfigKey, type Scenario, type TransportName } from './types.js';
+
+/** An error the CLI prints as one line and exits with status 2. */
+export class UsageError extends Error {}
+
+export const GLOBAL_DEFAULTS: BenchConfig = {
+  transport: 'memory',
+  messageCount: 10_000,
+  messageSize: 128,
+  batchSize: 4000,
+  flushInterval: 0,
+  publishers: 1,
+  consumers: 1,
+  partitions: 1,
+  rate: 0,
+  duration: 0,
+  iterations: 3,
+  warmup: 1,
+  redisUrl: 'redis://127.0.0.1:6379',
+  transportOptions: {},
+  keyPrefix: 'eventlane-bench:',
+};
+
+export function intArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value.replace(/_/g, ''));
+    if (!/^[0-9_]+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${value}".`);
+    }
+    return n;
+  };
+}
+
+export function numArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be a number from ${min} to ${max}, got "${value}".`);
+    }
+    return n;
+  };
+}
+
+export function intListArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  const one = intArg(name, min, max);
+  return (value: string): number[] => {
+    const list = value.split(',').map((s) => one(s.trim()));
+    if (list.length === 0) throw new InvalidArgumentError(`${name} needs at least one value.`);
+    return list;
+  };
+}
+
+export function transportArg(value: string): TransportName {
+  const v = value === 'redis-streams' ? 'redis' : value;
+  if (!(TRANSPORTS as readonly string[]).includes(v)) {
+    throw new InvalidArgumentError(`transport must be one of ${TRANSPORTS.join(', ')}, got "${value}".`);
+  }
+  return v as TransportName;
+}
+
+export function urlArg(value: string): string {
+  if (!/^rediss?:\/\/[^\s]+$/.test(value)) throw new InvalidArgumentError(`redis-url must look like redis://host:port, got "${value}".`);
+  return value;
+}
+
+/** `--transport-option key=value` (repeatable); values parse as JSON when they can. */
+export function transportOptionArg(value: string, previous: Record<string, unknown> = {}): Record<string, unknown> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`transport-option must be key=value, got "${value}".`);
+  const key = value.slice(0, eq);
+  const raw = value.slice(eq + 1);
+  let parsed: unknown = raw;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    /* a plain string */
+  }
+  return { ...previous, [key]: parsed };
+}
+
+/** The CLI option names that map onto config fields. */
+export const FLAG_KEYS: ConfigKey[] = [
+  'transport',
+  'messageCount',
+  'messageSize',
+  'batchSize',
+  'flushInterval',
+  'publishers',
+  'consumers',
+  'partitions',
+  'rate',
+  'duration',
+  'iterations',
+  'warmup',
+  'redisUrl',
+  'transportOptions',
+];
+
+/**
+ * Scenario defaults, then the suite's quick settings (when asked), then what the user set.
+ * Returns the config and the set of fields the user set explicitly.
+ */
+export function resolveConfig(
+  scenario: Scenario,
+  flags: Partial<BenchConfig>,
+  opts: { quick?: boolean } = {},
+): { config: BenchConfig; explicit: Set<ConfigKey> } {
+  const explicit = new Set<ConfigKey>();
+  const user: Partial<BenchConfig> = {};
+  for (const key of FLAG_KEYS) {
+    if (flags[key] !== undefined) {
+      (user as Record<string, unknown>)[key] = flags[key];
+      if (key !== 'transport' && key !== 'redisUrl' && key !== 'iterations' && key !== 'warmup' && key !== 'transportOptions') explicit.add(key);
+    }
+  }
+  const transport = user.transport ?? scenario.transports[0]!;
+  if (!scenario.transports.includes(transport)) {
+    throw new UsageError(`Scenario "${scenario.name}" runs on ${scenario.transports.join(', ')}, not "${transport}".`);
+  }
+  const config: BenchConfig = {
+    ...GLOBAL_DEFAULTS,
+    ...scenario.defaults,
+    ...(opts.quick ? scenario.quick : {}),
+    ...user,
+    transport,
+  };
+  return { config, explicit };
+}
+
+/** `sweep` unless the user pinned the field, in which case just their value. */
+export function sweep<T extends number>(explicit: ReadonlySet<ConfigKey>, key: ConfigKey, config: BenchConfig, values: T[]): number[] {
+  return explicit.has(key) ? [config[key] as number] : values;
+}

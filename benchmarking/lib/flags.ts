@@ -1,0 +1,57 @@
+/**
+ * The command-line flags shared by `run`, `matrix` and `suite`, each documented for --help.
+ */
+import { Command, Option } from 'commander';
+import { intArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
+import type { BenchConfig } from './types.js';
+
+export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): Command {
+  cmd
+    .addOption(new Option('-t, --transport <name>', "transport: redis | native | memory | noop (default: the scenario's seed transport)").argParser(transportArg))
+    .addOption(new Option('--message-count <n>', 'events per iteration (default: the scenario seed configuration)').argParser(intArg('message-count', 1, 1e9)))
+    .addOption(new Option('--message-size <bytes>', 'JSON-encoded payload size in bytes').argParser(intArg('message-size', 16, 64 * 1024 * 1024)))
+    .addOption(new Option('--batch-size <n>', 'batcher maxEvents per batch; 1 turns batching off').argParser(intArg('batch-size', 1, 1_000_000)))
+    .addOption(new Option('--flush-interval <ms>', 'batcher maxWaitMs: linger to fill a batch; 0 = adaptive').argParser(numArg('flush-interval', 0, 60_000)))
+    .addOption(new Option('--publishers <n>', 'concurrent publishers (async loops)').argParser(intArg('publishers', 1, 1_000_000)))
+    .addOption(new Option('--consumers <n>', 'consumers in the group').argParser(intArg('consumers', 1, 1024)))
+    .addOption(new Option('--partitions <n>', 'partitions per event type').argParser(intArg('partitions', 1, 4096)))
+    .addOption(new Option('--rate <events/s>', 'open-loop send rate for latency scenarios; 0 = closed loop (as fast as possible)').argParser(numArg('rate', 0, 1e9)))
+    .addOption(new Option('--duration <s>', 'seconds per iteration for duration-bound scenarios (extreme-batching)').argParser(numArg('duration', 0.1, 3600)))
+    .addOption(new Option('--iterations <n>', 'measured iterations, each in a fresh process').argParser(intArg('iterations', 1, 1000)))
+    .addOption(new Option('--warmup <n>', 'discarded warmup iterations run before each measured one, in its process').argParser(intArg('warmup', 0, 100)))
+    .addOption(new Option('--redis-url <url>', 'Redis for the redis transport and ioredis baselines (default: redis://127.0.0.1:6379)').argParser(urlArg))
+    .addOption(
+      new Option('--transport-option <key=value>', 'extra transport option, repeatable (value parsed as JSON when possible)').argParser(transportOptionArg),
+    )
+    .option('--json <file>', 'write the full report as JSON (schema: docs/benchmarks.md)')
+    .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')
+    .option('--html <file>', 'write a self-contained HTML report with charts')
+    .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging)')
+    .option('--keep-keys', 'leave the run\'s Redis keys in place (for inspection); default: deleted after the run')
+    .option('--quiet', 'no progress output');
+  void opts;
+  return cmd;
+}
+
+/** Picks the config fields out of commander's options. */
+export function flagsToConfig(o: Record<string, unknown>): Partial<BenchConfig> {
+  const c: Partial<BenchConfig> = {};
+  const map: [string, keyof BenchConfig][] = [
+    ['transport', 'transport'],
+    ['messageCount', 'messageCount'],
+    ['messageSize', 'messageSize'],
+    ['batchSize', 'batchSize'],
+    ['flushInterval', 'flushInterval'],
+    ['publishers', 'publishers'],
+    ['consumers', 'consumers'],
+    ['partitions', 'partitions'],
+    ['rate', 'rate'],
+    ['duration', 'duration'],
+    ['iterations', 'iterations'],
+    ['warmup', 'warmup'],
+    ['redisUrl', 'redisUrl'],
+    ['transportOption', 'transportOptions'],
+  ];
+  for (const [from, to] of map) if (o[from] !== undefined) (c as Record<string, unknown>)[to] = o[from];
+  return c;
+}

@@ -1,0 +1,70 @@
+/**
+ * Runs iterations of one variant in the current process: the warmups (discarded, but reported) and
+ * then the measured ones, each timed by its runner through `ctx.timed`.
+ */
+import { firstLine } from './bus.js';
+import { heapAfterGc, measureWindow, RssSampler, type WindowFigures } from './measure.js';
+import type { IterationResult, Scenario, Variant } from './types.js';
+
+export interface IterationRequest {
+  scenario: string;
+  variant: Variant;
+  warmups: number;
+  measured: number;
+}
+
+export async function runIterationsHere(scenario: Scenario, req: IterationRequest): Promise<IterationResult[]> {
+  const variant = req.variant;
+  const runner = scenario.runners[variant.runner];
+  if (!runner) throw new Error(`Scenario "${scenario.name}" has no runner "${variant.runner}".`);
+  const sampler = new RssSampler();
+  const out: IterationResult[] = [];
+  try {
+    const total = req.warmups + req.measured;
+    for (let i = 0; i < total; i++) {
+      let figures: WindowFigures | undefined;
+      let heap: number | null = null;
+      const measured = await runner({
+        variant,
+        config: variant.config,
+        iteration: i,
+        timed: async (fn) => {
+          if (figures) throw new Error('ctx.timed called twice in one iteration');
+          const r = await measureWindow(sampler, fn);
+          figures = r.figures;
+          heap = heapAfterGc();
+          return r.value;
+        },
+      });
+      if (!figures) throw new Error(`Runner "${variant.runner}" never called ctx.timed`);
+      const f = figures as WindowFigures;
+      const secs = f.durationMs / 1000;
+      const unique = measured.unique ?? measured.received;
+      out.push({
+        ...measured,
+        warmup: i < req.warmups,
+        durationMs: round(f.durationMs, 3),
+        throughput: Math.round(measured.events / secs),
+        mbPerSec: measured.bytes !== undefined ? round(measured.bytes / 1e6 / secs, 2) : undefined,
+        cpuUserMs: round(f.cpuUserMs, 1),
+        cpuSystemMs: round(f.cpuSystemMs, 1),
+        cpuPercent: round(((f.cpuUserMs + f.cpuSystemMs) / f.durationMs) * 100, 1),
+        peakRssMb: round(f.peakRss / 1048576, 1),
+        heapAfterGcMb: heap === null ? null : round(heap / 1048576, 1),
+        lost: unique === null ? null : Math.max(0, measured.sent - unique),
+        duplicated: measured.received === null || unique === null ? null : measured.received - unique,
+        pid: process.pid,
+      });
+    }
+  } finally {
+    await sampler.close();
+  }
+  return out;
+}
+
+export function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+export { firstLine };

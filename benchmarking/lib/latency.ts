@@ -1,0 +1,60 @@
+/**
+ * Latency recording with HdrHistogram (nanosecond values, 3 significant digits) and an open-loop
+ * constant-rate pacer. Open-loop latencies are measured from each event's intended send time, so a
+ * stalled sender cannot hide queueing delay (coordinated omission).
+ */
+import * as hdr from 'hdr-histogram-js';
+import type { LatencySummary } from './types.js';
+
+const CURVE = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100];
+
+export class LatencyRecorder {
+  readonly histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120e9, numberOfSignificantValueDigits: 3 });
+
+  /** Records a latency given in milliseconds (performance.now() deltas). */
+  recordMs(ms: number): void {
+    this.histogram.recordValue(Math.max(0, Math.round(ms * 1e6)));
+  }
+
+  summary(loop: 'open' | 'closed'): LatencySummary {
+    const h = this.histogram;
+    const us = (ns: number) => Math.round(ns / 10) / 100;
+    return {
+      count: h.totalCount,
+      minUs: us(h.totalCount > 0 ? h.getValueAtPercentile(0) : 0),
+      meanUs: us(h.mean),
+      p50Us: us(h.getValueAtPercentile(50)),
+      p90Us: us(h.getValueAtPercentile(90)),
+      p99Us: us(h.getValueAtPercentile(99)),
+      p999Us: us(h.getValueAtPercentile(99.9)),
+      maxUs: us(h.maxValue),
+      curve: CURVE.map((p) => [p, us(p === 100 ? h.maxValue : h.getValueAtPercentile(p))] as [number, number]),
+      loop,
+    };
+  }
+}
+
+/**
+ * Calls `send(i, intendedMs)` for i in [0, count) at `rate` per second, each as soon as its intended
+ * time has come. Uses setImmediate when the next send is near (timers are too coarse for 100 us
+ * spacing) and setTimeout when it is more than 2 ms away. Resolves after the last send.
+ */
+export function openLoop(count: number, rate: number, send: (i: number, intendedMs: number) => void): Promise<number> {
+  const interval = 1000 / rate;
+  const t0 = performance.now();
+  let i = 0;
+  return new Promise((resolve) => {
+    const step = () => {
+      const now = performance.now();
+      while (i < count && t0 + i * interval <= now) {
+        send(i, t0 + i * interval);
+        i++;
+      }
+      if (i >= count) return resolve(t0);
+      const wait = t0 + i * interval - performance.now();
+      if (wait > 2) setTimeout(step, wait - 1);
+      else setImmediate(step);
+    };
+    step();
+  });
+}

@@ -1,0 +1,67 @@
+/**
+ * Payloads, generated before any timed window. Objects are distinct per event; the filler string that
+ * pads an event to its size is shared (so memory figures show the library, not the test data).
+ */
+import { z } from 'zod';
+import { defineEvents } from '../../src/index.js';
+
+export const benchEvents = defineEvents({
+  'bench.sized': z.object({ id: z.number().int(), body: z.string() }),
+  'bench.trade': z.object({ id: z.number().int(), sym: z.string(), px: z.number(), qty: z.number().int() }),
+});
+
+export type SizedPayload = { id: number; body: string };
+export type TradePayload = { id: number; sym: string; px: number; qty: number };
+
+/** `count` payloads whose JSON encoding is `size` bytes (exact for the largest id; shorter ids a few bytes less). */
+export function sizedPayloads(count: number, size: number): SizedPayload[] {
+  const overhead = JSON.stringify({ id: Math.max(0, count - 1), body: '' }).length;
+  const body = 'x'.repeat(Math.max(0, size - overhead));
+  const out: SizedPayload[] = new Array(count);
+  for (let i = 0; i < count; i++) out[i] = { id: i, body };
+  return out;
+}
+
+/** Seed 001's 40-byte trading message: {"id":N,"sym":"AAPL","px":150.25,"qty":100}. */
+export function tradePayloads(count: number): TradePayload[] {
+  const out: TradePayload[] = new Array(count);
+  for (let i = 0; i < count; i++) out[i] = { id: i, sym: 'AAPL', px: 150.25, qty: 100 };
+  return out;
+}
+
+/** JSON strings of the payloads (for the hand-written baselines, encoded outside their timed window only where the library gets the same). */
+export function encodeAll(payloads: readonly object[]): string[] {
+  return payloads.map((p) => JSON.stringify(p));
+}
+
+/** Counts deliveries by payload id: received, distinct, duplicates. */
+export class DeliveryTracker {
+  private readonly seen: Uint8Array;
+  received = 0;
+  unique = 0;
+  constructor(readonly expected: number) {
+    this.seen = new Uint8Array(expected);
+  }
+  mark(id: number): void {
+    this.received++;
+    if (id >= 0 && id < this.expected && this.seen[id] === 0) {
+      this.seen[id] = 1;
+      this.unique++;
+    }
+  }
+  get complete(): boolean {
+    return this.unique >= this.expected;
+  }
+  /** Resolves when every event arrived, or after `timeoutMs` of no progress. */
+  async waitAll(timeoutMs = 10_000): Promise<void> {
+    let last = -1;
+    let idleSince = performance.now();
+    while (!this.complete) {
+      if (this.received !== last) {
+        last = this.received;
+        idleSince = performance.now();
+      } else if (performance.now() - idleSince > timeoutMs) return;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+}

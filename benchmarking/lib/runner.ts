@@ -1,0 +1,104 @@
+/**
+ * The worker-process runner. For each measured iteration of each variant the parent forks a fresh
+ * `node --import tsx --expose-gc benchmarking/lib/child.ts`, which runs the warmup iterations (JIT,
+ * connections) and then the measured one, and returns figures over IPC. No heap, JIT or transport state
+ * leaks from one measured iteration into the next. `fork: false` runs everything in this process.
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
+import { cleanupPrefix } from './redis.js';
+import { linkBaselines, summarize } from './stats.js';
+import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
+
+const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
+
+export interface RunOptions {
+  fork: boolean;
+  /** Keep the run's Redis keys (tests inspect them). */
+  keepKeys?: boolean;
+  /** Only variants whose kind matches (matrix runs the library only unless asked). */
+  kinds?: ReadonlyArray<'eventlane' | 'baseline'>;
+  onStart?(total: number): void;
+  onStep?(label: string): void;
+}
+
+export function runInChild(req: IterationRequest): Promise<IterationResult[]> {
+  return new Promise((resolve, reject) => {
+    const child = fork(CHILD, [], {
+      execArgv: ['--import', 'tsx', '--expose-gc'],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    let stderr = '';
+    let settled = false;
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.length > 20_000) stderr = stderr.slice(-10_000);
+    });
+    child.once('message', (msg: { ok: boolean; results?: IterationResult[]; error?: string }) => {
+      settled = true;
+      if (msg.ok) resolve(msg.results!);
+      else reject(new Error(msg.error));
+    });
+    child.once('error', (err) => {
+      if (!settled) reject(err);
+      settled = true;
+    });
+    child.once('exit', (code, signal) => {
+      if (settled) return;
+      settled = true;
+      const last = stderr.trim().split('\n').filter(Boolean).pop();
+      reject(new Error(`benchmark child exited (${signal ?? code})${last ? `: ${last}` : ''}`));
+    });
+    child.send(req);
+  });
+}
+
+export async function runScenario(
+  scenario: Scenario,
+  config: BenchConfig,
+  explicit: ReadonlySet<ConfigKey>,
+  opts: RunOptions,
+): Promise<ScenarioResult> {
+  const started = Date.now();
+  const runConfig: BenchConfig = { ...config, keyPrefix: `eventlane-bench:${process.pid}-${started.toString(36)}:` };
+  const variants = scenario.variants(runConfig, explicit).filter((v) => !opts.kinds || opts.kinds.includes(v.kind));
+  opts.onStart?.(variants.reduce((a, v) => a + Math.max(1, v.config.iterations), 0));
+  const results: VariantResult[] = [];
+  try {
+    for (const variant of variants) {
+      const all: IterationResult[] = [];
+      let error: string | undefined;
+      const measuredRuns = Math.max(1, variant.config.iterations);
+      for (let i = 0; i < measuredRuns; i++) {
+        const req: IterationRequest = {
+          scenario: scenario.name,
+          variant: { ...variant, config: { ...variant.config, keyPrefix: `${runConfig.keyPrefix}${variant.id}:${i}:` } },
+          warmups: variant.config.warmup,
+          measured: variant.config.iterations === 0 ? 0 : 1,
+        };
+        try {
+          all.push(...(opts.fork ? await runInChild(req) : await runIterationsHere(scenario, req)));
+        } catch (err) {
+          error = firstLine(err);
+        }
+        opts.onStep?.(`${scenario.name} / ${variant.label}`);
+        if (error) break;
+      }
+      results.push(summarize(variant, all, error));
+    }
+  } finally {
+    if (config.transport === 'redis' && !opts.keepKeys) await cleanupPrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
+  }
+  linkBaselines(results);
+  return {
+    scenario: scenario.name,
+    title: scenario.title,
+    seed: scenario.seed,
+    transport: config.transport,
+    config: runConfig,
+    variants: results,
+    startedAt: new Date(started).toISOString(),
+    wallMs: Date.now() - started,
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * Summaries over measured iterations: mean, min, max, relative spread; merged latency; ratios.
+ */
+import type { IterationResult, LatencySummary, Spread, Variant, VariantResult } from './types.js';
+
+export function spread(values: number[]): Spread {
+  if (values.length === 0) return { mean: 0, min: 0, max: 0, spreadPct: 0 };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const min = Math.min(...values);
+  const max = Math.max(...values);
+  return { mean: r2(mean), min: r2(min), max: r2(max), spreadPct: mean === 0 ? 0 : r2(((max - min) / mean) * 100) };
+}
+
+function r2(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+function mergeLatency(list: LatencySummary[]): LatencySummary | undefined {
+  if (list.length === 0) return undefined;
+  const avg = (f: (l: LatencySummary) => number) => r2(list.reduce((a, l) => a + f(l), 0) / list.length);
+  return {
+    count: list.reduce((a, l) => a + l.count, 0),
+    minUs: Math.min(...list.map((l) => l.minUs)),
+    meanUs: avg((l) => l.meanUs),
+    p50Us: avg((l) => l.p50Us),
+    p90Us: avg((l) => l.p90Us),
+    p99Us: avg((l) => l.p99Us),
+    p999Us: avg((l) => l.p999Us),
+    maxUs: Math.max(...list.map((l) => l.maxUs)),
+    curve: list[0]!.curve.map(([p], i) => [p, avg((l) => l.curve[i]![1])] as [number, number]),
+    loop: list[0]!.loop,
+  };
+}
+
+export function summarize(variant: Variant, all: IterationResult[], error?: string): VariantResult {
+  const its = all.filter((i) => !i.warmup);
+  const lat = its.map((i) => i.latency).filter((l): l is LatencySummary => l !== undefined);
+  const sent = its.reduce((a, i) => a + i.sent, 0);
+  const hasRecv = its.length > 0 && its.every((i) => i.received !== null);
+  const received = hasRecv ? its.reduce((a, i) => a + (i.received ?? 0), 0) : null;
+  const lost = hasRecv ? its.reduce((a, i) => a + (i.lost ?? 0), 0) : null;
+  const duplicated = hasRecv ? its.reduce((a, i) => a + (i.duplicated ?? 0), 0) : null;
+  const result: VariantResult = {
+    id: variant.id,
+    label: variant.label,
+    kind: variant.kind,
+    params: variant.params,
+    config: variant.config,
+    seed: variant.seed,
+    baseline: variant.baseline,
+    iterations: its,
+    warmups: all.filter((i) => i.warmup),
+    summary: {
+      throughput: spread(its.map((i) => i.throughput)),
+      durationMs: spread(its.map((i) => i.durationMs)),
+      peakRssMb: spread(its.map((i) => i.peakRssMb)),
+      cpuPercent: spread(its.map((i) => i.cpuPercent)),
+      p50Us: lat.length ? spread(lat.map((l) => l.p50Us)) : undefined,
+      p99Us: lat.length ? spread(lat.map((l) => l.p99Us)) : undefined,
+      latency: mergeLatency(lat),
+    },
+    delivery: {
+      sent,
+      received,
+      lost,
+      duplicated,
+      ok: error === undefined && its.length > 0 && (lost === null || lost === 0),
+      verifiedBy: its.find((i) => i.verifiedBy)?.verifiedBy,
+    },
+    ratios: {},
+  };
+  if (error) result.error = error;
+  if (variant.seed?.throughput && its.length) result.ratios.vsSeed = r2(result.summary.throughput.mean / variant.seed.throughput);
+  const seedP99 = variant.seed?.latencyUs?.p99;
+  if (seedP99 && result.summary.latency) result.ratios.latencyP99VsSeed = r2(result.summary.latency.p99Us / seedP99);
+  return result;
+}
+
+/** Fills `vsBaseline` once every variant of a scenario is summarized. */
+export function linkBaselines(results: VariantResult[]): void {
+  for (const r of results) {
+    if (!r.baseline) continue;
+    const b = results.find((x) => x.id === r.baseline);
+    if (b && b.summary.throughput.mean > 0 && r.iterations.length) r.ratios.vsBaseline = r2(r.summary.throughput.mean / b.summary.throughput.mean);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Shared shapes of the benchmark framework: the run configuration, scenarios, variants and results.
+ */
+
+/** Transport names as given on the command line (`redis` is the `redis-streams` transport). */
+export type TransportName = 'redis' | 'native' | 'memory' | 'noop';
+export const TRANSPORTS: readonly TransportName[] = ['redis', 'native', 'memory', 'noop'];
+
+/** Everything a run is parameterised by; every CLI flag maps to one field. */
+export interface BenchConfig {
+  transport: TransportName;
+  messageCount: number;
+  /** Bytes of the JSON-encoded payload. */
+  messageSize: number;
+  /** Batcher `maxEvents`; 1 turns batching off. */
+  batchSize: number;
+  /** Batcher `maxWaitMs`; 0 is adaptive. */
+  flushInterval: number;
+  publishers: number;
+  consumers: number;
+  partitions: number;
+  /** Events per second for open-loop scenarios; 0 means closed loop (as fast as possible). */
+  rate: number;
+  /** Seconds, for duration-bound scenarios (0: bound by message count). */
+  duration: number;
+  iterations: number;
+  warmup: number;
+  redisUrl: string;
+  /** Extra transport options (`--transport-option key=value`), passed through to the transport block. */
+  transportOptions: Record<string, unknown>;
+  /** Key prefix of this run in Redis; set by the runner. */
+  keyPrefix: string;
+}
+
+export type ConfigKey = keyof BenchConfig;
+
+/** One measured configuration of a scenario (a row of its report). */
+export interface Variant {
+  /** Stable id, unique within the scenario, e.g. `batched-1p`. */
+  id: string;
+  label: string;
+  /** `eventlane` measures the library; `baseline` a hand-written equivalent. */
+  kind: 'eventlane' | 'baseline';
+  /** Name of the scenario runner function that measures it. */
+  runner: string;
+  /** The configuration this variant runs with (scenario defaults, flags and the variant's own values). */
+  config: BenchConfig;
+  /** Variant-specific parameters (e.g. `{ mode: 'publishMany' }`). */
+  params: Record<string, string | number | boolean>;
+  /** Id of the baseline variant this one is compared with (ratio ours / baseline). */
+  baseline?: string;
+  /** The seed report's own figure for this configuration. */
+  seed?: SeedFigure;
+}
+
+export interface SeedFigure {
+  source: string;
+  /** Throughput in events/s, when the seed reports one. */
+  throughput?: number;
+  /** Latency percentiles in microseconds, when the seed reports them. */
+  latencyUs?: Partial<Record<'min' | 'mean' | 'p50' | 'p90' | 'p99' | 'p99.9' | 'max', number>>;
+  note?: string;
+}
+
+export interface LatencySummary {
+  count: number;
+  minUs: number;
+  meanUs: number;
+  p50Us: number;
+  p90Us: number;
+  p99Us: number;
+  p999Us: number;
+  maxUs: number;
+  /** `[percentile, microseconds]` points for percentile curves. */
+  curve: [number, number][];
+  /** `open` (constant rate, measured from intended send time) or `closed` (burst / as fast as possible). */
+  loop: 'open' | 'closed';
+}
+
+/** What a scenario runner returns for one iteration. */
+export interface Measured {
+  /** Events counted in the timed window (the throughput numerator). */
+  events: number;
+  sent: number;
+  /** Delivered events, or null when the scenario does not consume (publish-only). */
+  received: number | null;
+  /** Distinct events received; `sent - unique` were lost, `received - unique` duplicated. */
+  unique?: number;
+  /** Payload bytes moved in the timed window. */
+  bytes?: number;
+  latency?: LatencySummary;
+  /** Scenario-specific figures (e.g. `peakWindowThroughput`). */
+  extra?: Record<string, number>;
+  notes?: string[];
+  /** How delivery was checked, e.g. "XLEN x entry size" or "consumer group read-back". */
+  verifiedBy?: string;
+}
+
+/** One iteration as reported. */
+export interface IterationResult extends Measured {
+  warmup: boolean;
+  durationMs: number;
+  throughput: number;
+  mbPerSec?: number;
+  cpuUserMs: number;
+  cpuSystemMs: number;
+  /** (user + system) / wall, in percent of one core. */
+  cpuPercent: number;
+  peakRssMb: number;
+  heapAfterGcMb: number | null;
+  lost: number | null;
+  duplicated: number | null;
+  pid: number;
+}
+
+export interface Spread {
+  mean: number;
+  min: number;
+  max: number;
+  /** (max - min) / mean, in percent. */
+  spreadPct: number;
+}
+
+export interface VariantResult {
+  id: string;
+  label: string;
+  kind: Variant['kind'];
+  params: Variant['params'];
+  config: BenchConfig;
+  seed?: SeedFigure;
+  baseline?: string;
+  iterations: IterationResult[];
+  warmups: IterationResult[];
+  summary: {
+    throughput: Spread;
+    durationMs: Spread;
+    peakRssMb: Spread;
+    cpuPercent: Spread;
+    p50Us?: Spread;
+    p99Us?: Spread;
+    /** Latency merged over measured iterations (max of maxima, mean of percentiles). */
+    latency?: LatencySummary;
+  };
+  delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; ok: boolean; verifiedBy?: string };
+  ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number };
+  error?: string;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  title: string;
+  seed: string;
+  transport: TransportName;
+  config: BenchConfig;
+  variants: VariantResult[];
+  skipped?: string;
+  startedAt: string;
+  wallMs: number;
+}
+
+/** Context a runner gets inside the (child) process. */
+export interface RunContext {
+  variant: Variant;
+  config: BenchConfig;
+  /** Runs `fn` as the timed window: wall time, CPU time and peak RSS are taken around it only. */
+  timed<T>(fn: () => Promise<T>): Promise<T>;
+  /** Iteration index (warmups first) — handy for unique Redis keys. */
+  iteration: number;
+}
+
+export type Runner = (ctx: RunContext) => Promise<Measured>;
+
+export interface Scenario {
+  name: string;
+  title: string;
+  /** The seed report reproduced (file name in ../shared/seeds), or `issue N` for targets from the issues. */
+  seed: string;
+  description: string;
+  /** Transports this scenario runs on; the first is its default. */
+  transports: TransportName[];
+  /** The seed configuration. */
+  defaults: Partial<BenchConfig>;
+  /** Shorter settings used by the default suite (`npm run benchmark` with no flags). */
+  quick?: Partial<BenchConfig>;
+  /** The configurations measured; flags the user set explicitly collapse the scenario's sweeps. */
+  variants(config: BenchConfig, explicit: ReadonlySet<ConfigKey>): Variant[];
+  runners: Record<string, Runner>;
+}

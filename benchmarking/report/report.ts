@@ -1,0 +1,49 @@
+/**
+ * The report document (what `--json` writes) and the environment it was measured in.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg, totalmem, platform, release } from 'node:os';
+import type { ScenarioResult } from '../lib/types.js';
+
+export const SCHEMA = 'eventlane-benchmark/1';
+
+export interface Environment {
+  cpuModel: string;
+  cores: number;
+  memoryMb: number;
+  os: string;
+  node: string;
+  v8: string;
+  /** 1/5/15-minute load averages at the start: a loaded machine gives noisy figures. */
+  loadAvg: number[];
+  gitCommit: string | null;
+  redisVersion: string | null;
+}
+
+export interface BenchReport {
+  schema: typeof SCHEMA;
+  generatedAt: string;
+  command: string;
+  environment: Environment;
+  runs: ScenarioResult[];
+}
+
+export function environment(redisVersion: string | null): Environment {
+  let gitCommit: string | null = null;
+  try {
+    gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    /* not a checkout */
+  }
+  return {
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    cores: cpus().length,
+    memoryMb: Math.round(totalmem() / 1048576),
+    os: `${platform()} ${release()}`,
+    node: process.versions.node,
+    v8: process.versions.v8,
+    loadAvg: loadavg().map((l) => Math.round(l * 100) / 100),
+    gitCommit,
+    redisVersion,
+  };
+}
