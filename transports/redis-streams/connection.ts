@@ -78,7 +78,8 @@ export class Connector {
         enableOfflineQueue: true,
         clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
         // Writes to different partitions land on different nodes: let ioredis group them per node.
-        enableAutoPipelining: role !== 'read',
+        // (publish connections only: they send nothing but XADD, whose key ioredis always finds).
+        enableAutoPipelining: role === 'publish',
       };
       return new Cluster(nodes, opts);
     }

@@ -48,7 +48,7 @@ export class RedisStreamsTransport implements Transport {
   private async doConnect(): Promise<void> {
     if (this.closed) throw new ClosedError('redis-streams transport');
     const onError = (err: Error): void => this.ctx.logger.debug({ err: err.message }, 'redis connection error');
-    const clients = Array.from({ length: this.config.pool.size + 1 }, () => this.connector.create('publish'));
+    const clients = Array.from({ length: this.config.pool.size + 1 }, (_, i) => this.connector.create(i === this.config.pool.size ? 'command' : 'publish'));
     for (const c of clients) c.on('error', onError);
     const results = await Promise.allSettled(clients.map((c) => this.connector.connect(c)));
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;

@@ -1,0 +1,145 @@
+/**
+ * Faults against real redis-server processes: a consumer killed with SIGKILL, connections killed
+ * mid-BLOCK, an unreachable server, a server restart with AOF.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { ConnectionError, type EventBus } from '../../src/index.js';
+import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { streamKey } from '../../transports/redis-streams/index.js';
+import { events, fastRead, makeBus, orders } from './redis-common.js';
+
+type Bus = EventBus<typeof events>;
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
+});
+
+async function server(opts: { aof?: boolean } = {}): Promise<RedisServer> {
+  const s = await RedisServer.start(opts);
+  cleanup.push(() => s.stop());
+  return s;
+}
+
+async function bus(url: string, extra: Record<string, unknown> = {}, prefix?: string): Promise<Bus> {
+  const b = await makeBus(url, extra, prefix);
+  cleanup.push(() => b.close());
+  return b;
+}
+
+describe('redis-streams: faults', () => {
+  it('entries pending on a consumer killed with SIGKILL are reclaimed by the others', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('sigkill');
+    const fixture = fileURLToPath(new URL('./fixtures/redis-hanging-consumer.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanup.push(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    const childGot = new Set<number>();
+    let ready = false;
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line === 'ready') ready = true;
+        else if (line.startsWith('got ')) childGot.add(Number(line.slice(4)));
+      }
+    });
+    await waitFor(() => ready, 20_000, 'the child consumer');
+    const pub = await bus(s.url, {}, prefix);
+    await pub.publishMany('order.created', orders(500));
+    await waitFor(() => childGot.size === 500, 10_000, 'the child to take all 500');
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    // The survivor joins the same group and reclaims the victim's idle entries.
+    const seen = new Set<number>();
+    await pub.subscribe('order.created', { group: 'g', consumer: 'survivor', concurrency: 16, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 100 }, (e, ctx) => {
+      expect(ctx.attempt).toBe(2);
+      seen.add(e.data.seq);
+    });
+    await waitFor(() => seen.size === 500, 15_000, 'all 500 reclaimed');
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await waitFor(async () => ((await raw.xpending(streamKey(prefix, 'order.created', 0), 'g')) as [number])[0] === 0, 5000, 'pending 0');
+  });
+
+  it('consumers resume after their connection is killed mid-BLOCK (CLIENT KILL)', async () => {
+    const s = await server();
+    const b = await bus(s.url);
+    const seen = new Set<number>();
+    await b.subscribe('order.created', { group: 'g', blockMs: 5000, minIdleMs: 1000 }, (e) => void seen.add(e.data.seq));
+    await b.publishMany('order.created', orders(10));
+    await waitFor(() => seen.size === 10, 5000, 'first events');
+    await sleep(100); // the reader is inside XREADGROUP BLOCK now
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const list = String(await raw.client('LIST'));
+    const readers = list.split('\n').filter((l) => l.includes('name=eventlane:read'));
+    expect(readers.length).toBeGreaterThan(0);
+    expect(readers.some((l) => l.includes('cmd=xreadgroup'))).toBe(true);
+    for (const l of readers) await raw.client('KILL', 'ID', /id=(\d+)/.exec(l)![1]!);
+    await b.publishMany('order.created', orders(10, 10));
+    await waitFor(() => seen.size === 20, 10_000, 'events after the kill');
+    // Kill everything, publishers too.
+    await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    await b.publishMany('order.created', orders(10, 20));
+    await waitFor(() => seen.size === 30, 10_000, 'events after killing all connections');
+  });
+
+  it('unreachable Redis: connect rejects with ConnectionError naming the URL within the timeout', async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    const t0 = Date.now();
+    const err = await makeBus(url, { connectTimeoutMs: 500 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toContain(`127.0.0.1:${port}`);
+    expect((err as Error).message).toContain('connectTimeoutMs');
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it('Redis going away: publish rejects with ConnectionError after commandTimeoutMs, no hang', async () => {
+    const s = await server();
+    const b = await bus(s.url, { commandTimeoutMs: 300 });
+    await b.publish('order.created', orders(1)[0]!);
+    await s.stop();
+    const err = await b.publish('order.created', orders(1, 1)[0]!).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toContain(s.url);
+  });
+
+  it('AOF: events whose publish resolved survive a server restart', async () => {
+    const s = await server({ aof: true });
+    const prefix = uniquePrefix('aof');
+    const b = await makeBus(s.url, { partitions: 2 }, prefix);
+    await b.publishMany('order.created', orders(1000));
+    await Promise.all(orders(100, 1000).map((o) => b.publish('order.created', o)));
+    await b.close();
+    await s.restart();
+    const c = await bus(s.url, { partitions: 2 }, prefix);
+    const seen = new Set<number>();
+    await c.subscribe('order.created', { group: 'after-restart', startFrom: '0', ...fastRead }, (e) => void seen.add(e.data.seq));
+    await waitFor(() => seen.size === 1100, 10_000, 'all 1100 events after restart');
+  });
+
+  it('a restarted empty server (NOGROUP) gets its groups recreated', async () => {
+    const s = await server();
+    const b = await bus(s.url);
+    const seen = new Set<number>();
+    await b.subscribe('order.created', { group: 'g', ...fastRead }, (e) => void seen.add(e.data.seq));
+    await b.publishMany('order.created', orders(5));
+    await waitFor(() => seen.size === 5, 5000, 'first events');
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.flushall();
+    await sleep(500);
+    await b.publishMany('order.created', orders(5, 5));
+    await waitFor(() => seen.size === 10, 10_000, 'events after FLUSHALL');
+  });
+});

@@ -1,0 +1,211 @@
+/**
+ * Redis Streams transport against a real redis-server: wire format, groups, work sharing, DLQ,
+ * malformed entries, option validation, admin API.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { ConfigError, type EventBus } from '../../src/index.js';
+import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { dlqKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { events, fastRead, fastRetry, makeBus, orders } from './redis-common.js';
+
+type Bus = EventBus<typeof events>;
+
+let server: { url: string; stop(): Promise<void> };
+let raw: Redis;
+const open: Bus[] = [];
+
+beforeAll(async () => {
+  server = await RedisServer.startOrExternal();
+  raw = new Redis(server.url);
+});
+afterEach(async () => {
+  await Promise.allSettled(open.splice(0).map((b) => b.close()));
+});
+afterAll(async () => {
+  raw.disconnect();
+  await server.stop();
+});
+
+async function bus(extra: Record<string, unknown> = {}, prefix?: string): Promise<Bus> {
+  const b = await makeBus(server.url, extra, prefix);
+  open.push(b);
+  return b;
+}
+
+describe('redis-streams: wire format round trip', () => {
+  it('batched entries: many events per entry, documented fields, all delivered', async () => {
+    const prefix = uniquePrefix('batch');
+    const b = await bus({ partitions: 1 }, prefix);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead }, (e) => void seen.push(e.data.seq));
+    await b.publishMany('order.created', orders(1000));
+    await waitFor(() => seen.length === 1000, 10_000, '1000 events');
+    expect(seen).toEqual(orders(1000).map((o) => o.seq));
+    const entries = (await raw.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][];
+    expect(entries.length).toBeLessThan(1000);
+    const f = entries[0]![1];
+    expect(f.slice(0, 8)).toEqual(['v', '1', 'kind', 'batch', 'type', 'order.created', 'source', 'it']);
+    const arr = JSON.parse(f[f.indexOf('events') + 1]!);
+    expect(arr[0]).toMatchObject({ data: { seq: 0 }, id: expect.any(String), time: expect.any(Number) });
+  });
+
+  it('per-event entries: one entry per event, readable without eventlane', async () => {
+    const prefix = uniquePrefix('event');
+    const b = await bus({ partitions: 1, entryMode: 'event' }, prefix);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead }, (e) => void seen.push(e.data.seq));
+    await b.publishMany('order.created', orders(300), { key: 'k1' });
+    await b.publish('order.created', orders(1, 300)[0]!, { headers: { traceparent: 'tp' }, correlationId: 'c1' });
+    await waitFor(() => seen.length === 301, 10_000, '301 events');
+    const entries = (await raw.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][];
+    expect(entries.length).toBe(301);
+    const o = Object.fromEntries(entries[300]![1].reduce<string[][]>((acc, v, i, a) => (i % 2 ? acc : [...acc, [v, a[i + 1]!]]), []));
+    expect(o).toMatchObject({ v: '1', kind: 'event', type: 'order.created', source: 'it', correlationId: 'c1' });
+    expect(JSON.parse(o['data']!)).toEqual({ orderId: 'o-300', amount: 300, seq: 300 });
+    expect(JSON.parse(o['headers']!)).toEqual({ traceparent: 'tp' });
+    expect(entries[0]![1]).toContain('k1');
+  });
+});
+
+describe('redis-streams: consumer groups', () => {
+  it('two groups each get every event', async () => {
+    const b = await bus();
+    const a = new Set<number>();
+    const c = new Set<number>();
+    await b.subscribe('order.created', { group: 'billing', ...fastRead }, (e) => void a.add(e.data.seq));
+    await b.subscribe('order.created', { group: 'shipping', ...fastRead }, (e) => void c.add(e.data.seq));
+    await b.publishMany('order.created', orders(2000));
+    await waitFor(() => a.size === 2000 && c.size === 2000, 10_000, 'both groups');
+  });
+
+  it('three consumers in one group share the work with no loss', async () => {
+    const prefix = uniquePrefix('share');
+    const buses = [await bus({ partitions: 3 }, prefix), await bus({ partitions: 3 }, prefix), await bus({ partitions: 3 }, prefix)];
+    const counts = [0, 0, 0];
+    const seen = new Map<number, number>();
+    for (let i = 0; i < 3; i++) {
+      await buses[i]!.subscribe('order.created', { group: 'workers', consumer: `c${i}`, concurrency: 4, ...fastRead }, async (e) => {
+        counts[i]!++;
+        seen.set(e.data.seq, (seen.get(e.data.seq) ?? 0) + 1);
+        await sleep(1);
+      });
+    }
+    // Many small writes, so entries spread over the consumers.
+    for (let k = 0; k < 60; k++) await buses[0]!.publishMany('order.created', orders(50, k * 50));
+    await waitFor(() => seen.size === 3000, 20_000, '3000 events');
+    expect(counts.every((c) => c > 0)).toBe(true);
+    expect(counts[0]! + counts[1]! + counts[2]!).toBe(3000); // no duplicates in a healthy run
+  });
+
+  it('a poison event goes to the DLQ after maxDeliveries; its batch siblings are not redelivered', async () => {
+    const prefix = uniquePrefix('poison');
+    const b = await bus({ partitions: 1 }, prefix);
+    const deliveries = new Map<number, number>();
+    const attempts: number[] = [];
+    await b.subscribe('order.created', { group: 'g', maxDeliveries: 3, concurrency: 8, ...fastRetry, ...fastRead }, (e, ctx) => {
+      deliveries.set(e.data.seq, (deliveries.get(e.data.seq) ?? 0) + 1);
+      if (e.data.seq === 13) {
+        attempts.push(ctx.attempt);
+        throw new Error('poison pill');
+      }
+    });
+    await b.publishMany('order.created', orders(100)); // one batch entry
+    const t = b.transport as RedisStreamsTransport;
+    await waitFor(async () => (await t.deadLetters('order.created', 'g')).length === 1, 10_000, 'one dead letter');
+    await sleep(200);
+    const [dead] = await t.deadLetters('order.created', 'g');
+    expect(dead).toMatchObject({ type: 'order.created', group: 'g', attempts: 3, partition: 0 });
+    expect(dead!.error).toContain('poison pill');
+    expect(dead!.event?.data).toEqual({ orderId: 'o-13', amount: 13, seq: 13 });
+    expect(attempts).toEqual([1, 2, 3]);
+    for (const [seq, n] of deliveries) expect(n, `deliveries of ${seq}`).toBe(seq === 13 ? 3 : 1);
+    expect(deliveries.size).toBe(100);
+    // Everything acked: nothing pending for the group.
+    const admin = await t.admin();
+    await waitFor(async () => (await admin.pending('order.created', 'g')).total === 0, 5000, 'no pending entries');
+    // Replay puts it back for this group only (its retry stream): three more attempts, dead again.
+    let otherSaw13 = 0;
+    await b.subscribe('order.created', { group: 'other', ...fastRead }, (e) => {
+      if (e.data.seq === 13) otherSaw13++;
+    });
+    expect(await admin.replayDeadLetters('order.created', { group: 'g' })).toBe(1);
+    await waitFor(() => deliveries.get(13) === 6, 10_000, 'three more attempts after replay');
+    await waitFor(async () => (await t.deadLetters('order.created', 'g')).length === 1, 10_000, 'dead again');
+    expect(attempts).toEqual([1, 2, 3, 1, 2, 3]);
+    expect(otherSaw13).toBe(0);
+    expect(await admin.purgeDeadLetters('order.created', { group: 'g' })).toBe(1);
+    expect(await t.deadLetters('order.created')).toEqual([]);
+  });
+
+  it('malformed entries written by someone else go to the DLQ with the reason; the consumer keeps going', async () => {
+    const prefix = uniquePrefix('malformed');
+    const b = await bus({ partitions: 1 }, prefix);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead }, (e) => void seen.push(e.data.seq));
+    const key = streamKey(prefix, 'order.created', 0);
+    await raw.xadd(key, '*', 'foo', 'bar');
+    await raw.xadd(key, '*', 'data', '{not json');
+    await raw.xadd(key, '*', 'v', '9', 'data', '{}');
+    await raw.xadd(key, '*', 'v', '1', 'kind', 'batch', 'events', '[1,2]');
+    // A foreign producer's well-formed per-event entry is delivered.
+    await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'x', amount: 1, seq: 999 }));
+    await b.publishMany('order.created', orders(10));
+    await waitFor(() => seen.length === 11, 10_000, 'the good events');
+    expect(seen).toContain(999);
+    const t = b.transport as RedisStreamsTransport;
+    await waitFor(async () => (await t.deadLetters('order.created')).length === 4, 5000, 'four dead letters');
+    const dead = await t.deadLetters('order.created');
+    const reasons = dead.map((d) => d.error).join('\n');
+    expect(reasons).toContain('no field "data"');
+    expect(reasons).toContain('not JSON');
+    expect(reasons).toContain('unsupported wire version "9"');
+    expect(reasons).toContain('events[0]');
+    expect(dead[0]!.raw).toEqual({ foo: 'bar' });
+    expect(dead.every((d) => d.event === undefined)).toBe(true);
+    expect(await raw.xlen(dlqKey(prefix, 'order.created', 0))).toBe(4);
+  });
+
+  it('an idle subscription does not hold up publishing', async () => {
+    const b = await bus({ partitions: 2 });
+    await b.subscribe('audit.logged', { group: 'idle', blockMs: 10_000 }, () => undefined);
+    await b.subscribe('order.created', { group: 'idle2', blockMs: 10_000 }, () => undefined);
+    // Publishing goes over the pool, never the blocking read connections: all writes resolve.
+    for (let i = 0; i < 20; i++) await b.publishMany('order.created', orders(500, i * 500));
+    await Promise.all(orders(200).map((o) => b.publish('order.created', o)));
+    expect(b.stats().events).toBe(10_200);
+  });
+});
+
+describe('redis-streams: options', () => {
+  it('invalid transport options name the field', async () => {
+    await expect(makeBus(server.url, { pool: { size: 0 } })).rejects.toBeInstanceOf(ConfigError);
+    await expect(makeBus(server.url, { pool: { size: 0 } })).rejects.toThrow(/transport\.pool\.size/);
+    await expect(makeBus(server.url, { entryMode: 'lines' })).rejects.toThrow(/transport\.entryMode/);
+    await expect(makeBus(server.url, { prefix: 'a{b' })).rejects.toThrow(/transport\.prefix/);
+    await expect(makeBus(server.url, { bogus: 1 })).rejects.toThrow(/bogus/);
+  });
+
+  it('invalid subscribe options name the field', async () => {
+    const b = await bus();
+    await expect(b.subscribe('order.created', { group: 'g', blockMs: -5 }, () => undefined)).rejects.toThrow(/blockMs/);
+    await expect(b.subscribe('order.created', { group: 'g', minIdleMs: 'x' }, () => undefined)).rejects.toThrow(/minIdleMs/);
+    await expect(b.subscribe('order.created', { group: 'g', nope: true }, () => undefined)).rejects.toBeInstanceOf(ConfigError);
+  });
+});
+
+describe('redis-streams: admin', () => {
+  it('lists streams, groups with lag and pending', async () => {
+    const prefix = uniquePrefix('admin');
+    const b = await bus({ partitions: 2 }, prefix);
+    await b.subscribe('order.created', { group: 'g1', ...fastRead }, () => undefined);
+    await b.publishMany('order.created', orders(100), { key: 'same' });
+    const admin = await (b.transport as RedisStreamsTransport).admin();
+    const streams = await admin.listStreams();
+    expect(streams.filter((s) => !s.key.includes(':retry:') && !s.key.endsWith(':dlq')).map((s) => s.partition)).toEqual([0, 1]);
+    await waitFor(async () => (await admin.groups('order.created'))[0]?.lag === 0, 5000, 'lag 0');
+    const groups = await admin.groups('order.created');
+    expect(groups).toEqual([expect.objectContaining({ group: 'g1', pending: 0, lag: 0, retrying: 0 })]);
+  });
+});
