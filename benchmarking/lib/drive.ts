@@ -7,7 +7,7 @@ import { DeliveryTracker } from './payload.js';
 import type { BenchConfig, Measured } from './types.js';
 
 export type PublishMode =
-  /** One async loop calling publish() and awaiting the promises in groups of `group`. */
+  /** `publishers` async loops (usually one) calling publish() and awaiting the promises in groups of `group`. */
   | 'publish-groups'
   /** publishMany() with arrays of `group`, awaited one after another. */
   | 'publish-many'
@@ -26,12 +26,17 @@ export async function drivePublish(
 ): Promise<void> {
   const n = payloads.length;
   if (mode === 'publish-groups') {
-    for (let i = 0; i < n; i += group) {
-      const end = Math.min(n, i + group);
-      const ps: Promise<void>[] = new Array(end - i);
-      for (let j = i; j < end; j++) ps[j - i] = bus.publish(type, payloads[j]);
-      await Promise.all(ps);
-    }
+    const per = Math.ceil(n / publishers);
+    const loop = async (from: number, to: number) => {
+      for (let i = from; i < to; i += group) {
+        const end = Math.min(to, i + group);
+        const ps: Promise<void>[] = new Array(end - i);
+        for (let j = i; j < end; j++) ps[j - i] = bus.publish(type, payloads[j]);
+        await Promise.all(ps);
+      }
+    };
+    if (publishers === 1) await loop(0, n);
+    else await Promise.all(Array.from({ length: publishers }, (_, p) => loop(p * per, Math.min(n, (p + 1) * per))));
   } else if (mode === 'publish-many') {
     const chunks: any[][] = [];
     for (let i = 0; i < n; i += group) chunks.push(payloads.slice(i, i + group) as any[]);

@@ -35,7 +35,7 @@ export const publishOverhead: Scenario = {
       const payloads = sizedPayloads(c.messageCount, c.messageSize);
       const bus = await benchBus(c);
       try {
-        await timed(() => drivePublish(bus, 'bench.sized', payloads, v.params['mode'] as PublishMode, Number(v.params['group'] ?? 1000), c.publishers));
+        await timed(() => drivePublish(bus, 'bench.sized', payloads, v.params['mode'] as PublishMode, Number(v.params['group'] ?? 1000), v.params['mode'] === 'concurrent' ? c.publishers : 1));
         const acc = acceptedCount(bus);
         return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
       } finally {

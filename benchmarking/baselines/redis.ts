@@ -1,0 +1,141 @@
+/**
+ * Hand-written ioredis baselines: the same work as a Redis scenario, done directly. They are what a
+ * careful engineer would write without the library, so "ours / baseline" shows the library's cost.
+ * Payload objects are generated before the timed window; JSON encoding is inside it, as for the library.
+ */
+import type { Redis } from 'ioredis';
+import { connect } from '../lib/redis.js';
+import type { Measured, RunContext } from '../lib/types.js';
+import { sizedPayloads } from '../lib/payload.js';
+
+async function open(ctx: RunContext, extra: Record<string, unknown> = {}): Promise<Redis> {
+  const r = connect(ctx.config.redisUrl, extra);
+  r.on('error', () => {});
+  await r.connect();
+  return r;
+}
+
+const streamKey = (ctx: RunContext) => `${ctx.config.keyPrefix}baseline:${ctx.iteration}`;
+
+/** Counts the events stored in a baseline stream (entries hold one event or a JSON array of events). */
+async function countStored(r: Redis, key: string): Promise<{ received: number; unique: number }> {
+  const seen = new Set<number>();
+  let received = 0;
+  let start = '-';
+  for (;;) {
+    const page = await r.xrange(key, start, '+', 'COUNT', 1000);
+    for (const [, fields] of page) {
+      const v = JSON.parse(fields[1]!) as { id: number } | { id: number }[];
+      for (const e of Array.isArray(v) ? v : [v]) {
+        received++;
+        seen.add(e.id);
+      }
+    }
+    if (page.length < 1000) break;
+    start = `(${page[page.length - 1]![0]}`;
+  }
+  return { received, unique: seen.size };
+}
+
+async function verified(r: Redis, key: string, n: number, size: number, how: string): Promise<Measured> {
+  const c = await countStored(r, key);
+  return { events: n, sent: n, received: c.received, unique: c.unique, bytes: n * size, verifiedBy: `${how}; XRANGE read-back of the stream` };
+}
+
+/** JSON-encode arrays of `batch` events and XADD each as one entry, all in one pipeline. */
+export async function pipelinedArrays(ctx: RunContext, batch: number): Promise<Measured> {
+  const { messageCount: n, messageSize: size } = ctx.config;
+  const payloads = sizedPayloads(n, size);
+  const r = await open(ctx);
+  const key = streamKey(ctx);
+  try {
+    await ctx.timed(async () => {
+      const p = r.pipeline();
+      for (let i = 0; i < n; i += batch) p.xadd(key, '*', 'd', JSON.stringify(payloads.slice(i, i + batch)));
+      const res = await p.exec();
+      const failed = res?.find(([err]) => err);
+      if (failed) throw failed[0];
+    });
+    return await verified(r, key, n, size, `pipelined XADD of ${batch}-event JSON arrays`);
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** One publisher awaiting one XADD per event. */
+export async function awaitedXadd(ctx: RunContext): Promise<Measured> {
+  const { messageCount: n, messageSize: size } = ctx.config;
+  const payloads = sizedPayloads(n, size);
+  const r = await open(ctx);
+  const key = streamKey(ctx);
+  try {
+    await ctx.timed(async () => {
+      for (let i = 0; i < n; i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
+    });
+    return await verified(r, key, n, size, 'awaited XADD per event');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** `publishers` concurrent loops, each awaiting its XADD, on one auto-pipelined connection. */
+export async function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
+  const { messageCount: n, messageSize: size, publishers } = ctx.config;
+  const payloads = sizedPayloads(n, size);
+  const r = await open(ctx, { enableAutoPipelining: true });
+  const key = streamKey(ctx);
+  try {
+    await ctx.timed(async () => {
+      const per = Math.ceil(n / publishers);
+      await Promise.all(
+        Array.from({ length: publishers }, async (_, p) => {
+          for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
+        }),
+      );
+    });
+    return await verified(r, key, n, size, `auto-pipelined XADD, ${publishers} concurrent publishers`);
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Pre-fills a stream with one entry per event (untimed), then times XREADGROUP COUNT 1000 + XACK until all are read. */
+export async function readGroupAck(ctx: RunContext): Promise<Measured> {
+  const { messageCount: n, messageSize: size } = ctx.config;
+  const payloads = sizedPayloads(n, size);
+  const r = await open(ctx);
+  const key = streamKey(ctx);
+  try {
+    for (let i = 0; i < n; i += 5000) {
+      const p = r.pipeline();
+      for (let j = i; j < Math.min(n, i + 5000); j++) p.xadd(key, '*', 'd', JSON.stringify(payloads[j]));
+      await p.exec();
+    }
+    await r.xgroup('CREATE', key, 'g', '0');
+    const seen = new Uint8Array(n);
+    let received = 0;
+    let unique = 0;
+    await ctx.timed(async () => {
+      while (received < n) {
+        const res = (await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1000, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
+        const entries = res?.[0]?.[1] ?? [];
+        if (entries.length === 0) break;
+        const ids: string[] = new Array(entries.length);
+        for (let i = 0; i < entries.length; i++) {
+          const [id, fields] = entries[i]!;
+          ids[i] = id;
+          const e = JSON.parse(fields[1]!) as { id: number };
+          received++;
+          if (seen[e.id] === 0) {
+            seen[e.id] = 1;
+            unique++;
+          }
+        }
+        await r.xack(key, 'g', ...ids);
+      }
+    });
+    return { events: received, sent: n, received, unique, bytes: n * size, verifiedBy: 'events decoded by the XREADGROUP loop' };
+  } finally {
+    r.disconnect();
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * broker-throughput (seed 004, benchmarks 1 and 2): produce 50,000 100-byte events on 4 partitions,
+ * consume them back, and producer scaling with 1/2/4/8 concurrent publishers of 10,000 events each.
+ */
+import { benchBus } from '../lib/bus.js';
+import { prefillThenConsume } from '../lib/consume-run.js';
+import { acceptedCount, drivePublish, publishMeasured } from '../lib/drive.js';
+import { sizedPayloads } from '../lib/payload.js';
+import type { Scenario, Variant } from '../lib/types.js';
+import { variant } from './helpers.js';
+
+const SCALING: Record<number, number> = { 1: 267_763, 2: 436_914, 4: 387_641, 8: 376_082 };
+
+export const brokerThroughput: Scenario = {
+  name: 'broker-throughput',
+  title: 'Broker throughput: produce, consume, producer scaling',
+  seed: '004',
+  description: '50,000 x 100 B on 4 partitions: produce (publish() awaited per 1,000) and consume (1 consumer); 1/2/4/8 publishers x 10,000.',
+  transports: ['memory', 'native', 'redis', 'noop'],
+  defaults: { messageCount: 50_000, messageSize: 100, partitions: 4, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
+  quick: { messageCount: 20_000, iterations: 1, warmup: 1 },
+  variants(c, explicit) {
+    const out: Variant[] = [
+      variant(c, 'produce', `produce ${c.messageCount.toLocaleString('en-US')}, 1 publisher`, 'produce', { publishers: 1 }, {}, {
+        seed: { source: 'seed 004', throughput: 320_391 },
+      }),
+    ];
+    if (c.transport !== 'noop') {
+      out.push(variant(c, 'consume', `consume ${c.messageCount.toLocaleString('en-US')}, ${c.consumers} consumer`, 'consume', {}, {}, { seed: { source: 'seed 004', throughput: 502_647 } }));
+    }
+    const pubs = explicit.has('publishers') ? [c.publishers] : [1, 2, 4, 8];
+    for (const p of pubs) {
+      out.push(
+        variant(c, `producers-${p}`, `${p} publisher${p > 1 ? 's' : ''} x 10,000`, 'produce', { publishers: p, messageCount: 10_000 * p }, {}, {
+          seed: SCALING[p] ? { source: 'seed 004 (threads)', throughput: SCALING[p] } : undefined,
+        }),
+      );
+    }
+    return out;
+  },
+  runners: {
+    async produce({ config: c, timed }) {
+      const payloads = sizedPayloads(c.messageCount, c.messageSize);
+      const bus = await benchBus(c);
+      try {
+        await timed(() => drivePublish(bus, 'bench.sized', payloads, 'publish-groups', 1000, c.publishers));
+        const acc = acceptedCount(bus);
+        return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
+      } finally {
+        await bus.close();
+      }
+    },
+    consume: (ctx) => prefillThenConsume(ctx),
+  },
+};

@@ -1,0 +1,40 @@
+/**
+ * consumer-groups (seed 004, benchmark 6): 20,000 prefilled events on 4 partitions consumed by 1/2/4/8
+ * members of one group, no-op handler, acks included. On Redis also per-event entries (entryMode
+ * 'event') with 1 consumer against a hand-written XREADGROUP COUNT 1000 + XACK loop (issue 3 target).
+ */
+import { readGroupAck } from '../baselines/redis.js';
+import { sweep } from '../lib/config.js';
+import { prefillThenConsume } from '../lib/consume-run.js';
+import type { Scenario, Variant } from '../lib/types.js';
+import { isRedis, variant } from './helpers.js';
+
+const SEED: Record<number, number> = { 1: 434_198, 2: 574_130, 4: 486_478, 8: 379_590 };
+
+export const consumerGroups: Scenario = {
+  name: 'consumer-groups',
+  title: 'Consumer group throughput: prefilled events, N members, acks included',
+  seed: '004',
+  description: '20,000 events (100 B), 4 partitions, 1/2/4/8 consumers in one group; on Redis also per-event entries vs XREADGROUP+XACK.',
+  transports: ['memory', 'native', 'redis'],
+  defaults: { messageCount: 20_000, messageSize: 100, partitions: 4, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
+  quick: { messageCount: 10_000, iterations: 1, warmup: 1 },
+  variants(c, explicit) {
+    const out: Variant[] = sweep(explicit, 'consumers', c, [1, 2, 4, 8]).map((k) =>
+      variant(c, `${k}c`, `${c.partitions} partitions, ${k} consumer${k > 1 ? 's' : ''}`, 'consume', { consumers: k }, {}, {
+        seed: SEED[k] ? { source: 'seed 004', throughput: SEED[k] } : undefined,
+      }),
+    );
+    if (isRedis(c)) {
+      out.push(
+        variant(c, 'per-event-1c', '1 partition, 1 consumer, per-event entries', 'consume', { consumers: 1, partitions: 1 }, { entryMode: 'event' }, { baseline: 'ioredis-xreadgroup' }),
+        variant(c, 'ioredis-xreadgroup', 'ioredis: XREADGROUP COUNT 1000 + XACK loop, 1 consumer', 'readGroupAck', { consumers: 1, partitions: 1 }, {}, { kind: 'baseline' }),
+      );
+    }
+    return out;
+  },
+  runners: {
+    consume: (ctx) => prefillThenConsume(ctx, ctx.variant.params['entryMode'] ? { entryMode: ctx.variant.params['entryMode'] } : {}),
+    readGroupAck,
+  },
+};

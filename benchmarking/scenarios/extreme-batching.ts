@@ -1,0 +1,74 @@
+/**
+ * extreme-batching (seed 002): write batching against a no-op backend. Seed table: flush delay x
+ * concurrent workers (100 ms x 1,000 ... 1 ms x 10,000), batch size 1,000, each worker awaiting every
+ * write. Reports the average and the peak one-second throughput of each configuration.
+ */
+import { benchBus } from '../lib/bus.js';
+import { acceptedCount } from '../lib/drive.js';
+import { sizedPayloads } from '../lib/payload.js';
+import type { Scenario } from '../lib/types.js';
+import { variant } from './helpers.js';
+
+const TABLE: [delayMs: number, workers: number, avg: number, peak: number][] = [
+  [100, 1000, 486_000, 522_000],
+  [100, 2000, 533_000, 569_000],
+  [50, 4000, 558_000, 592_000],
+  [10, 6000, 575_000, 611_000],
+  [1, 10000, 564_000, 600_000],
+];
+
+export const extremeBatching: Scenario = {
+  name: 'extreme-batching',
+  title: 'Write batching at the limit: flush delay x concurrent publishers into noop',
+  seed: '002',
+  description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (seed: 30 s).',
+  transports: ['noop', 'memory', 'native', 'redis'],
+  defaults: { batchSize: 1000, messageSize: 128, duration: 3, iterations: 3, warmup: 1 },
+  quick: { duration: 1, iterations: 1, warmup: 0 },
+  variants(c, explicit) {
+    const rows = TABLE.filter(
+      ([d, w]) => (!explicit.has('flushInterval') || d === c.flushInterval) && (!explicit.has('publishers') || w === c.publishers),
+    );
+    const list = rows.length ? rows : [[c.flushInterval, c.publishers, 0, 0] as const];
+    return list.map(([d, w, avg, peak]) =>
+      variant(c, `delay${d}-workers${w}`, `flush ${d} ms, ${w.toLocaleString('en-US')} publishers`, 'drive', { flushInterval: d, publishers: w }, {}, {
+        seed: avg ? { source: 'seed 002', throughput: avg, note: `peak ${peak.toLocaleString('en-US')}/s` } : undefined,
+      }),
+    );
+  },
+  runners: {
+    async drive({ config: c, timed }) {
+      const pool = sizedPayloads(65_536, c.messageSize);
+      const bus = await benchBus(c);
+      let done = 0;
+      const windows: number[] = [];
+      try {
+        await timed(async () => {
+          const end = performance.now() + c.duration * 1000;
+          let last = 0;
+          const tick = setInterval(() => {
+            windows.push(done - last);
+            last = done;
+          }, 100);
+          await Promise.all(
+            Array.from({ length: c.publishers }, async (_, w) => {
+              let i = w;
+              while (performance.now() < end) {
+                await bus.publish('bench.sized', pool[i & 65535]!);
+                done++;
+                i += c.publishers;
+              }
+            }),
+          );
+          clearInterval(tick);
+        });
+        let peak = 0;
+        for (let i = 0; i + 10 <= windows.length; i++) peak = Math.max(peak, windows.slice(i, i + 10).reduce((a, b) => a + b, 0));
+        const acc = acceptedCount(bus);
+        return { events: done, sent: done, received: acc.count, bytes: done * c.messageSize, extra: { peakOneSecond: peak }, verifiedBy: acc.by };
+      } finally {
+        await bus.close();
+      }
+    },
+  },
+};

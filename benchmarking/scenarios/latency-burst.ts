@@ -1,0 +1,40 @@
+/**
+ * latency-burst (seed 001): 15,000 40-byte trading events published at once into a partition of 16K
+ * capacity, consumers already running, no-op handler; 1 partition / 1 consumer and 4 / 4. Latency from
+ * each publish() call to handler start (closed loop).
+ */
+import { latencyRun } from '../lib/latency-run.js';
+import type { Scenario } from '../lib/types.js';
+import { variant } from './helpers.js';
+
+export const latencyBurst: Scenario = {
+  name: 'latency-burst',
+  title: 'Burst latency: 15,000 events into a 16K-capacity partition',
+  seed: '001',
+  description: '15,000 trading events {"id":N,"sym":"AAPL","px":150.25,"qty":100} in one burst; 1P/1C and 4P/4C; publish -> handler start.',
+  transports: ['memory', 'native', 'redis'],
+  defaults: { messageCount: 15_000, messageSize: 40, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
+  quick: { iterations: 2, warmup: 1 },
+  variants(c, explicit) {
+    const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
+    return pc.map(([p, k]) =>
+      variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`, 'burst', { partitions: p!, consumers: k! }, {}, {
+        seed:
+          p === 1 && k === 1
+            ? { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } }
+            : p === 4 && k === 4
+              ? { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 } }
+              : undefined,
+      }),
+    );
+  },
+  runners: {
+    burst: (ctx) =>
+      latencyRun(ctx, {
+        payload: 'trade',
+        open: false,
+        // The bus buffers at most 16K events, like the seed's 16K ring (native: pass --transport-option for its own ring size).
+        batching: { maxPendingEvents: 16_384 },
+      }),
+  },
+};

@@ -1,0 +1,47 @@
+/**
+ * message-size (seed 004, benchmark 5): produce throughput and MB/s for 64 B ... 16 KB payloads. On
+ * Redis each size is compared with the pipelined-XADD baseline. (memory and noop do not encode
+ * payloads, so size barely matters there; redis and native move the bytes.)
+ */
+import { pipelinedArrays } from '../baselines/redis.js';
+import { benchBus } from '../lib/bus.js';
+import { sweep } from '../lib/config.js';
+import { acceptedCount, drivePublish, publishMeasured } from '../lib/drive.js';
+import { sizedPayloads } from '../lib/payload.js';
+import type { Scenario, Variant } from '../lib/types.js';
+import { isRedis, variant } from './helpers.js';
+
+const SEED: Record<number, number> = { 64: 344_846, 256: 254_697, 1024: 159_531, 4096: 59_429, 16384: 16_714 };
+
+export const messageSize: Scenario = {
+  name: 'message-size',
+  title: 'Message size impact on publish throughput',
+  seed: '004',
+  description: '20,000 events per size, 64 B / 256 B / 1 KB / 4 KB / 16 KB, publish() awaited per 1,000; events/s and MB/s.',
+  transports: ['memory', 'native', 'redis', 'noop'],
+  defaults: { messageCount: 20_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
+  quick: { messageCount: 5_000, iterations: 1, warmup: 1 },
+  variants(c, explicit) {
+    const out: Variant[] = [];
+    for (const size of sweep(explicit, 'messageSize', c, [64, 256, 1024, 4096, 16384])) {
+      const base = isRedis(c) ? `ioredis-${size}` : undefined;
+      out.push(variant(c, `size-${size}`, `${size} B`, 'produce', { messageSize: size }, {}, { baseline: base, seed: SEED[size] ? { source: 'seed 004', throughput: SEED[size] } : undefined }));
+      if (base) out.push(variant(c, base, `ioredis: pipelined XADD of ${c.batchSize}-event arrays, ${size} B`, 'pipelinedArrays', { messageSize: size }, { batch: c.batchSize }, { kind: 'baseline' }));
+    }
+    return out;
+  },
+  runners: {
+    async produce({ config: c, timed }) {
+      const payloads = sizedPayloads(c.messageCount, c.messageSize);
+      const bus = await benchBus(c);
+      try {
+        await timed(() => drivePublish(bus, 'bench.sized', payloads, 'publish-groups', 1000, 1));
+        const acc = acceptedCount(bus);
+        return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
+      } finally {
+        await bus.close();
+      }
+    },
+    pipelinedArrays: (ctx) => pipelinedArrays(ctx, Number(ctx.variant.params['batch'])),
+  },
+};

@@ -1,0 +1,39 @@
+/**
+ * partition-scaling (seed 000): 10,000 events, ~1 ms of CPU busy loop each, 1/2/4/8 partitions with
+ * one consumer per partition. On memory every handler runs on the main thread, so this shows the
+ * single-thread ceiling (~1,000/s); native's worker consumers are what can scale.
+ */
+import { publishAndWork } from '../lib/consume-run.js';
+import { sweep } from '../lib/config.js';
+import type { BenchConfig, Scenario } from '../lib/types.js';
+import { variant } from './helpers.js';
+
+const SEED: Record<number, number> = { 1: 1159, 4: 4211, 8: 5230, 15: 5269 };
+
+/**
+ * Plug-in point for worker consumers: the subscribe options that move handlers off the main thread.
+ * Inline (main-thread) handlers everywhere until the native transport reports its worker API.
+ */
+export function workerSubscribeOptions(_c: BenchConfig): Record<string, unknown> {
+  return {};
+}
+
+export const partitionScaling: Scenario = {
+  name: 'partition-scaling',
+  title: 'Partition scaling with CPU-bound handlers',
+  seed: '000',
+  description: '10,000 events x ~1 ms busy-loop work; 1/2/4/8 partitions, one consumer each; throughput from first publish to last handler.',
+  transports: ['memory', 'native', 'redis'],
+  defaults: { messageCount: 10_000, messageSize: 64, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 0 },
+  quick: { messageCount: 1_000, iterations: 1, warmup: 0 },
+  variants(c, explicit) {
+    return sweep(explicit, 'partitions', c, [1, 2, 4, 8]).map((p) =>
+      variant(c, `${p}p`, `${p} partition${p > 1 ? 's' : ''}, ${p} consumer${p > 1 ? 's' : ''}`, 'work', { partitions: p, consumers: p }, { workMs: 1 }, {
+        seed: SEED[p] ? { source: 'seed 000 (8-core M1)', throughput: SEED[p] } : undefined,
+      }),
+    );
+  },
+  runners: {
+    work: (ctx) => publishAndWork(ctx, Number(ctx.variant.params['workMs'] ?? 1), workerSubscribeOptions(ctx.config)),
+  },
+};

@@ -1,0 +1,92 @@
+/**
+ * publishing-throughput (seed 003): Redis Streams publishing, no consumers. Seed configuration:
+ * 100,000 events of 128 B, batches of 4,000 with a 20 ms flush interval, 1 publisher, 3 iterations +
+ * 1 warmup; and batching off (batch 1, flush 0) with 1 and 5 publishers. Each configuration is
+ * compared with a hand-written ioredis baseline doing the same work, and with the seed's figure.
+ */
+import { autoPipelinedXadd, awaitedXadd, pipelinedArrays } from '../baselines/redis.js';
+import { benchBus } from '../lib/bus.js';
+import { acceptedCount, drivePublish, publishMeasured, readBack } from '../lib/drive.js';
+import { sizedPayloads } from '../lib/payload.js';
+import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
+import { isRedis, variant } from './helpers.js';
+
+/** Seed 003 figures by `batch-publishers-size`. */
+const SEED: Record<string, number> = {
+  '4000-1-128': 73_076,
+  '3000-1-128': 68_847,
+  '5000-1-128': 70_710,
+  '4000-5-128': 70_161,
+  '1-1-128': 2_197,
+  '1-5-128': 7_222,
+  '4000-1-4096': 4_734,
+  '1-1-4096': 1_435,
+};
+
+function seedFor(c: BenchConfig): SeedFigure | undefined {
+  const v = SEED[`${c.batchSize}-${c.publishers}-${c.messageSize}`];
+  if (v === undefined) return undefined;
+  const note = c.batchSize === 4000 && c.publishers === 1 && c.messageSize === 128 ? 'the seed library gave 33.7K/s with its own CLI on this machine' : undefined;
+  return { source: 'seed 003', throughput: v, note };
+}
+
+export const publishingThroughput: Scenario = {
+  name: 'publishing-throughput',
+  title: 'Publishing throughput into Redis Streams',
+  seed: '003',
+  description: 'publish-only, batched (4,000 / 20 ms) and unbatched (1 and 5 publishers), vs ioredis baselines and seed 003.',
+  transports: ['redis', 'native', 'memory', 'noop'],
+  defaults: { messageCount: 100_000, messageSize: 128, batchSize: 4000, flushInterval: 20, publishers: 1, iterations: 3, warmup: 1 },
+  quick: { messageCount: 20_000, iterations: 2, warmup: 1 },
+  variants(c, explicit) {
+    const batches = explicit.has('batchSize') ? [c.batchSize] : [c.batchSize, 1];
+    const pubs = explicit.has('publishers') ? [c.publishers] : [1, 5];
+    const out: Variant[] = [];
+    const baselines = new Map<string, Variant>();
+    for (const batchSize of batches)
+      for (const publishers of pubs) {
+        const flushInterval = batchSize === 1 ? 0 : c.flushInterval;
+        const cfg: BenchConfig = { ...c, batchSize, publishers, flushInterval };
+        const batched = batchSize > 1;
+        const id = `${batched ? `batch${batchSize}` : 'unbatched'}-${publishers}p`;
+        const label = batched
+          ? `batch ${batchSize}, flush ${flushInterval} ms, ${publishers} publisher${publishers > 1 ? 's' : ''}`
+          : `batching off, ${publishers} publisher${publishers > 1 ? 's' : ''} awaiting each publish`;
+        let baseline: string | undefined;
+        if (isRedis(c)) {
+          const b = batched
+            ? variant(cfg, `ioredis-pipelined-arrays-${batchSize}`, `ioredis: pipelined XADD of ${batchSize}-event JSON arrays`, 'pipelinedArrays', { publishers: 1 }, { batch: batchSize }, { kind: 'baseline' })
+            : publishers === 1
+              ? variant(cfg, 'ioredis-awaited-xadd', 'ioredis: awaited XADD loop', 'awaitedXadd', {}, {}, { kind: 'baseline' })
+              : variant(cfg, `ioredis-autopipelined-${publishers}p`, `ioredis: auto-pipelined XADD, ${publishers} publishers`, 'autoPipelinedXadd', {}, {}, { kind: 'baseline' });
+          if (!baselines.has(b.id)) baselines.set(b.id, b);
+          baseline = b.id;
+        }
+        out.push(
+          variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: Math.max(batchSize, 1000) }, { baseline, seed: seedFor(cfg) }),
+        );
+      }
+    return [...out, ...baselines.values()];
+  },
+  runners: {
+    async publish({ variant: v, config: c, timed }) {
+      const payloads = sizedPayloads(c.messageCount, c.messageSize);
+      const bus = await benchBus(c);
+      let acc: { count: number; by: string };
+      try {
+        await timed(() => drivePublish(bus, 'bench.sized', payloads, v.params['mode'] as 'publish-groups', Number(v.params['group']), c.publishers));
+        acc = acceptedCount(bus);
+      } finally {
+        await bus.close();
+      }
+      if (isRedis(c)) {
+        const t = await readBack(c, 'bench.sized', payloads.length);
+        return publishMeasured(payloads.length, c.messageSize, { received: t.received, unique: t.unique, by: 'read back from Redis through a new consumer group' });
+      }
+      return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
+    },
+    pipelinedArrays: (ctx) => pipelinedArrays(ctx, Number(ctx.variant.params['batch'])),
+    awaitedXadd,
+    autoPipelinedXadd,
+  },
+};
