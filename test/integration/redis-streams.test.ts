@@ -47,8 +47,14 @@ describe('redis-streams: wire format round trip', () => {
     expect(entries.length).toBeLessThan(1000);
     const f = entries[0]![1];
     expect(f.slice(0, 8)).toEqual(['v', '1', 'kind', 'batch', 'type', 'order.created', 'source', 'it']);
-    const arr = JSON.parse(f[f.indexOf('events') + 1]!);
-    expect(arr[0]).toMatchObject({ data: { seq: 0 }, id: expect.any(String), time: expect.any(Number) });
+    const field = (name: string) => f[f.indexOf(name) + 1]!;
+    const payloads = JSON.parse(field('payloads'));
+    expect(payloads[0]).toEqual({ orderId: 'o-0', amount: 0, seq: 0 });
+    expect(field('count')).toBe(String(payloads.length));
+    expect(field('idw')).toBe('26');
+    expect(field('ids')).toHaveLength(26 * payloads.length);
+    const times = JSON.parse(field('times'));
+    expect(times.filter((_: number, i: number) => i % 2 === 1).reduce((a: number, b: number) => a + b, 0)).toBe(payloads.length);
   });
 
   it('per-event entries: one entry per event, readable without eventlane', async () => {
@@ -148,7 +154,7 @@ describe('redis-streams: consumer groups', () => {
     await raw.xadd(key, '*', 'foo', 'bar');
     await raw.xadd(key, '*', 'data', '{not json');
     await raw.xadd(key, '*', 'v', '9', 'data', '{}');
-    await raw.xadd(key, '*', 'v', '1', 'kind', 'batch', 'events', '[1,2]');
+    await raw.xadd(key, '*', 'v', '1', 'kind', 'batch', 'count', '2', 'idw', '26', 'ids', 'short', 'times', '[1,2]', 'payloads', '[1,2]');
     // A foreign producer's well-formed per-event entry is delivered.
     await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'x', amount: 1, seq: 999 }));
     await b.publishMany('order.created', orders(10));
@@ -161,7 +167,7 @@ describe('redis-streams: consumer groups', () => {
     expect(reasons).toContain('no field "data"');
     expect(reasons).toContain('not JSON');
     expect(reasons).toContain('unsupported wire version "9"');
-    expect(reasons).toContain('events[0]');
+    expect(reasons).toContain('field "ids" has 5 chars');
     expect(dead[0]!.raw).toEqual({ foo: 'bar' });
     expect(dead.every((d) => d.event === undefined)).toBe(true);
     expect(await raw.xlen(dlqKey(prefix, 'order.created', 0))).toBe(4);

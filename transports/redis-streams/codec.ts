@@ -8,37 +8,88 @@ import type { OutgoingEvent } from '../../src/transport.js';
 
 export const WIRE_VERSION = '1';
 
-/** `{"id":"...","time":1,"data":...}` plus optional fields: one event inside a batch entry. */
-export function encodeEventJson(ev: OutgoingEvent): string {
-  let s = '{"id":"' + ev.id + '","time":' + ev.time + ',"data":' + (ev.json ?? JSON.stringify(ev.data));
-  if (ev.key !== undefined) s += ',"key":' + JSON.stringify(ev.key);
-  if (ev.correlationId !== undefined) s += ',"correlationId":' + JSON.stringify(ev.correlationId);
-  if (ev.causationId !== undefined) s += ',"causationId":' + JSON.stringify(ev.causationId);
-  if (ev.headers !== undefined) s += ',"headers":' + JSON.stringify(ev.headers);
-  return s + '}';
-}
+/** Width of eventlane ids; a batch whose ids all have it stores them concatenated. */
+export const ID_WIDTH = 26;
 
-/** The `events` field of a batch entry: a JSON array of events of one type. */
-export function encodeBatchPayload(events: readonly OutgoingEvent[]): string {
-  const n = events.length;
-  if (n === 0) return '[]';
-  // Plain events (no key/ids/headers) are the common case: one concatenation each.
-  let s = '[';
-  for (let i = 0; i < n; i++) {
-    const ev = events[i]!;
-    if (i > 0) s += ',';
-    if (ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined && ev.json !== undefined) {
-      s += '{"id":"' + ev.id + '","time":' + ev.time + ',"data":' + ev.json + '}';
-    } else {
-      s += encodeEventJson(ev);
-    }
+/**
+ * Builds batch entries (wire format v1, kind `batch`):
+ *   payloads  JSON array of the events' data, in order: `[` + json + `,` + json ... `]`
+ *   ids       the event ids concatenated (each `idw` chars), or a JSON array of strings when `idw` is 0
+ *   times     run-length publish times: JSON `[time, count, time, count, ...]`
+ *   meta      optional JSON object `{ "<index>": { key?, correlationId?, causationId?, headers? } }`
+ * Per event the work is one utf8 write of the payload JSON into a reused scratch buffer, a string
+ * append of the id and a time comparison; nothing is re-stringified.
+ */
+export class BatchEncoder {
+  private scratch: Buffer = Buffer.allocUnsafeSlow(1 << 20);
+
+  private grow(need: number, used: number): void {
+    let size = this.scratch.length * 2;
+    while (size < need) size *= 2;
+    const next = Buffer.allocUnsafeSlow(size);
+    this.scratch.copy(next, 0, 0, used);
+    this.scratch = next;
   }
-  return s + ']';
+
+  /** Field/value pairs of one batch entry (appended to `out`). */
+  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[]): void {
+    const n = events.length;
+    let buf = this.scratch;
+    let off = 0;
+    buf[off++] = 0x5b; // [
+    let ids = '';
+    let fixed = true;
+    let t = n > 0 ? events[0]!.time : 0;
+    let run = 0;
+    let times = '[';
+    let meta: string | undefined;
+    for (let i = 0; i < n; i++) {
+      const ev = events[i]!;
+      const json = ev.json ?? JSON.stringify(ev.data);
+      const need = off + json.length * 3 + 2;
+      if (need > buf.length) {
+        this.grow(need, off);
+        buf = this.scratch;
+      }
+      if (i > 0) buf[off++] = 0x2c; // ,
+      off += buf.write(json, off);
+      const id = ev.id;
+      if (id.length !== ID_WIDTH) fixed = false;
+      ids += id;
+      if (ev.time !== t) {
+        times += t + ',' + run + ',';
+        t = ev.time;
+        run = 0;
+      }
+      run++;
+      if (ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || ev.headers !== undefined) {
+        meta = (meta === undefined ? '{' : meta + ',') + '"' + i + '":' + encodeMeta(ev);
+      }
+    }
+    if (off + 1 > buf.length) {
+      this.grow(off + 1, off);
+      buf = this.scratch;
+    }
+    buf[off++] = 0x5d; // ]
+    const payloads = Buffer.allocUnsafe(off);
+    buf.copy(payloads, 0, 0, off);
+    times += n > 0 ? t + ',' + run + ']' : ']';
+    out.push('v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n);
+    if (fixed) out.push('idw', ID_WIDTH, 'ids', ids);
+    else out.push('idw', 0, 'ids', JSON.stringify(events.map((e) => e.id)));
+    out.push('times', times);
+    if (meta !== undefined) out.push('meta', meta + '}');
+    out.push('payloads', payloads);
+  }
 }
 
-/** Field/value pairs of a batch entry. */
-export function batchFields(type: string, source: string, events: readonly OutgoingEvent[]): string[] {
-  return ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', String(events.length), 'events', encodeBatchPayload(events)];
+function encodeMeta(ev: OutgoingEvent): string {
+  const m: Record<string, unknown> = {};
+  if (ev.key !== undefined) m['key'] = ev.key;
+  if (ev.correlationId !== undefined) m['correlationId'] = ev.correlationId;
+  if (ev.causationId !== undefined) m['causationId'] = ev.causationId;
+  if (ev.headers !== undefined) m['headers'] = ev.headers;
+  return JSON.stringify(m);
 }
 
 /** Appends the field/value pairs of a per-event entry to `out`. */
@@ -91,7 +142,12 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
   let kind: string | undefined;
   let type: string | undefined;
   let source: string | undefined;
-  let events: string | undefined;
+  let payloads: string | undefined;
+  let count: string | undefined;
+  let idw: string | undefined;
+  let ids: string | undefined;
+  let times: string | undefined;
+  let meta: string | undefined;
   let id: string | undefined;
   let time: string | undefined;
   let data: string | undefined;
@@ -108,7 +164,12 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
       case 'kind': kind = val; break;
       case 'type': type = val; break;
       case 'source': source = val; break;
-      case 'events': events = val; break;
+      case 'payloads': payloads = val; break;
+      case 'count': count = val; break;
+      case 'idw': idw = val; break;
+      case 'ids': ids = val; break;
+      case 'times': times = val; break;
+      case 'meta': meta = val; break;
       case 'id': id = val; break;
       case 'time': time = val; break;
       case 'data': data = val; break;
@@ -127,25 +188,9 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
   const att = attempt === undefined ? 1 : Number(attempt);
   if (!Number.isInteger(att) || att < 1) return new Malformed(`field "attempt" is not a positive integer: ${attempt}`);
   const dueMs = due === undefined ? 0 : Number(due);
-  if (kind === 'batch') {
-    if (events === undefined) return new Malformed('batch entry without field "events"');
-    let arr: unknown;
-    try {
-      arr = JSON.parse(events);
-    } catch (err) {
-      return new Malformed(`field "events" is not JSON: ${(err as Error).message}`);
-    }
-    if (!Array.isArray(arr)) return new Malformed('field "events" is not a JSON array');
-    for (let i = 0; i < arr.length; i++) {
-      const e = arr[i] as { id?: unknown; type?: string; source?: string } | null;
-      if (e === null || typeof e !== 'object' || typeof e.id !== 'string') return new Malformed(`events[${i}] is not an event object with a string "id"`);
-      e.type = t;
-      e.source = src;
-    }
-    return { events: arr as EventEnvelope[], attempt: att, due: dueMs };
-  }
+  if (kind === 'batch') return decodeBatch(t, src, att, dueMs, count, idw, ids, times, meta, payloads);
   if (kind !== undefined && kind !== 'event') return new Malformed(`unknown entry kind "${kind}"`);
-  if (data === undefined) return new Malformed('entry has no field "data" (nor "events")');
+  if (data === undefined) return new Malformed('entry has no field "data" (nor "payloads")');
   let value: unknown;
   try {
     value = JSON.parse(data);
@@ -177,4 +222,81 @@ export function fieldsToObject(fields: readonly string[] | null): Record<string,
   const o: Record<string, string> = {};
   if (fields) for (let i = 0; i + 1 < fields.length; i += 2) o[fields[i]!] = fields[i + 1]!;
   return o;
+}
+
+function parseJson(field: string, text: string): unknown | Malformed {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    return new Malformed(`field "${field}" is not JSON: ${(err as Error).message}`);
+  }
+}
+
+type MetaFields = { key?: string; correlationId?: string; causationId?: string; headers?: Record<string, string> };
+
+/** A batch entry: one JSON.parse of `payloads`, ids sliced from one string, times from a short run list. */
+function decodeBatch(
+  type: string,
+  source: string,
+  attempt: number,
+  due: number,
+  countText: string | undefined,
+  idwText: string | undefined,
+  idsText: string | undefined,
+  timesText: string | undefined,
+  metaText: string | undefined,
+  payloadsText: string | undefined,
+): DecodedEntry | Malformed {
+  if (payloadsText === undefined) return new Malformed('batch entry without field "payloads"');
+  if (idsText === undefined || timesText === undefined) return new Malformed('batch entry without field "ids" or "times"');
+  const data = parseJson('payloads', payloadsText);
+  if (data instanceof Malformed) return data;
+  if (!Array.isArray(data)) return new Malformed('field "payloads" is not a JSON array');
+  const n = data.length;
+  if (countText !== undefined && Number(countText) !== n) return new Malformed(`field "count" says ${countText} but "payloads" holds ${n}`);
+  const idw = idwText === undefined ? 0 : Number(idwText);
+  let idList: unknown[] | undefined;
+  if (idw > 0) {
+    if (idsText.length !== idw * n) return new Malformed(`field "ids" has ${idsText.length} chars, expected ${n} x ${idw}`);
+  } else {
+    const parsed = parseJson('ids', idsText);
+    if (parsed instanceof Malformed) return parsed;
+    if (!Array.isArray(parsed) || parsed.length !== n) return new Malformed(`field "ids" is not a JSON array of ${n} ids`);
+    idList = parsed;
+  }
+  const runs = parseJson('times', timesText);
+  if (runs instanceof Malformed) return runs;
+  if (!Array.isArray(runs) || runs.length % 2 !== 0) return new Malformed('field "times" is not a [time, count, ...] array');
+  let meta: Record<string, MetaFields> | undefined;
+  if (metaText !== undefined) {
+    const parsed = parseJson('meta', metaText);
+    if (parsed instanceof Malformed) return parsed;
+    if (parsed === null || typeof parsed !== 'object') return new Malformed('field "meta" is not a JSON object');
+    meta = parsed as Record<string, MetaFields>;
+  }
+  const events: EventEnvelope[] = new Array(n);
+  let r = 0;
+  let time = Number(runs[0]);
+  let left = Number(runs[1]);
+  for (let i = 0; i < n; i++) {
+    while (left <= 0 && r + 2 < runs.length) {
+      r += 2;
+      time = Number(runs[r]);
+      left = Number(runs[r + 1]);
+    }
+    left--;
+    const id = idList === undefined ? idsText.substr(i * idw, idw) : String(idList[i]);
+    const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = { id, type, source, time, data: data[i] };
+    if (meta !== undefined) {
+      const m = meta[i];
+      if (m !== undefined) {
+        if (m.key !== undefined) env.key = m.key;
+        if (m.correlationId !== undefined) env.correlationId = m.correlationId;
+        if (m.causationId !== undefined) env.causationId = m.causationId;
+        if (m.headers !== undefined) env.headers = m.headers;
+      }
+    }
+    events[i] = env;
+  }
+  return { events, attempt, due };
 }

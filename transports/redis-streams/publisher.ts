@@ -6,7 +6,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { ConnectionError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
-import { batchFields, pushEventFields } from './codec.js';
+import { BatchEncoder, pushEventFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
@@ -21,6 +21,7 @@ interface TypeInfo {
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private next = 0;
+  private readonly encoder = new BatchEncoder();
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -78,8 +79,7 @@ export class Publisher {
       const minId = t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
       if (!perEvent) {
         const args = this.xaddArgs(t, unit.partition, minId);
-        const fields = batchFields(unit.type, this.source, unit.events);
-        for (let i = 0; i < fields.length; i++) args.push(fields[i]!);
+        this.encoder.push(args, unit.type, this.source, unit.events);
         send(args);
         counts[u] = 1;
       } else {
