@@ -1,0 +1,75 @@
+/**
+ * The partition-core API shared by the N-API addon and its pure-JS fallback. One call moves a whole batch:
+ * `push` takes the records of a batch as one string plus their lengths; `pop` returns a batch as one string.
+ */
+
+/** How `push` treats records that do not fit. */
+export const PushMode = {
+  /** Accept the prefix that fits; the caller waits and pushes the rest (`block`). */
+  partial: 0,
+  /** Accept all or nothing; refused records are counted as `rejected` (`error`). */
+  allOrNothing: 1,
+  /** Evict the oldest records until everything fits, counting them as `droppedOldest` (`drop-oldest`). */
+  evictOldest: 2,
+  /** Accept the prefix that fits and count the rest as `droppedNewest` (`drop-newest`). */
+  dropNewest: 3,
+} as const;
+
+/** Counter snapshot of one partition ring, from `stats()`: exact, in records. */
+export interface RingStats {
+  pushed: number;
+  popped: number;
+  droppedNewest: number;
+  droppedOldest: number;
+  rejected: number;
+  /** Records in the ring now. */
+  size: number;
+}
+
+export interface PartitionCore {
+  readonly kind: 'native' | 'js';
+  /** Records per ring (a power of two). */
+  readonly capacity: number;
+  /** Arena bytes per ring (a power of two). */
+  readonly arenaBytes: number;
+  readonly closed: boolean;
+  /** Creates `partitions` rings sharing one wake-up word; returns the lane id. */
+  createLane(partitions: number): number;
+  /**
+   * Pushes `n` records (the concatenation `text`, record `i` being `charLens[i]` UTF-16 units long,
+   * `totalChars` in all) into a ring. Returns how many were accepted. Throws `ERR_CLOSED`, or
+   * `ERR_PAYLOAD_TOO_LARGE` when a record can never fit the arena.
+   */
+  push(lane: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number;
+  /**
+   * Pops up to `max` records from the first non-empty ring of `parts[0..nParts)` (round-robin from `start`).
+   * `info[0]` receives the count, `info[1]` the partition. With `waitUs > 0` (worker threads only) it spins
+   * for `spinUs`, then sleeps until data, close, or `waitUs` (capped at 50 ms). Returns null when empty.
+   */
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number): string | null;
+  /** [pushed, popped, droppedNewest, droppedOldest, rejected, size] */
+  stats(lane: number, partition: number): number[];
+  /** Wakes threads waiting in `pop` on the lane. */
+  notify(lane: number): void;
+  /** Closes the core for every thread: pops stop waiting, pushes throw. */
+  close(): void;
+  /** Drops this thread's reference. */
+  release(): void;
+  /** A structured-cloneable handle for `attachCore` in a worker thread. */
+  share(lane: number): SharedCoreHandle;
+}
+
+export type SharedCoreHandle =
+  | { kind: 'native'; id: number; lane: number }
+  | { kind: 'js'; lane: number; state: unknown };
+
+export function toRingStats(a: number[]): RingStats {
+  return { pushed: a[0]!, popped: a[1]!, droppedNewest: a[2]!, droppedOldest: a[3]!, rejected: a[4]!, size: a[5]! };
+}
+
+/** Rounds up to a power of two. */
+export function roundUpPow2(v: number): number {
+  let p = 1;
+  while (p < v) p *= 2;
+  return p;
+}

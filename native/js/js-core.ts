@@ -1,0 +1,331 @@
+/**
+ * Pure-JS partition core (SharedArrayBuffer + Atomics) with the addon's semantics, used when no binary
+ * loads or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots {offset, length, end} into a byte arena,
+ * free-running 32-bit positions, claim at the head with a CAS and release in order. One producer thread per
+ * ring (the thread that owns the transport).
+ */
+import { PushMode, roundUpPow2, type PartitionCore, type SharedCoreHandle } from './core-api.js';
+
+// Int32 indices in a ring's control block; 16 ints = 64 bytes apart to keep writers off each other's line.
+const TAIL_SLOT = 0;
+const TAIL_ARENA = 1;
+const COMMIT = 16;
+const HEAD = 32;
+const REL_SLOT = 48;
+const REL_ARENA = 49;
+const CTL_INTS = 64;
+// Lane control block: wake-up sequence and sleeper count.
+const SEQ = 0;
+const WAITERS = 16;
+
+interface RingState {
+  ctl: SharedArrayBuffer;
+  counters: SharedArrayBuffer;
+  slots: SharedArrayBuffer;
+  arena: SharedArrayBuffer;
+}
+interface LaneState {
+  ctl: SharedArrayBuffer;
+  rings: RingState[];
+}
+interface CoreState {
+  capacity: number;
+  arenaBytes: number;
+  closed: SharedArrayBuffer;
+  lanes: Record<number, LaneState>;
+}
+
+class JsRing {
+  readonly ctl: Int32Array;
+  readonly counters: Float64Array;
+  readonly slots: Int32Array;
+  readonly arena: Buffer;
+  constructor(
+    readonly state: RingState,
+    readonly cap: number,
+    readonly arenaBytes: number,
+  ) {
+    this.ctl = new Int32Array(state.ctl);
+    this.counters = new Float64Array(state.counters);
+    this.slots = new Int32Array(state.slots);
+    this.arena = Buffer.from(state.arena);
+  }
+  static create(cap: number, arenaBytes: number): JsRing {
+    return new JsRing(
+      {
+        ctl: new SharedArrayBuffer(CTL_INTS * 4),
+        counters: new SharedArrayBuffer(8 * 8),
+        slots: new SharedArrayBuffer(cap * 12),
+        arena: new SharedArrayBuffer(arenaBytes),
+      },
+      cap,
+      arenaBytes,
+    );
+  }
+  size(): number {
+    return (Atomics.load(this.ctl, COMMIT) - Atomics.load(this.ctl, HEAD)) >>> 0;
+  }
+  /** Releases [h, h+k) in order, after any earlier claim was released. */
+  release(h: number, k: number): void {
+    const end = this.slots[(((h + k - 1) & (this.cap - 1)) * 3) + 2]!;
+    while (Atomics.load(this.ctl, REL_SLOT) !== (h | 0)) {
+      /* a concurrent claim is being released; it takes nanoseconds */
+    }
+    Atomics.store(this.ctl, REL_ARENA, end);
+    Atomics.store(this.ctl, REL_SLOT, (h + k) | 0);
+  }
+  evict(max: number): number {
+    for (;;) {
+      const h = Atomics.load(this.ctl, HEAD);
+      const k = Math.min(max, (Atomics.load(this.ctl, COMMIT) - h) >>> 0);
+      if (k === 0) return 0;
+      if (Atomics.compareExchange(this.ctl, HEAD, h, (h + k) | 0) === h) {
+        this.release(h, k);
+        this.counters[3]! += k;
+        return k;
+      }
+    }
+  }
+}
+
+export class JsCore implements PartitionCore {
+  readonly kind = 'js';
+  private readonly closedFlag: Int32Array;
+  private readonly lanes = new Map<number, { ctl: Int32Array; rings: JsRing[]; state: LaneState }>();
+  private nextLane = 0;
+  private released = false;
+
+  private constructor(private readonly state: CoreState) {
+    this.closedFlag = new Int32Array(state.closed);
+    for (const [id, l] of Object.entries(state.lanes)) this.adopt(Number(id), l);
+  }
+
+  static create(capacity: number, arenaBytes: number): JsCore {
+    if (!(capacity >= 2 && capacity <= 2 ** 24) || !(arenaBytes >= 1024 && arenaBytes <= 2 ** 30)) {
+      throw new RangeError('capacity must be in [2, 16777216] and arenaBytes in [1024, 1073741824]');
+    }
+    return new JsCore({ capacity: roundUpPow2(capacity), arenaBytes: roundUpPow2(arenaBytes), closed: new SharedArrayBuffer(4), lanes: {} });
+  }
+
+  static attach(state: unknown): JsCore {
+    return new JsCore(state as CoreState);
+  }
+
+  get capacity(): number {
+    return this.state.capacity;
+  }
+  get arenaBytes(): number {
+    return this.state.arenaBytes;
+  }
+  get closed(): boolean {
+    return this.released || Atomics.load(this.closedFlag, 0) === 1;
+  }
+
+  private adopt(id: number, l: LaneState): void {
+    this.lanes.set(id, { ctl: new Int32Array(l.ctl), rings: l.rings.map((r) => new JsRing(r, this.capacity, this.arenaBytes)), state: l });
+    this.nextLane = Math.max(this.nextLane, id + 1);
+  }
+
+  private check(): void {
+    if (this.closed) throw Object.assign(new Error('native core is closed'), { code: 'ERR_CLOSED' });
+  }
+
+  private lane(id: number) {
+    const l = this.lanes.get(id);
+    if (!l) throw new RangeError('bad lane or partition');
+    return l;
+  }
+
+  createLane(partitions: number): number {
+    this.check();
+    if (!(partitions >= 1 && partitions <= 4096)) throw new RangeError('partitions must be in [1, 4096]');
+    const state: LaneState = {
+      ctl: new SharedArrayBuffer(32 * 4),
+      rings: Array.from({ length: partitions }, () => JsRing.create(this.capacity, this.arenaBytes).state),
+    };
+    const id = this.nextLane;
+    this.adopt(id, state);
+    return id;
+  }
+
+  push(laneId: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number {
+    this.check();
+    const lane = this.lane(laneId);
+    const ring = lane.rings[partition];
+    if (!ring) throw new RangeError('bad lane or partition');
+    if (n === 0) return 0;
+    const ascii = Buffer.byteLength(text) === totalChars;
+    let lens: ArrayLike<number> = charLens;
+    if (!ascii) {
+      const b = new Uint32Array(n);
+      let c = 0;
+      for (let i = 0; i < n; i++) {
+        b[i] = Buffer.byteLength(text.slice(c, c + charLens[i]!));
+        c += charLens[i]!;
+      }
+      lens = b;
+    }
+    for (let i = 0; i < n; i++) {
+      if (lens[i]! > ring.arenaBytes - 2) {
+        throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the arena (${ring.arenaBytes} bytes)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
+      }
+    }
+    const { ctl, slots, arena, cap, arenaBytes } = ring;
+    const mask = cap - 1;
+    let done = 0;
+    let srcChar = 0;
+    while (done < n) {
+      const t = ctl[TAIL_SLOT]!;
+      const ta = ctl[TAIL_ARENA]!;
+      const relSlot = Atomics.load(ctl, REL_SLOT);
+      const relArena = Atomics.load(ctl, REL_ARENA);
+      const freeSlots = cap - ((t - relSlot) >>> 0);
+      const freeBytes = arenaBytes - ((ta - relArena) >>> 0);
+      const off = (ta >>> 0) & (arenaBytes - 1);
+      const room = arenaBytes - off;
+      const maxN = Math.min(n - done, freeSlots);
+      let [k, bytes] = fit(lens, done, maxN, Math.min(freeBytes, room));
+      let pad = 0;
+      if (k < maxN && freeBytes > room) {
+        const [k2, b2] = fit(lens, done, maxN, freeBytes - room);
+        if (k2 > k) [k, bytes, pad] = [k2, b2, room];
+      }
+      if (k === 0 || (mode === PushMode.allOrNothing && k < n)) {
+        if (mode === PushMode.evictOldest) {
+          ring.evict(n - done);
+          continue;
+        }
+        break;
+      }
+      const dst = pad ? 0 : off;
+      let pos = dst;
+      let logical = (ta + pad) | 0;
+      let chars = 0;
+      for (let i = 0; i < k; i++) {
+        const s = ((t + i) & mask) * 3;
+        const len = lens[done + i]!;
+        slots[s] = pos;
+        slots[s + 1] = len;
+        pos += len;
+        logical = (logical + len) | 0;
+        slots[s + 2] = i + 1 === k ? (logical + 1) | 0 : logical;
+        chars += charLens[done + i]!;
+      }
+      const piece = done === 0 && k === n ? text : text.substring(srcChar, srcChar + chars);
+      arena.write(piece, dst, bytes, 'utf8');
+      arena[dst + bytes] = 0x20; // batch separator: JSON whitespace
+      ctl[TAIL_SLOT] = (t + k) | 0;
+      ctl[TAIL_ARENA] = (logical + 1) | 0;
+      Atomics.store(ctl, COMMIT, (t + k) | 0);
+      ring.counters[0]! += k;
+      done += k;
+      srcChar += chars;
+      if (mode === PushMode.allOrNothing) break;
+    }
+    if (done > 0) this.notify(laneId);
+    if (done < n) {
+      if (mode === PushMode.dropNewest) ring.counters[2]! += n - done;
+      if (mode === PushMode.allOrNothing) ring.counters[4]! += n - done;
+    }
+    return done;
+  }
+
+  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number): string | null {
+    const lane = this.lanes.get(laneId);
+    info[0] = 0;
+    if (!lane || nParts === 0) return null;
+    let deadline = 0;
+    let spinUntil = 0;
+    for (;;) {
+      const seq = Atomics.load(lane.ctl, SEQ);
+      for (let i = 0; i < nParts; i++) {
+        const p = parts[(start + i) % nParts]!;
+        const ring = lane.rings[p];
+        if (!ring) throw new RangeError('bad partition');
+        const s = popRing(ring, max || 1, info);
+        if (s !== null) {
+          info[1] = p;
+          return s;
+        }
+      }
+      if (waitUs === 0 || this.closed) return null;
+      const now = performance.now();
+      if (deadline === 0) {
+        deadline = now + Math.min(waitUs, 50_000) / 1000;
+        spinUntil = now + spinUs / 1000;
+      }
+      if (now >= deadline) return null;
+      if (now < spinUntil) continue;
+      Atomics.add(lane.ctl, WAITERS, 1);
+      Atomics.wait(lane.ctl, SEQ, seq, Math.max(0.001, deadline - now));
+      Atomics.sub(lane.ctl, WAITERS, 1);
+    }
+  }
+
+  stats(laneId: number, partition: number): number[] {
+    const ring = this.lane(laneId).rings[partition];
+    if (!ring) throw new RangeError('bad lane or partition');
+    const c = ring.counters;
+    return [c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, ring.size()];
+  }
+
+  notify(laneId: number): void {
+    const lane = this.lanes.get(laneId);
+    if (!lane) return;
+    Atomics.add(lane.ctl, SEQ, 1);
+    if (Atomics.load(lane.ctl, WAITERS) > 0) Atomics.notify(lane.ctl, SEQ);
+  }
+
+  close(): void {
+    Atomics.store(this.closedFlag, 0, 1);
+    for (const id of this.lanes.keys()) this.notify(id);
+  }
+
+  release(): void {
+    this.released = true;
+    this.lanes.clear();
+  }
+
+  share(laneId: number): SharedCoreHandle {
+    const l = this.lane(laneId);
+    const state: CoreState = { ...this.state, lanes: { [laneId]: l.state } };
+    return { kind: 'js', lane: laneId, state };
+  }
+}
+
+function fit(lens: ArrayLike<number>, from: number, maxN: number, avail: number): [number, number] {
+  let sum = 0;
+  let k = 0;
+  while (k < maxN && sum + lens[from + k]! + 1 <= avail) sum += lens[from + k++]!;
+  return [k, sum];
+}
+
+function popRing(ring: JsRing, max: number, info: Uint32Array): string | null {
+  const { ctl, slots, arena } = ring;
+  const mask = ring.cap - 1;
+  let h: number;
+  let k: number;
+  for (;;) {
+    h = Atomics.load(ctl, HEAD);
+    k = Math.min(max, (Atomics.load(ctl, COMMIT) - h) >>> 0);
+    if (k === 0) return null;
+    if (Atomics.compareExchange(ctl, HEAD, h, (h + k) | 0) === h) break;
+  }
+  let segStart = slots[(h & mask) * 3]!;
+  let segEnd = segStart + slots[(h & mask) * 3 + 1]!;
+  let first = '';
+  for (let i = 1; i < k; i++) {
+    const s = ((h + i) & mask) * 3;
+    const off = slots[s]!;
+    if (off < segEnd) {
+      first = arena.toString('utf8', segStart, segEnd);
+      segStart = off;
+    }
+    segEnd = off + slots[s + 1]!;
+  }
+  const out = first + arena.toString('utf8', segStart, segEnd);
+  ring.release(h, k);
+  ring.counters[1]! += k;
+  info[0] = k;
+  return out;
+}

@@ -1,0 +1,323 @@
+// N-API binding of the partition core. One call per batch: push takes a whole batch as one string plus a
+// Uint32Array of record lengths; pop returns one string holding a batch of records.
+#include <napi.h>
+
+#include <string>
+#include <vector>
+
+#include "core.h"
+
+namespace eventlane {
+
+namespace {
+
+thread_local std::vector<uint8_t> tScratch;
+thread_local std::vector<uint32_t> tLens;
+
+// UTF-8 byte length of each record, given record lengths in UTF-16 code units.
+void ByteLengths(const uint8_t* s, size_t total, const uint32_t* chars, uint32_t n, uint32_t* out) {
+  size_t pos = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t start = pos;
+    uint32_t units = 0;
+    while (units < chars[i] && pos < total) {
+      uint8_t c = s[pos];
+      size_t w = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+      units += w == 4 ? 2 : 1;
+      pos += w;
+    }
+    out[i] = uint32_t(pos - start);
+  }
+}
+
+}  // namespace
+
+// Context-aware (Node-API addon instance per environment), so it loads in every worker thread.
+class Addon : public Napi::Addon<Addon> {
+ public:
+  Addon(Napi::Env env, Napi::Object exports);
+};
+
+class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Core",
+                       {
+                           InstanceAccessor<&CoreHandle::Id>("id"),
+                           InstanceAccessor<&CoreHandle::Closed>("closed"),
+                           InstanceAccessor<&CoreHandle::Capacity>("capacity"),
+                           InstanceAccessor<&CoreHandle::ArenaBytes>("arenaBytes"),
+                           InstanceMethod<&CoreHandle::CreateLane>("createLane"),
+                           InstanceMethod<&CoreHandle::Push>("push"),
+                           InstanceMethod<&CoreHandle::Pop>("pop"),
+                           InstanceMethod<&CoreHandle::Stats>("stats"),
+                           InstanceMethod<&CoreHandle::Notify>("notify"),
+                           InstanceMethod<&CoreHandle::Close>("close"),
+                           InstanceMethod<&CoreHandle::Release>("release"),
+                       });
+  }
+
+  // new Core(capacity, arenaBytes) creates a core; new Core(0, 0, id) attaches to an existing one.
+  CoreHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CoreHandle>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() >= 3 && info[2].IsNumber()) {
+      id_ = info[2].As<Napi::Number>().Uint32Value();
+      core_ = Registry::Get().Find(id_);
+      if (!core_) {
+        Napi::Error::New(env, "no native core with id " + std::to_string(id_) + " (closed?)").ThrowAsJavaScriptException();
+        return;
+      }
+    } else {
+      double cap = info[0].As<Napi::Number>().DoubleValue();
+      double arena = info[1].As<Napi::Number>().DoubleValue();
+      if (!(cap >= 2 && cap <= (1 << 24)) || !(arena >= 1024 && arena <= double(1u << 30))) {
+        Napi::RangeError::New(env, "capacity must be in [2, 16777216] and arenaBytes in [1024, 1073741824]")
+            .ThrowAsJavaScriptException();
+        return;
+      }
+      core_ = std::make_shared<Core>(RoundUpPow2(uint64_t(cap)), RoundUpPow2(uint64_t(arena)));
+      id_ = Registry::Get().Add(core_);
+      owner_ = true;
+    }
+    env_ = env;
+    napi_add_env_cleanup_hook(env, &CoreHandle::Cleanup, this);
+  }
+
+  ~CoreHandle() override { napi_remove_env_cleanup_hook(env_, &CoreHandle::Cleanup, this); }
+
+  // Environment teardown (thread exit, worker.terminate()): drop this thread's reference to the core.
+  static void Cleanup(void* self) { static_cast<CoreHandle*>(self)->core_.reset(); }
+
+ private:
+  Napi::Value Id(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), id_); }
+  Napi::Value Closed(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), !core_ || core_->closed());
+  }
+  Napi::Value Capacity(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), core_ ? core_->capacity() : 0);
+  }
+  Napi::Value ArenaBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), core_ ? core_->arenaBytes() : 0);
+  }
+
+  bool Check(Napi::Env env) {
+    if (!core_ || core_->closed()) {
+      Napi::Error e = Napi::Error::New(env, "native core is closed");
+      e.Set("code", Napi::String::New(env, "ERR_CLOSED"));
+      e.ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
+  }
+
+  Lane* GetLane(Napi::Env env, const Napi::Value& v, uint32_t partition) {
+    Lane* lane = core_->lane(v.As<Napi::Number>().Uint32Value());
+    if (!lane || partition >= lane->partitions()) {
+      Napi::RangeError::New(env, "bad lane or partition").ThrowAsJavaScriptException();
+      return nullptr;
+    }
+    return lane;
+  }
+
+  Napi::Value CreateLane(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Check(env)) return env.Undefined();
+    double parts = info[0].As<Napi::Number>().DoubleValue();
+    if (!(parts >= 1 && parts <= 4096)) {
+      Napi::RangeError::New(env, "partitions must be in [1, 4096]").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    int id = core_->CreateLane(uint32_t(parts));
+    if (id < 0) {
+      Napi::Error::New(env, "too many lanes").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    return Napi::Number::New(env, id);
+  }
+
+  // push(lane, partition, text, charLens: Uint32Array, n, totalChars, mode) -> records accepted.
+  // Throws when a record can never fit the arena.
+  Napi::Value Push(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Check(env)) return env.Undefined();
+    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
+    Lane* lane = GetLane(env, info[0], partition);
+    if (!lane) return env.Undefined();
+    Ring& ring = lane->ring(partition);
+    napi_value text = info[2];
+    Napi::Uint32Array charLens = info[3].As<Napi::Uint32Array>();
+    const uint32_t n = info[4].As<Napi::Number>().Uint32Value();
+    const uint32_t totalChars = info[5].As<Napi::Number>().Uint32Value();
+    const int mode = info[6].As<Napi::Number>().Int32Value();
+    if (n == 0) return Napi::Number::New(env, 0);
+    if (n > charLens.ElementLength()) {
+      Napi::RangeError::New(env, "n exceeds charLens").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    size_t utf8 = 0;
+    if (napi_get_value_string_utf8(env, text, nullptr, 0, &utf8) != napi_ok) {
+      Napi::TypeError::New(env, "text must be a string").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    const bool ascii = utf8 == totalChars;
+    const uint32_t* lens = charLens.Data();
+    if (!ascii) {
+      // Non-ASCII: encode into scratch first to learn each record's byte length.
+      tScratch.resize(utf8 + 1);
+      size_t w = 0;
+      napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(tScratch.data()), utf8 + 1, &w);
+      tLens.resize(n);
+      ByteLengths(tScratch.data(), w, lens, n, tLens.data());
+      lens = tLens.data();
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      if (lens[i] > ring.MaxRecordBytes() - 1) {
+        Napi::Error e = Napi::RangeError::New(env, "record of " + std::to_string(lens[i]) +
+                                                       " bytes exceeds the arena (" +
+                                                       std::to_string(ring.arenaBytes()) + " bytes)");
+        e.Set("code", Napi::String::New(env, "ERR_PAYLOAD_TOO_LARGE"));
+        e.ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+    }
+    uint32_t done = 0;
+    size_t srcOff = 0;  // byte offset of record `done` in the text
+    while (done < n) {
+      Reservation res;
+      if (!ring.Reserve(lens + done, n - done, mode == kAllOrNothing, &res)) {
+        if (mode == kEvictOldest && ring.Evict(n - done) > 0) continue;
+        if (mode == kEvictOldest) {
+          std::this_thread::yield();  // space held by a consumer mid-pop; it releases in nanoseconds
+          continue;
+        }
+        break;
+      }
+      uint8_t* dst = ring.arena() + res.dst;
+      if (ascii) {
+        if (srcOff == 0 && done == 0 && res.count == n) {
+          size_t w = 0;
+          napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(dst), res.bytes + 1, &w);
+        } else {
+          // A later chunk of an ASCII batch: encode the whole text into scratch once, copy slices.
+          if (tScratch.size() < utf8 + 1 || srcOff == 0) {
+            tScratch.resize(utf8 + 1);
+            size_t w = 0;
+            napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(tScratch.data()), utf8 + 1, &w);
+          }
+          memcpy(dst, tScratch.data() + srcOff, res.bytes);
+        }
+      } else {
+        memcpy(dst, tScratch.data() + srcOff, res.bytes);
+      }
+      ring.Commit(res);
+      done += res.count;
+      srcOff += res.bytes;
+      if (mode != kEvictOldest) {
+        if (mode == kAllOrNothing) break;
+      }
+    }
+    if (done > 0) lane->notifier().Notify();
+    if (done < n) {
+      if (mode == kDropNewest) ring.counters().droppedNewest.fetch_add(n - done, std::memory_order_relaxed);
+      if (mode == kAllOrNothing) ring.counters().rejected.fetch_add(n - done, std::memory_order_relaxed);
+    }
+    return Napi::Number::New(env, done);
+  }
+
+  // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs) -> string | null.
+  // info[0] = records, info[1] = partition. Waits (bounded) only when waitUs > 0: never on the main thread.
+  Napi::Value Pop(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_) return env.Null();
+    Napi::Uint32Array parts = info[1].As<Napi::Uint32Array>();
+    const uint32_t nParts = info[2].As<Napi::Number>().Uint32Value();
+    Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
+    if (!lane || nParts == 0 || nParts > parts.ElementLength()) return env.Null();
+    for (uint32_t i = 0; i < nParts; i++) {
+      if (parts[i] >= lane->partitions()) {
+        Napi::RangeError::New(env, "bad partition").ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+    }
+    const uint32_t start = info[3].As<Napi::Number>().Uint32Value();
+    const uint32_t max = info[4].As<Napi::Number>().Uint32Value();
+    Napi::Uint32Array out = info[5].As<Napi::Uint32Array>();
+    const uint32_t waitUs = info[6].As<Napi::Number>().Uint32Value();
+    const uint32_t spinUs = info[7].As<Napi::Number>().Uint32Value();
+    napi_value result = nullptr;
+    uint32_t which = 0;
+    auto emit = [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
+      if (b == nullptr) {
+        napi_create_string_utf8(env, reinterpret_cast<const char*>(a), na, &result);
+      } else {
+        tScratch.resize(na + nb);
+        memcpy(tScratch.data(), a, na);
+        memcpy(tScratch.data() + na, b, nb);
+        napi_create_string_utf8(env, reinterpret_cast<const char*>(tScratch.data()), na + nb, &result);
+      }
+    };
+    uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max ? max : 1, waitUs > 50000 ? 50000 : waitUs,
+                        spinUs, &which, emit);
+    out[0] = k;
+    out[1] = which;
+    return k > 0 ? Napi::Value(env, result) : env.Null();
+  }
+
+  // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size]
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_) return env.Undefined();
+    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
+    Lane* lane = GetLane(env, info[0], partition);
+    if (!lane) return env.Undefined();
+    Ring& r = lane->ring(partition);
+    Counters& c = r.counters();
+    Napi::Array a = Napi::Array::New(env, 6);
+    a.Set(uint32_t(0), double(c.pushed.load(std::memory_order_relaxed)));
+    a.Set(uint32_t(1), double(c.popped.load(std::memory_order_relaxed)));
+    a.Set(uint32_t(2), double(c.droppedNewest.load(std::memory_order_relaxed)));
+    a.Set(uint32_t(3), double(c.droppedOldest.load(std::memory_order_relaxed)));
+    a.Set(uint32_t(4), double(c.rejected.load(std::memory_order_relaxed)));
+    a.Set(uint32_t(5), double(r.Size()));
+    return a;
+  }
+
+  Napi::Value Notify(const Napi::CallbackInfo& info) {
+    if (core_) {
+      Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
+      if (lane) lane->notifier().Notify();
+    }
+    return info.Env().Undefined();
+  }
+
+  // Marks the core closed (every thread sees it: pops stop waiting, pushes fail) and unregisters it.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    if (core_) {
+      core_->Close();
+      Registry::Get().Remove(id_);
+    }
+    return info.Env().Undefined();
+  }
+
+  // Drops this handle's reference (the rings are freed when the last thread lets go).
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    core_.reset();
+    return info.Env().Undefined();
+  }
+
+  std::shared_ptr<Core> core_;
+  napi_env env_ = nullptr;
+  uint32_t id_ = 0;
+  bool owner_ = false;
+};
+
+Addon::Addon(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = CoreHandle::Define(env);
+  DefineAddon(exports, {InstanceValue("Core", ctor, napi_enumerable)});
+  exports.Set("abi", Napi::Number::New(env, 1));
+}
+
+}  // namespace eventlane
+
+using eventlane::Addon;
+NODE_API_ADDON(Addon)

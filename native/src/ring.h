@@ -1,0 +1,221 @@
+// Bounded ring of variable-length records for one partition.
+//
+// Slots hold {offset, length, end} into a preallocated byte arena; payload bytes are copied once, by the
+// producer, straight into the arena. Positions are free-running 32-bit counters packed as (slot << 32 |
+// arena byte) in one 64-bit atomic, so a producer claims slots and arena bytes in a single CAS
+// (several producers may share a ring). Claims are published in order: a producer writes its records,
+// then waits for the previous claim to be committed and commits its own (Vyukov/LMAX-style sequencing).
+// Consumers (the owning consumer, or a producer evicting under drop-oldest) claim at the head with a CAS
+// and release in order, which hands the slots and bytes back to producers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+namespace eventlane {
+
+constexpr size_t kCacheLine = 64;
+
+inline uint64_t Pack(uint32_t slot, uint32_t arena) { return (uint64_t(slot) << 32) | arena; }
+inline uint32_t SlotOf(uint64_t p) { return uint32_t(p >> 32); }
+inline uint32_t ArenaOf(uint64_t p) { return uint32_t(p); }
+
+inline uint32_t RoundUpPow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return uint32_t(p);
+}
+
+struct Slot {
+  uint32_t off;  // physical offset of the record in the arena
+  uint32_t len;  // bytes
+  uint32_t end;  // logical arena position after this record (and the batch separator, for the last one)
+  uint32_t pad_;
+};
+
+// Exact counters; written with relaxed atomics, read as a snapshot.
+struct Counters {
+  std::atomic<uint64_t> pushed{0};
+  std::atomic<uint64_t> popped{0};
+  std::atomic<uint64_t> droppedNewest{0};
+  std::atomic<uint64_t> droppedOldest{0};
+  std::atomic<uint64_t> rejected{0};
+};
+
+enum PushMode : int {
+  kPartial = 0,      // accept the prefix that fits (block: the caller retries with the rest)
+  kAllOrNothing = 1, // error strategy: accept all or none (counted as rejected)
+  kEvictOldest = 2,  // drop-oldest: evict the oldest records until everything fits
+  kDropNewest = 3,   // drop-newest: accept the prefix that fits, count the rest as dropped
+};
+
+// A claimed range of slots and arena bytes, to be filled and then committed.
+struct Reservation {
+  uint64_t start = 0;   // packed claim start
+  uint64_t end = 0;     // packed claim end
+  uint32_t count = 0;   // records
+  uint32_t dst = 0;     // physical arena offset of the first record
+  uint32_t bytes = 0;   // record bytes (the separator byte follows at dst + bytes)
+};
+
+class Ring {
+ public:
+  // capacity and arenaBytes must be powers of two (the factory rounds them up).
+  Ring(uint32_t capacity, uint32_t arenaBytes)
+      : cap_(capacity), mask_(capacity - 1), arenaBytes_(arenaBytes), amask_(arenaBytes - 1),
+        slots_(new Slot[capacity]()), arena_(new uint8_t[arenaBytes]()) {}
+
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  uint32_t capacity() const { return cap_; }
+  uint32_t arenaBytes() const { return arenaBytes_; }
+  uint8_t* arena() { return arena_.get(); }
+  Counters& counters() { return counters_; }
+
+  uint32_t Size() const {
+    return SlotOf(commitTail_.load(std::memory_order_acquire)) - claimHead_.load(std::memory_order_acquire);
+  }
+
+  // Largest record that can ever fit (one separator byte per batch).
+  uint32_t MaxRecordBytes() const { return arenaBytes_ - 1; }
+
+  // Claims room for the longest prefix of `lens` that fits (all of it, or none, when allOrNothing).
+  // Returns false when nothing was claimed.
+  bool Reserve(const uint32_t* lens, uint32_t n, bool allOrNothing, Reservation* out) {
+    uint64_t t = claimTail_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t r = releaseHead_.load(std::memory_order_acquire);
+      const uint32_t freeSlots = cap_ - (SlotOf(t) - SlotOf(r));
+      const uint32_t freeBytes = arenaBytes_ - (ArenaOf(t) - ArenaOf(r));
+      const uint32_t off = ArenaOf(t) & amask_;
+      const uint32_t room = arenaBytes_ - off;  // contiguous bytes before the arena end
+      const uint32_t maxN = n < freeSlots ? n : freeSlots;
+      uint32_t b1 = 0;
+      const uint32_t k1 = Fit(lens, maxN, freeBytes < room ? freeBytes : room, &b1);
+      uint32_t k = k1, bytes = b1, pad = 0;
+      if (k1 < maxN && freeBytes > room) {
+        uint32_t b2 = 0;
+        const uint32_t k2 = Fit(lens, maxN, freeBytes - room, &b2);
+        if (k2 > k1) k = k2, bytes = b2, pad = room;
+      }
+      if (k == 0 || (allOrNothing && k < n)) return false;
+      const uint64_t next = Pack(SlotOf(t) + k, ArenaOf(t) + pad + bytes + 1);
+      if (claimTail_.compare_exchange_weak(t, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        out->start = t;
+        out->end = next;
+        out->count = k;
+        out->dst = pad ? 0 : off;
+        out->bytes = bytes;
+        uint32_t pos = out->dst, logical = ArenaOf(t) + pad;
+        for (uint32_t i = 0; i < k; i++) {
+          Slot& s = slots_[(SlotOf(t) + i) & mask_];
+          s.off = pos;
+          s.len = lens[i];
+          pos += lens[i];
+          logical += lens[i];
+          s.end = i + 1 == k ? ArenaOf(next) : logical;
+        }
+        return true;
+      }
+    }
+  }
+
+  // Publishes a filled reservation, in claim order.
+  void Commit(const Reservation& res) {
+    arena_[res.dst + res.bytes] = ' ';  // batch separator: JSON whitespace
+    WaitFor(commitTail_, res.start);
+    commitTail_.store(res.end, std::memory_order_release);
+    counters_.pushed.fetch_add(res.count, std::memory_order_relaxed);
+  }
+
+  // Evicts up to `max` of the oldest committed records. Returns how many.
+  uint32_t Evict(uint32_t max) {
+    uint32_t h = claimHead_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint32_t avail = SlotOf(commitTail_.load(std::memory_order_acquire)) - h;
+      const uint32_t k = avail < max ? avail : max;
+      if (k == 0) return 0;
+      if (claimHead_.compare_exchange_weak(h, h + k, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        Release(h, k);
+        counters_.droppedOldest.fetch_add(k, std::memory_order_relaxed);
+        return k;
+      }
+    }
+  }
+
+  // Pops up to `max` records. `emit(segments)` is called while the records are still held, with one or two
+  // contiguous byte ranges (two when the claim wraps the arena end). Returns the number of records.
+  template <typename Emit>
+  uint32_t Pop(uint32_t max, Emit&& emit) {
+    uint32_t h = claimHead_.load(std::memory_order_relaxed);
+    uint32_t k;
+    for (;;) {
+      const uint32_t avail = SlotOf(commitTail_.load(std::memory_order_acquire)) - h;
+      k = avail < max ? avail : max;
+      if (k == 0) return 0;
+      if (claimHead_.compare_exchange_weak(h, h + k, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
+    }
+    // Records are contiguous except where a batch wrapped to the arena start.
+    const Slot& first = slots_[h & mask_];
+    uint32_t segStart = first.off, segEnd = first.off + first.len;
+    const uint8_t* p1 = nullptr;
+    size_t n1 = 0;
+    for (uint32_t i = 1; i < k; i++) {
+      const Slot& s = slots_[(h + i) & mask_];
+      if (s.off < segEnd) {  // wrapped
+        p1 = arena_.get() + segStart;
+        n1 = segEnd - segStart;
+        segStart = s.off;
+      }
+      segEnd = s.off + s.len;
+    }
+    if (p1 == nullptr) {
+      emit(arena_.get() + segStart, size_t(segEnd - segStart), nullptr, size_t(0), k);
+    } else {
+      emit(p1, n1, arena_.get() + segStart, size_t(segEnd - segStart), k);
+    }
+    Release(h, k);
+    counters_.popped.fetch_add(k, std::memory_order_relaxed);
+    return k;
+  }
+
+ private:
+  static uint32_t Fit(const uint32_t* lens, uint32_t maxN, uint32_t avail, uint32_t* bytes) {
+    if (avail == 0) return 0;
+    uint64_t sum = 0;
+    uint32_t k = 0;
+    while (k < maxN && sum + lens[k] + 1 <= avail) sum += lens[k++];
+    *bytes = uint32_t(sum);
+    return k;
+  }
+
+  template <typename A, typename V>
+  static void WaitFor(A& a, V expected) {
+    for (unsigned spins = 0; a.load(std::memory_order_acquire) != expected; spins++) {
+      if (spins > 64) std::this_thread::yield();
+    }
+  }
+
+  void Release(uint32_t h, uint32_t k) {
+    const uint32_t end = slots_[(h + k - 1) & mask_].end;
+    for (unsigned spins = 0; SlotOf(releaseHead_.load(std::memory_order_acquire)) != h; spins++) {
+      if (spins > 64) std::this_thread::yield();
+    }
+    releaseHead_.store(Pack(h + k, end), std::memory_order_release);
+  }
+
+  const uint32_t cap_, mask_, arenaBytes_, amask_;
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<uint8_t[]> arena_;
+  alignas(kCacheLine) std::atomic<uint64_t> claimTail_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> commitTail_{0};
+  alignas(kCacheLine) std::atomic<uint32_t> claimHead_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> releaseHead_{0};
+  alignas(kCacheLine) Counters counters_;
+};
+
+}  // namespace eventlane

@@ -1,0 +1,54 @@
+/**
+ * Config of the native transport (`transport: { type: 'native', ... }`) and of its subscriptions.
+ */
+import { z } from 'zod';
+
+export const nativeConfigSchema = z
+  .object({
+    type: z.literal('native'),
+    /**
+     * Name of an in-process broker: transports in one process opened with the same name share the core,
+     * topics and consumer groups. Unnamed transports are private to their bus.
+     */
+    name: z.string().min(1).max(200).optional(),
+    /** Partitions per event type (one ring each, per consumer group). @default 1 */
+    partitions: z.number().int().min(1).max(4096).default(1),
+    /** Events per ring; rounded up to a power of two. @default 65536 */
+    capacity: z.number().int().min(2).max(16_777_216).default(65_536),
+    /**
+     * Payload bytes per ring (the preallocated arena); rounded up to a power of two.
+     * @default capacity * 128, at least 64 KiB, at most 1 GiB
+     */
+    arenaBytes: z.number().int().min(1024).max(1_073_741_824).optional(),
+    /** What a publish does when a ring is full. @default 'block' */
+    backpressure: z.enum(['block', 'drop-newest', 'drop-oldest', 'error']).default('block'),
+    /** How long a `block` publish waits for room before rejecting with `TimeoutError`. @default 30000 */
+    publishTimeoutMs: z.number().int().min(0).default(30_000),
+    /** `'auto'`: the addon when it loads, else the JS fallback (one warning). @default 'auto' */
+    implementation: z.enum(['auto', 'native', 'js']).default('auto'),
+    /** Largest encoded event, bytes; capped at a quarter of the arena. @default arenaBytes / 4 */
+    maxEventBytes: z.number().int().min(1).optional(),
+    /** Events kept per partition for groups created later with `startFrom: '0'`; 0 keeps none. @default 10000 */
+    retain: z.number().int().min(0).default(10_000),
+    /** Dead letters kept per group. @default 10000 */
+    maxDeadLetters: z.number().int().min(0).default(10_000),
+    /** Most events a consumer pops at once. @default 1024 */
+    batchSize: z.number().int().min(1).max(65_536).default(1024),
+    /** Worker consumers spin this long on an empty ring before sleeping on a futex. @default 50 */
+    spinUs: z.number().int().min(0).max(10_000).default(50),
+  })
+  .strict();
+
+export type NativeTransportConfig = z.input<typeof nativeConfigSchema>;
+export type ResolvedNativeConfig = z.output<typeof nativeConfigSchema>;
+
+export const nativeSubscribeSchema = z
+  .object({
+    /** Consumer threads for this subscription; partitions are spread over them. Needs `handler`. */
+    workers: z.number().int().min(1).max(256).optional(),
+    /** Module (file URL or absolute path) whose default export is `async (event, ctx) => {}`. */
+    handler: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
+    /** Passed (structured-cloned) to the module's optional `setup(data)` export before consuming. */
+    workerData: z.unknown().optional(),
+  })
+  .strict();

@@ -1,0 +1,265 @@
+/**
+ * One consumer group of the native transport: a lane of partition rings in the core, members that own
+ * partitions (a main-thread handler, or a set of worker threads), events handed back by members that left,
+ * and the group's dead letters.
+ */
+import { Worker } from 'node:worker_threads';
+import { ConfigError, describeError } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
+import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
+import type { PartitionCore } from '../../native/js/core-api.js';
+import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import type { WorkerInit, WorkerMessage } from './worker-main.js';
+import { spawnConsumerThread } from './spawn.js';
+
+export interface GroupOptions {
+  readonly source: string;
+  readonly maxDeadLetters: number;
+  readonly batchSize: number;
+  readonly spinUs: number;
+  readonly logger: Logger;
+}
+
+/** Longest a worker waits inside the core before looking at its stop flag and messages. */
+const WORKER_WAIT_US = 20_000;
+
+class MainMember {
+  readonly kind = 'main';
+  parts: number[] = [];
+  constructor(
+    readonly spec: SubscriptionSpec,
+    readonly consumer: PartitionConsumer,
+  ) {}
+}
+
+class ConsumerThread {
+  parts: number[] = [];
+  alive = true;
+  stopped: Promise<Pending[]>;
+  private resolveStopped!: (left: Pending[]) => void;
+  constructor(
+    readonly worker: Worker,
+    readonly stop: Int32Array,
+  ) {
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+  }
+  finish(left: Pending[]): void {
+    this.alive = false;
+    this.resolveStopped(left);
+  }
+}
+
+class WorkerMember {
+  readonly kind = 'workers';
+  parts: number[] = [];
+  constructor(
+    readonly spec: SubscriptionSpec,
+    readonly threads: ConsumerThread[],
+  ) {}
+}
+
+type Member = MainMember | WorkerMember;
+
+export class NativeGroup {
+  readonly deadLetters: DeadLetter[] = [];
+  private members: Member[] = [];
+  /** Events handed back by members that left, by partition, until an owner takes them. */
+  private readonly backlog = new Map<number, Pending[]>();
+  private kickScheduled = false;
+
+  constructor(
+    private readonly core: PartitionCore,
+    readonly lane: number,
+    readonly type: string,
+    readonly name: string,
+    private readonly partitions: number,
+    private readonly o: GroupOptions,
+  ) {}
+
+  private settings(spec: SubscriptionSpec): ConsumerSettings {
+    return {
+      type: this.type,
+      source: this.o.source,
+      group: this.name,
+      consumer: spec.consumer,
+      concurrency: spec.concurrency,
+      maxDeliveries: spec.maxDeliveries,
+      backoff: spec.backoff,
+      batchSize: this.o.batchSize,
+    };
+  }
+
+  private addDead = (dl: DeadLetter): void => {
+    this.deadLetters.push(dl);
+    if (this.deadLetters.length > this.o.maxDeadLetters) this.deadLetters.shift();
+    this.o.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
+  };
+
+  /** New events are in the lane: let main-thread members pump (worker threads wake on the core's futex). */
+  kick(): void {
+    if (this.kickScheduled) return;
+    let any = false;
+    for (const m of this.members) if (m.kind === 'main') any = true;
+    if (!any) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      for (const m of this.members) if (m.kind === 'main') m.consumer.pump();
+    });
+  }
+
+  joinMain(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
+    const consumer = new PartitionConsumer(this.core, this.lane, this.settings(spec), handler, this.addDead);
+    consumer.mainThread = true;
+    const member = new MainMember(spec, consumer);
+    this.members.push(member);
+    this.rebalance();
+    consumer.pump();
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= this.leaveMain(member)) };
+  }
+
+  private async leaveMain(member: MainMember): Promise<void> {
+    this.members = this.members.filter((m) => m !== member);
+    const left = await member.consumer.stop(member.spec.drainTimeoutMs);
+    this.handBack(left);
+    this.rebalance();
+  }
+
+  /** Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load. */
+  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown): Promise<TransportSubscription> {
+    const threads: ConsumerThread[] = [];
+    const ready: Promise<void>[] = [];
+    for (let i = 0; i < workers; i++) {
+      const stop = new SharedArrayBuffer(4);
+      const init: WorkerInit = {
+        core: this.core.share(this.lane),
+        settings: this.settings(spec),
+        parts: [],
+        handler: handlerModule,
+        userData,
+        stop,
+        waitUs: WORKER_WAIT_US,
+        spinUs: this.o.spinUs,
+        drainMs: spec.drainTimeoutMs,
+      };
+      const worker = spawnConsumerThread(init, handlerModule);
+      const thread = new ConsumerThread(worker, new Int32Array(stop));
+      threads.push(thread);
+      ready.push(this.watch(thread, handlerModule));
+    }
+    try {
+      await Promise.all(ready);
+    } catch (err) {
+      await Promise.all(threads.map((t) => t.worker.terminate()));
+      throw err;
+    }
+    const member = new WorkerMember(spec, threads);
+    this.members.push(member);
+    this.rebalance();
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= this.leaveWorkers(member)) };
+  }
+
+  private watch(thread: ConsumerThread, handlerModule: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let started = false;
+      thread.worker.on('message', (m: WorkerMessage) => {
+        if (m.t === 'ready') {
+          started = true;
+          resolve();
+        } else if (m.t === 'load-error') {
+          thread.finish([]);
+          reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
+        } else if (m.t === 'dead') {
+          this.addDead(m.dl as DeadLetter);
+        } else if (m.t === 'stopped') {
+          thread.finish(m.left);
+        } else if (m.t === 'fatal') {
+          this.o.logger.error({ group: this.name, err: m.message }, 'native consumer thread failed');
+        }
+      });
+      thread.worker.on('error', (err) => {
+        this.o.logger.error({ group: this.name, err: describeError(err) }, 'native consumer thread crashed');
+        if (!started) reject(new ConfigError(`Handler module ${handlerModule} failed in a worker: ${describeError(err)}`, [{ path: ['handler'], message: describeError(err) }]));
+      });
+      thread.worker.on('exit', () => {
+        if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
+        if (thread.alive) {
+          // Died without handing back: let the member's other threads (or other members) take its partitions.
+          thread.finish([]);
+          if (started) this.rebalance();
+        }
+      });
+    });
+  }
+
+  private async leaveWorkers(member: WorkerMember): Promise<void> {
+    this.members = this.members.filter((m) => m !== member);
+    for (const t of member.threads) Atomics.store(t.stop, 0, 1);
+    this.core.notify(this.lane);
+    const grace = member.spec.drainTimeoutMs + 2000;
+    const lefts = await Promise.all(
+      member.threads.map(async (t) => {
+        let timer: NodeJS.Timeout | undefined;
+        const left = await Promise.race([t.stopped, new Promise<Pending[]>((r) => (timer = setTimeout(() => r([]), grace)))]);
+        clearTimeout(timer);
+        await t.worker.terminate();
+        return left;
+      }),
+    );
+    this.handBack(lefts.flat());
+    this.rebalance();
+  }
+
+  private handBack(items: Pending[]): void {
+    for (const it of items) {
+      let list = this.backlog.get(it.partition);
+      if (!list) this.backlog.set(it.partition, (list = []));
+      list.push(it);
+    }
+  }
+
+  private rebalance(): void {
+    const live = this.members;
+    for (const m of live) m.parts = [];
+    if (live.length > 0) for (let p = 0; p < this.partitions; p++) live[p % live.length]!.parts.push(p);
+    for (const m of live) {
+      if (m.kind === 'main') {
+        m.consumer.setPartitions(m.parts);
+        const give = this.takeBacklog(m.parts);
+        if (give.length) m.consumer.give(give);
+        m.consumer.pump();
+      } else {
+        const threads = m.threads.filter((t) => t.alive);
+        threads.forEach((t, i) => {
+          t.parts = m.parts.filter((_, k) => k % threads.length === i);
+          t.worker.postMessage({ t: 'assign', parts: t.parts });
+          const give = this.takeBacklog(t.parts);
+          if (give.length) t.worker.postMessage({ t: 'give', items: give });
+        });
+      }
+    }
+    this.core.notify(this.lane);
+  }
+
+  private takeBacklog(parts: number[]): Pending[] {
+    const out: Pending[] = [];
+    for (const p of parts) {
+      const list = this.backlog.get(p);
+      if (list) {
+        out.push(...list);
+        this.backlog.delete(p);
+      }
+    }
+    return out;
+  }
+
+  /** Stops every worker thread at once (transport close). */
+  async terminate(): Promise<void> {
+    const all: Promise<number>[] = [];
+    for (const m of this.members) if (m.kind === 'workers') for (const t of m.threads) all.push(t.worker.terminate());
+    this.members = [];
+    await Promise.all(all);
+  }
+}

@@ -1,0 +1,2 @@
+export { createNativeTransport, NativeTransport } from './native-transport.js';
+export { nativeConfigSchema, type NativeTransportConfig } from './config.js';

@@ -1,0 +1,283 @@
+/**
+ * The `native` transport: events of each (type, consumer group) go through per-partition lock-free rings
+ * in the partition core (the N-API addon, or its SharedArrayBuffer fallback). One core call per unit and
+ * group. The last `retain` events of each partition are also kept (as encoded batches, no copy) so a group
+ * created later with `startFrom: '0'` can read them.
+ */
+import { pathToFileURL } from 'node:url';
+import { isAbsolute } from 'node:path';
+import { parseConfig } from '../../src/config.js';
+import { BackpressureError, ClosedError, ConfigError, EventlaneError, NativeError, PayloadTooLargeError, TimeoutError } from '../../src/errors.js';
+import type {
+  DeadLetter,
+  DeliveryHandler,
+  PublishUnit,
+  SubscriptionSpec,
+  Transport,
+  TransportCapabilities,
+  TransportContext,
+  TransportSubscription,
+  WriteResult,
+} from '../../src/transport.js';
+import { createCore, PushMode, toRingStats, type PartitionCore, type RingStats } from '../../native/loader.js';
+import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
+import { NativeGroup } from './group.js';
+import { encodeEvents, type EncodedBatch } from './record.js';
+
+const MODE = {
+  block: PushMode.partial,
+  'drop-newest': PushMode.dropNewest,
+  'drop-oldest': PushMode.evictOldest,
+  error: PushMode.allOrNothing,
+} as const;
+
+/** Encoded units kept per partition for groups that start from '0'. */
+class History {
+  readonly chunks: EncodedBatch[] = [];
+  events = 0;
+  add(b: EncodedBatch, limit: number): void {
+    this.chunks.push({ text: b.text, lens: b.lens.slice(0, b.n), n: b.n, totalChars: b.totalChars });
+    this.events += b.n;
+    while (this.chunks.length > 1 && this.events - this.chunks[0]!.n >= limit) this.events -= this.chunks.shift()!.n;
+  }
+}
+
+class Topic {
+  readonly groups = new Map<string, NativeGroup>();
+  readonly history: History[];
+  constructor(partitions: number) {
+    this.history = Array.from({ length: partitions }, () => new History());
+  }
+}
+
+/** State shared by every transport opened with the same `name` in this process. */
+interface Broker {
+  readonly core: PartitionCore;
+  readonly topics: Map<string, Topic>;
+  refs: number;
+}
+
+const namedBrokers = new Map<string, Broker>();
+
+export class NativeTransport implements Transport {
+  readonly type = 'native';
+  readonly capabilities: TransportCapabilities;
+  /** The core in use: `'native'` (addon) or `'js'` (fallback). */
+  readonly implementation: 'native' | 'js';
+  readonly core: PartitionCore;
+  private readonly broker: Broker;
+  private readonly topics: Map<string, Topic>;
+  private closed = false;
+  private readonly mode: number;
+  private readonly waiting = new Set<() => void>();
+
+  constructor(
+    readonly config: ResolvedNativeConfig,
+    private readonly ctx: TransportContext,
+  ) {
+    let broker = config.name === undefined ? undefined : namedBrokers.get(config.name);
+    if (!broker) {
+      const arena = config.arenaBytes ?? Math.min(2 ** 30, Math.max(65_536, config.capacity * 128));
+      let core: PartitionCore;
+      try {
+        core = createCore(config.capacity, arena, config.implementation, (msg) => {
+          ctx.logger.warn({ transport: 'native' }, msg);
+          process.emitWarning(msg, { code: 'EVENTLANE_NATIVE_FALLBACK' });
+        });
+      } catch (err) {
+        throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
+      }
+      broker = { core, topics: new Map(), refs: 0 };
+      if (config.name !== undefined) namedBrokers.set(config.name, broker);
+    }
+    broker.refs++;
+    this.broker = broker;
+    this.core = broker.core;
+    this.topics = broker.topics;
+    this.implementation = this.core.kind;
+    const limit = Math.floor(this.core.arenaBytes / 4);
+    this.capabilities = { encoding: 'json', maxInFlight: 1, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
+    this.mode = MODE[config.backpressure];
+  }
+
+  async connect(): Promise<void> {
+    if (this.closed) throw new ClosedError('native transport');
+  }
+
+  partitionsFor(): number {
+    return this.config.partitions;
+  }
+
+  private topic(type: string): Topic {
+    let t = this.topics.get(type);
+    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions)));
+    return t;
+  }
+
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+    if (this.closed) return Promise.reject(new ClosedError('native transport'));
+    let results: (Error | undefined)[] | undefined;
+    let waits: Promise<void>[] | undefined;
+    for (let u = 0; u < units.length; u++) {
+      const unit = units[u]!;
+      const topic = this.topic(unit.type);
+      let batch: EncodedBatch;
+      try {
+        batch = encodeEvents(unit.events);
+        if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
+        for (const group of topic.groups.values()) {
+          const done = this.core.push(group.lane, unit.partition, batch.text, batch.lens, batch.n, batch.totalChars, this.mode);
+          if (done > 0) group.kick();
+          if (done < batch.n) {
+            if (this.mode === PushMode.allOrNothing) {
+              const err = new BackpressureError(this.core.stats(group.lane, unit.partition)[5]!, this.core.capacity);
+              err.message = `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") is full (${this.core.capacity} events); backpressure is 'error'.`;
+              throw err;
+            }
+            if (this.mode === PushMode.partial) {
+              // Copy the rest now: `batch` shares a scratch array with the next encode.
+              const rest = sliceBatch(batch, done);
+              (waits ??= []).push(this.blockingPush(group, unit, rest).catch((err: Error) => {
+                (results ??= new Array(units.length).fill(undefined))[u] = err;
+              }));
+            }
+          }
+        }
+      } catch (err) {
+        (results ??= new Array(units.length).fill(undefined))[u] = this.mapError(err);
+      }
+    }
+    if (waits) return Promise.all(waits).then(() => results);
+    return Promise.resolve(results);
+  }
+
+  private mapError(err: unknown): Error {
+    const code = (err as { code?: string }).code;
+    if (code === 'ERR_PAYLOAD_TOO_LARGE') {
+      const m = /record of (\d+) bytes exceeds the arena \((\d+)/.exec((err as Error).message);
+      return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.arenaBytes');
+    }
+    if (code === 'ERR_CLOSED') return new ClosedError('native transport');
+    if (err instanceof EventlaneError) return err;
+    return new NativeError(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+
+  /** `block`: waits for room without blocking the event loop, up to publishTimeoutMs. */
+  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch): Promise<void> {
+    const deadline = Date.now() + this.config.publishTimeoutMs;
+    let b = rest;
+    for (let spins = 0; ; spins++) {
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          this.waiting.delete(wake);
+          resolve();
+        };
+        this.waiting.add(wake);
+        if (spins < 8) setImmediate(wake);
+        else setTimeout(wake, 1);
+      });
+      if (this.closed) throw new ClosedError('native transport');
+      const done = this.core.push(group.lane, unit.partition, b.text, b.lens, b.n, b.totalChars, PushMode.partial);
+      if (done > 0) group.kick();
+      if (done === b.n) return;
+      if (done > 0) b = sliceBatch(b, done);
+      if (Date.now() >= deadline) {
+        throw new TimeoutError(
+          `Partition ${unit.partition} of "${unit.type}" stayed full for ${this.config.publishTimeoutMs} ms (${b.n} events not accepted); raise transport.publishTimeoutMs or capacity.`,
+        );
+      }
+    }
+  }
+
+  async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
+    if (this.closed) throw new ClosedError('native transport');
+    const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
+    const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
+    if (useWorkers && opts.handler === undefined) throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
+    if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
+    const topic = this.topic(spec.type);
+    let group = topic.groups.get(spec.group);
+    if (!group) {
+      const lane = this.core.createLane(this.config.partitions);
+      group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
+        source: this.ctx.service,
+        maxDeadLetters: this.config.maxDeadLetters,
+        batchSize: this.config.batchSize,
+        spinUs: this.config.spinUs,
+        logger: this.ctx.logger,
+      });
+      topic.groups.set(spec.group, group);
+      if (spec.startFrom === '0') this.replay(topic, group);
+    }
+    if (!useWorkers) return group.joinMain(spec, handler);
+    const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
+    return group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData);
+  }
+
+  /** Copies the retained history into a new group's rings (what does not fit waits, as under `block`). */
+  private replay(topic: Topic, group: NativeGroup): void {
+    topic.history.forEach((h, partition) => {
+      for (const chunk of h.chunks) {
+        const done = this.core.push(group.lane, partition, chunk.text, chunk.lens, chunk.n, chunk.totalChars, PushMode.partial);
+        if (done < chunk.n) {
+          const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
+          this.blockingPush(group, unit, sliceBatch(chunk, done)).catch((err: Error) =>
+            this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete'),
+          );
+        }
+      }
+    });
+  }
+
+  async deadLetters(type: string, group?: string, limit = 1000): Promise<DeadLetter[]> {
+    const topic = this.topics.get(type);
+    if (!topic) return [];
+    const all: DeadLetter[] = [];
+    for (const g of topic.groups.values()) if (group === undefined || g.name === group) all.push(...g.deadLetters);
+    return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
+  }
+
+  /** Exact ring counters of one partition of a (type, group). */
+  stats(type: string, partition: number, group: string): RingStats | undefined {
+    const lane = this.topics.get(type)?.groups.get(group ?? '')?.lane;
+    return lane === undefined ? undefined : toRingStats(this.core.stats(lane, partition));
+  }
+
+  /** Counters summed over every ring of a type (all groups and partitions). */
+  totals(type: string): RingStats {
+    const sum: RingStats = { pushed: 0, popped: 0, droppedNewest: 0, droppedOldest: 0, rejected: 0, size: 0 };
+    const topic = this.topics.get(type);
+    if (!topic) return sum;
+    for (const g of topic.groups.values()) {
+      for (let p = 0; p < this.config.partitions; p++) {
+        const s = toRingStats(this.core.stats(g.lane, p));
+        for (const k of Object.keys(sum) as (keyof RingStats)[]) sum[k] += s[k];
+      }
+    }
+    return sum;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const wake of [...this.waiting]) wake();
+    if (--this.broker.refs > 0) return;
+    if (this.config.name !== undefined) namedBrokers.delete(this.config.name);
+    this.core.close();
+    const groups: NativeGroup[] = [];
+    for (const t of this.topics.values()) groups.push(...t.groups.values());
+    await Promise.all(groups.map((g) => g.terminate()));
+    this.core.release();
+  }
+}
+
+function sliceBatch(b: EncodedBatch, from: number): EncodedBatch {
+  let skip = 0;
+  for (let i = 0; i < from; i++) skip += b.lens[i]!;
+  const lens = b.lens.slice(from, b.n);
+  return { text: b.text.slice(skip), lens, n: b.n - from, totalChars: b.totalChars - skip };
+}
+
+export function createNativeTransport(config: Record<string, unknown>, ctx: TransportContext): NativeTransport {
+  return new NativeTransport(parseConfig(nativeConfigSchema, config, 'transport'), ctx);
+}

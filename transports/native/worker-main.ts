@@ -1,0 +1,66 @@
+/**
+ * Entry of a native-transport consumer thread. Loads the handler module first (nothing is popped before it
+ * loads, so a module that fails to load loses nothing), then consumes its partitions until the stop flag
+ * is raised, and hands back whatever it popped but did not deliver.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { DeliveryHandler } from '../../src/transport.js';
+import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
+import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+
+export interface WorkerInit {
+  core: SharedCoreHandle;
+  settings: ConsumerSettings;
+  parts: number[];
+  handler: string;
+  userData: unknown;
+  /** Int32Array flag: 1 = stop. */
+  stop: SharedArrayBuffer;
+  waitUs: number;
+  spinUs: number;
+  drainMs: number;
+}
+
+export type WorkerMessage =
+  | { t: 'ready' }
+  | { t: 'load-error'; message: string }
+  | { t: 'dead'; dl: unknown }
+  | { t: 'stopped'; left: Pending[] }
+  | { t: 'fatal'; message: string };
+
+// A real dynamic import in both builds (tsc's CommonJS output would turn import() into require()).
+const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
+
+async function main(): Promise<void> {
+  const init = workerData as WorkerInit;
+  const port = parentPort!;
+  let handler: DeliveryHandler;
+  try {
+    const mod = (await importModule(init.handler)) as { default?: unknown; handler?: unknown; setup?: (data: unknown) => unknown };
+    const fn = typeof mod.default === 'function' ? mod.default : mod.handler;
+    if (typeof fn !== 'function') throw new TypeError(`module ${init.handler} exports no default (or "handler") function`);
+    if (typeof mod.setup === 'function') await mod.setup(init.userData);
+    handler = fn as DeliveryHandler;
+  } catch (err) {
+    port.postMessage({ t: 'load-error', message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) } satisfies WorkerMessage);
+    return;
+  }
+  const core = attachCore(init.core);
+  const stopFlag = new Int32Array(init.stop);
+  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) => port.postMessage({ t: 'dead', dl } satisfies WorkerMessage));
+  consumer.setPartitions(init.parts);
+  port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
+    if (m.t === 'assign') consumer.setPartitions(m.parts!);
+    else if (m.t === 'give') consumer.give(m.items!);
+  });
+  port.postMessage({ t: 'ready' } satisfies WorkerMessage);
+  await consumer.run(() => Atomics.load(stopFlag, 0) === 1 || core.closed, init.waitUs, init.spinUs);
+  const left = await consumer.stop(init.drainMs);
+  core.release();
+  port.postMessage({ t: 'stopped', left } satisfies WorkerMessage);
+  port.close();
+}
+
+main().catch((err: unknown) => {
+  parentPort?.postMessage({ t: 'fatal', message: err instanceof Error ? err.stack ?? err.message : String(err) });
+});
