@@ -24,9 +24,11 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
     for (let i = 0; i < total; i++) {
       let figures: WindowFigures | undefined;
       let heap: number | null = null;
+      // Each iteration (warmups too) gets its own Redis keys, so read-backs never see an earlier iteration's events.
+      const config = { ...variant.config, keyPrefix: `${variant.config.keyPrefix}${i}:` };
       const measured = await runner({
-        variant,
-        config: variant.config,
+        variant: { ...variant, config },
+        config,
         iteration: i,
         timed: async (fn) => {
           if (figures) throw new Error('ctx.timed called twice in one iteration');

@@ -63,7 +63,9 @@ export const publishingThroughput: Scenario = {
           baseline = b.id;
         }
         out.push(
-          variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: Math.max(batchSize, 1000) }, { baseline, seed: seedFor(cfg) }),
+          // Batched: each publisher calls publish() for all its events and awaits them together (the batcher
+          // bounds what is buffered); unbatched: each publisher awaits every publish().
+          variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: c.messageCount }, { baseline, seed: seedFor(cfg) }),
         );
       }
     return [...out, ...baselines.values()];

@@ -1,0 +1,85 @@
+/**
+ * The benchmark CLI: help, one-line errors, a tiny noop run producing valid JSON whose figures agree
+ * with the events the transport itself counted.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './run-cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function oneLineError(r: { code: number | null; stderr: string }): string {
+  expect(r.code).not.toBe(0);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() && !l.startsWith('(run with --help'));
+  expect(lines).toHaveLength(1);
+  expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  return lines[0]!;
+}
+
+describe('benchmark CLI', () => {
+  it('--help documents every flag', async () => {
+    const r = await runCli(['run', '--help']);
+    expect(r.code).toBe(0);
+    for (const flag of [
+      '--transport', '--scenario', '--message-count', '--message-size', '--batch-size', '--flush-interval', '--publishers',
+      '--consumers', '--partitions', '--rate', '--duration', '--iterations', '--warmup', '--redis-url', '--json', '--markdown', '--html',
+    ]) expect(r.stdout).toContain(flag);
+    const m = await runCli(['matrix', '--help']);
+    expect(m.stdout).toContain('--batch-sizes');
+  });
+
+  it('lists the scenarios', async () => {
+    const r = await runCli(['list']);
+    expect(r.code).toBe(0);
+    for (const s of ['publishing-throughput', 'extreme-batching', 'partition-scaling', 'latency-burst', 'latency-sustained', 'broker-throughput', 'message-size', 'consumer-groups', 'end-to-end'])
+      expect(r.stdout).toContain(s);
+  });
+
+  it('unknown scenario: one-line error, non-zero exit', async () => {
+    const line = oneLineError(await runCli(['run', '--scenario', 'no-such-thing']));
+    expect(line).toMatch(/Unknown scenario "no-such-thing"/);
+  });
+
+  it('bad flag values: one-line error, non-zero exit', async () => {
+    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--message-count', 'lots']))).toMatch(/message-count/);
+    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'carrier-pigeon']))).toMatch(/transport/);
+    expect(oneLineError(await runCli(['run', '--scenario', 'latency-burst', '--transport', 'noop']))).toMatch(/runs on/);
+  });
+
+  it('unreachable Redis: one-line error, non-zero exit', async () => {
+    const line = oneLineError(await runCli(['run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', 'redis://127.0.0.1:1', '--iterations', '1']));
+    expect(line).toMatch(/Cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+  });
+
+  it('a tiny noop run writes valid JSON whose throughput matches the events the transport counted', async () => {
+    const file = join(dir, 'noop.json');
+    const r = await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '20000', '--iterations', '2', '--warmup', '0', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    expect(report.schema).toBe('eventlane-benchmark/1');
+    expect(report.environment.cores).toBeGreaterThan(0);
+    expect(report.environment.node).toBe(process.versions.node);
+    const run = report.runs[0];
+    expect(run.scenario).toBe('publish-overhead');
+    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['publish-groups', 'publish-many', 'concurrent']);
+    for (const v of run.variants) {
+      expect(v.iterations).toHaveLength(2);
+      expect(v.delivery).toMatchObject({ sent: 40_000, received: 40_000, lost: 0, duplicated: 0, ok: true });
+      for (const it of v.iterations) {
+        // received is the noop transport's own counter of accepted events, independent of the harness
+        expect(it.received).toBe(20_000);
+        expect(it.throughput).toBeCloseTo(it.events / (it.durationMs / 1000), -2);
+        expect(it.durationMs).toBeLessThan(r.wallMs);
+        expect(it.peakRssMb).toBeGreaterThan(10);
+        expect(it.pid).not.toBe(process.pid);
+      }
+      // each measured iteration ran in its own process
+      expect(new Set(v.iterations.map((i: { pid: number }) => i.pid)).size).toBe(2);
+      expect(v.summary.throughput.min).toBeLessThanOrEqual(v.summary.throughput.mean);
+      expect(v.ratios.vsSeed).toBeGreaterThan(0);
+    }
+  }, 120_000);
+});
