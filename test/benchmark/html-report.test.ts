@@ -1,0 +1,64 @@
+/**
+ * The --html report renders in headless Chromium with its charts: throughput bars for every
+ * configuration and latency percentile curves, and loads nothing from the network.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './run-cli.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-html-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('HTML report', () => {
+  it('renders throughput bars and latency curves in headless Chromium', async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install -y chromium`).toBe(true);
+    const html = join(dir, 'report.html');
+    const json = join(dir, 'report.json');
+    const r = await runCli(['run', '--scenario', 'latency-burst', '--transport', 'memory', '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--quiet', '--html', html, '--json', json]);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    const variants = report.runs[0].variants.length;
+    expect(variants).toBe(2);
+
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    try {
+      const page = await browser.newPage();
+      const external: string[] = [];
+      const errors: string[] = [];
+      page.on('request', (req) => {
+        if (!req.url().startsWith('file:')) external.push(req.url());
+      });
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(pathToFileURL(html).href);
+
+      const bars = page.locator('svg.throughput-chart rect.bar');
+      expect(await bars.count()).toBe(variants);
+      for (let i = 0; i < variants; i++) {
+        const box = await bars.nth(i).boundingBox();
+        expect(box!.width).toBeGreaterThan(0);
+        expect(box!.height).toBeGreaterThan(0);
+      }
+      const curves = page.locator('svg.latency-chart polyline.latency-curve');
+      expect(await curves.count()).toBe(variants);
+      const box = await curves.first().boundingBox();
+      expect(box!.width).toBeGreaterThan(100);
+      expect(box!.height).toBeGreaterThan(10);
+      // seed figures are drawn beside ours
+      expect(await page.locator('svg.latency-chart circle.seed-point').count()).toBeGreaterThan(0);
+      // the embedded data is the same report
+      const embedded = JSON.parse((await page.locator('#benchmark-data').textContent())!);
+      expect(embedded.runs[0].variants[0].id).toBe(report.runs[0].variants[0].id);
+      expect(await page.locator('table tr').count()).toBe(variants + 1);
+      expect(external).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+});
