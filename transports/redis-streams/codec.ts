@@ -8,6 +8,11 @@ import type { OutgoingEvent } from '../../src/transport.js';
 
 export const WIRE_VERSION = '1';
 
+/** Buffer's undocumented but long-standing direct utf8 writer (skips `write`'s argument juggling). */
+interface Utf8Writer {
+  utf8Write(s: string, offset: number): number;
+}
+
 /** Width of eventlane ids; a batch whose ids all have it stores them concatenated. */
 export const ID_WIDTH = 26;
 
@@ -52,7 +57,7 @@ export class BatchEncoder {
         buf = this.scratch;
       }
       if (i > 0) buf[off++] = 0x2c; // ,
-      off += buf.write(json, off);
+      off += (buf as unknown as Utf8Writer).utf8Write(json, off);
       const id = ev.id;
       if (id.length !== ID_WIDTH) fixed = false;
       ids += id;

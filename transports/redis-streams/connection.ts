@@ -51,7 +51,14 @@ export class Connector {
       retryStrategy: (times: number) => Math.min(50 * times, 1000),
       connectionName: `eventlane:${role}:${process.pid}:${this.seq++}`,
     };
-    if (role !== 'read') o.commandTimeout = c.commandTimeoutMs;
+    if (role === 'command') o.commandTimeout = c.commandTimeoutMs;
+    if (role === 'publish') {
+      // Publishing never queues blind: a write waits for 'ready' (bounded by commandTimeoutMs, one
+      // timer per write, not per command) and is then sent, or rejected without being sent. Commands
+      // in flight when a connection drops reject instead of being silently resent later.
+      o.enableOfflineQueue = false;
+      o.autoResendUnfulfilledCommands = false;
+    }
     if (c.username !== undefined) o.username = c.username;
     if (c.password !== undefined) o.password = c.password;
     if (c.db !== undefined) o.db = c.db;
@@ -75,7 +82,7 @@ export class Connector {
         ...(c.cluster.options as ClusterOptions | undefined),
         lazyConnect: true,
         redisOptions,
-        enableOfflineQueue: true,
+        enableOfflineQueue: role !== 'publish',
         clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
         // Writes to different partitions land on different nodes: let ioredis group them per node.
         // (publish connections only: they send nothing but XADD, whose key ioredis always finds).
@@ -142,6 +149,8 @@ export function isConnectionProblem(err: unknown): boolean {
     m.includes('Connection is closed') ||
     m.includes('Command timed out') ||
     m.includes("Stream isn't writeable") ||
+    m.includes('enableOfflineQueue') ||
+    m.includes("isn't ready") ||
     m.includes('ECONNREFUSED') ||
     m.includes('ECONNRESET') ||
     m.includes('EPIPE') ||

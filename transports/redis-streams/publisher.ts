@@ -59,50 +59,80 @@ export class Publisher {
     return args;
   }
 
-  async write(units: readonly PublishUnit[]): Promise<WriteResult> {
+  /** Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs. */
+  private waitReady(client: Client): Promise<void> {
+    const ms = this.config.commandTimeoutMs;
+    return new Promise<void>((resolve, reject) => {
+      const onReady = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        client.off('ready', onReady);
+        reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`));
+      }, ms);
+      client.once('ready', onReady);
+    });
+  }
+
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
     const client = this.pool[this.next]!;
     this.next = (this.next + 1) % this.pool.length;
+    if (client.status !== 'ready') return this.waitReady(client).then(() => this.send(client, units));
+    return this.send(client, units);
+  }
+
+  private send(client: Client, units: readonly PublishUnit[]): Promise<WriteResult> {
     const now = Date.now();
     const perEvent = this.config.entryMode === 'event';
-    // Commands per unit, so each pipeline reply maps back to its unit.
+    const replies: Promise<unknown>[] = [];
+    // Commands per unit, so each reply maps back to its unit.
     const counts = new Array<number>(units.length);
-    const cluster = this.connector.isCluster;
-    const pipe: ChainableCommander | undefined = cluster ? undefined : client.pipeline();
-    const promises: Promise<unknown>[] | undefined = cluster ? [] : undefined;
-    const send = (args: (string | number)[]): void => {
-      if (pipe) (pipe as unknown as { xadd(...a: (string | number)[]): void }).xadd(...args);
-      else promises!.push((client as unknown as { xadd(...a: (string | number)[]): Promise<unknown> }).xadd(...args));
-    };
+    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
+    let pipe: ChainableCommander | undefined;
+    if (perEvent && !this.connector.isCluster) pipe = c.pipeline();
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const t = this.info(unit.type);
       const minId = t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
       if (!perEvent) {
-        const args = this.xaddArgs(t, unit.partition, minId);
+        const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
         this.encoder.push(args, unit.type, this.source, unit.events);
-        send(args);
+        replies.push(c.xadd(...args));
         counts[u] = 1;
       } else {
         const evs = unit.events;
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
           pushEventFields(args, evs[i]!, this.source);
-          send(args);
+          if (pipe) (pipe as unknown as { xadd(...a: unknown[]): void }).xadd(...args);
+          else replies.push(c.xadd(...args));
         }
         counts[u] = evs.length;
       }
     }
-    let replies: [Error | null, unknown][];
-    try {
-      if (pipe) {
-        replies = ((await pipe.exec()) ?? []) as [Error | null, unknown][];
-      } else {
-        const settled = await Promise.allSettled(promises!);
-        replies = settled.map((s) => (s.status === 'fulfilled' ? [null, s.value] : [s.reason as Error, undefined]));
-      }
-    } catch (err) {
-      throw this.wrap(err);
-    }
+    const all: Promise<[Error | null, unknown][]> = pipe
+      ? pipe.exec().then((r) => (r ?? []) as [Error | null, unknown][])
+      : Promise.allSettled(replies).then((settled) => settled.map((s) => (s.status === 'fulfilled' ? [null, s.value] : [s.reason as Error, undefined])));
+    // One timer per write bounds a server that accepted the connection but does not answer.
+    const ms = this.config.commandTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ConnectionError(`Write to ${this.connector.address} got no reply within ${ms} ms (transport.commandTimeoutMs); it may or may not have been applied`)), ms);
+    });
+    return Promise.race([all, timeout]).then(
+      (res) => {
+        clearTimeout(timer);
+        return this.results(units, counts, res);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        throw err instanceof ConnectionError ? err : this.wrap(err);
+      },
+    );
+  }
+
+  private results(units: readonly PublishUnit[], counts: number[], replies: [Error | null, unknown][]): WriteResult {
     let failed: (Error | undefined)[] | undefined;
     let r = 0;
     for (let u = 0; u < units.length; u++) {
