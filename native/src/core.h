@@ -154,11 +154,9 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
     const uint32_t seq = lane.notifier().Seq();
     for (uint32_t i = 0; i < nParts; i++) {
       const uint32_t p = parts[(start + i) % nParts];
+      *which = p;  // visible to emit
       uint32_t k = lane.ring(p).Pop(max, emit);
-      if (k > 0) {
-        *which = p;
-        return k;
-      }
+      if (k > 0) return k;
     }
     if (waitUs == 0 || core.closed()) return 0;
     const auto now = Clock::now();

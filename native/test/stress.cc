@@ -1,0 +1,210 @@
+// Stress test of the partition core, run under ThreadSanitizer and AddressSanitizer by
+// scripts/native-sanitize.sh. Exits non-zero on any lost, duplicated or out-of-order event.
+//
+// Phase 1 (block): P producers share R rings (multi-producer claims); each ring has one consumer at a time
+//   (C consumer threads own rings r % C). Every (producer, key) sequence must arrive exactly once, in order.
+// Phase 2 (drop-oldest): producers evict while consumers pop; what arrives must be in order without
+//   duplicates, and pushed == popped + droppedOldest exactly.
+// Phase 3 (drop-newest / error counters): single thread, exact counter arithmetic.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../src/core.h"
+
+using namespace eventlane;
+
+namespace {
+
+std::atomic<int> failures{0};
+
+void Fail(const char* what, long a, long b) {
+  if (failures.fetch_add(1) < 20) std::fprintf(stderr, "FAIL: %s (%ld, %ld)\n", what, a, b);
+}
+
+struct Config {
+  int producers, consumers, rings, keys, perProducer;
+  uint32_t capacity, arenaBytes;
+  int mode;
+};
+
+// Records: "p:k:seq:<padding>," — variable length so batches wrap the arena at odd places.
+std::string Record(int p, int k, long seq, std::mt19937& rng) {
+  std::string s = std::to_string(p) + ":" + std::to_string(k) + ":" + std::to_string(seq) + ":";
+  s.append(rng() % 40, 'x');
+  s += ',';
+  return s;
+}
+
+// Parses a popped span: records separated by ',' with optional ' ' between batches.
+template <typename F>
+void ParseSpan(const uint8_t* a, size_t n, F&& onRecord) {
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && a[i] == ' ') i++;
+    if (i >= n) break;
+    long v[3] = {0, 0, 0};
+    for (int f = 0; f < 3; f++) {
+      long x = 0;
+      while (i < n && a[i] != ':') x = x * 10 + (a[i++] - '0');
+      v[f] = x;
+      i++;  // ':'
+    }
+    while (i < n && a[i] != ',') {
+      if (a[i] != 'x') Fail("corrupt padding byte", long(a[i]), long(i));
+      i++;
+    }
+    i++;  // ','
+    onRecord(int(v[0]), int(v[1]), v[2]);
+  }
+}
+
+long Run(const Config& cfg, bool strictOrderNoLoss) {
+  Core core(cfg.capacity, cfg.arenaBytes);
+  const int laneId = core.CreateLane(uint32_t(cfg.rings));
+  Lane& lane = *core.lane(uint32_t(laneId));
+  std::atomic<int> producersLeft{cfg.producers};
+  // last[p][k]: last sequence seen (consumers of a key's ring are one thread at a time).
+  std::vector<std::vector<long>> last(cfg.producers, std::vector<long>(cfg.keys, -1));
+  std::atomic<long> received{0};
+
+  std::vector<std::thread> threads;
+  for (int p = 0; p < cfg.producers; p++) {
+    threads.emplace_back([&, p] {
+      std::mt19937 rng(1234 + p);
+      std::vector<long> seq(cfg.keys, 0);
+      int sent = 0;
+      while (sent < cfg.perProducer) {
+        // One batch for one ring: keys that map to the ring.
+        const int ring = int(rng() % cfg.rings);
+        const int batch = 1 + int(rng() % 64);
+        std::string text;
+        std::vector<uint32_t> lens;
+        for (int b = 0; b < batch && sent < cfg.perProducer; b++) {
+          int k = int(rng() % (cfg.keys / cfg.rings)) * cfg.rings + ring;  // k % rings == ring
+          std::string r = Record(p, k, seq[k]++, rng);
+          lens.push_back(uint32_t(r.size()));
+          text += r;
+          sent++;
+        }
+        uint32_t done = 0;
+        size_t off = 0;
+        Ring& r = lane.ring(uint32_t(ring));
+        while (done < lens.size()) {
+          Reservation res;
+          if (!r.Reserve(lens.data() + done, uint32_t(lens.size() - done), cfg.mode == kAllOrNothing, &res)) {
+            if (cfg.mode == kEvictOldest) {
+              if (r.Evict(uint32_t(lens.size() - done)) == 0) std::this_thread::yield();
+              continue;
+            }
+            std::this_thread::yield();  // block: wait for consumers
+            continue;
+          }
+          std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
+          r.Commit(res);
+          lane.notifier().Notify();
+          done += res.count;
+          off += res.bytes;
+        }
+      }
+      producersLeft.fetch_sub(1);
+      lane.notifier().Notify();
+    });
+  }
+  for (int c = 0; c < cfg.consumers; c++) {
+    threads.emplace_back([&, c] {
+      std::vector<uint32_t> parts;
+      for (int r = c; r < cfg.rings; r += cfg.consumers) parts.push_back(uint32_t(r));
+      uint32_t start = 0, which = 0;
+      auto onRecord = [&](int p, int k, long s) {
+        if (p < 0 || p >= cfg.producers || k < 0 || k >= cfg.keys) return Fail("bad record", p, k);
+        if (uint32_t(k % cfg.rings) != which) Fail("record in the wrong ring", k, which);
+        long& l = last[p][k];
+        if (strictOrderNoLoss ? s != l + 1 : s <= l) Fail(strictOrderNoLoss ? "gap, duplicate or reorder" : "duplicate or reorder", l, s);
+        l = s;
+        received.fetch_add(1, std::memory_order_relaxed);
+      };
+      for (;;) {
+        bool drained = producersLeft.load() == 0;
+        uint32_t k = PopAny(core, lane, parts.data(), uint32_t(parts.size()), start++, 97, 2000, 20, &which,
+                            [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
+                              ParseSpan(a, na, onRecord);
+                              if (b) ParseSpan(b, nb, onRecord);
+                            });
+        if (k == 0 && drained) {
+          bool empty = true;
+          for (uint32_t r : parts) empty = empty && lane.ring(r).Size() == 0;
+          if (empty) break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  uint64_t pushed = 0, popped = 0, dropped = 0;
+  for (int r = 0; r < cfg.rings; r++) {
+    Counters& c = lane.ring(uint32_t(r)).counters();
+    pushed += c.pushed.load();
+    popped += c.popped.load();
+    dropped += c.droppedOldest.load();
+  }
+  const long total = long(cfg.producers) * cfg.perProducer;
+  if (long(pushed) != total) Fail("pushed counter", long(pushed), total);
+  if (long(popped + dropped) != total) Fail("popped + droppedOldest != pushed", long(popped + dropped), total);
+  if (received.load() != long(popped)) Fail("received != popped counter", received.load(), long(popped));
+  if (strictOrderNoLoss) {
+    if (received.load() != total) Fail("lost events", received.load(), total);
+  }
+  std::printf("  producers=%d consumers=%d rings=%d: pushed=%llu popped=%llu droppedOldest=%llu\n", cfg.producers,
+              cfg.consumers, cfg.rings, (unsigned long long)pushed, (unsigned long long)popped,
+              (unsigned long long)dropped);
+  return received.load();
+}
+
+void Counters3() {
+  Ring r(8, 1024);
+  const char* rec = "abcdefg,";
+  std::vector<uint32_t> lens(20, 8);
+  std::string text;
+  for (int i = 0; i < 20; i++) text += rec;
+  Reservation res;
+  // error (all or nothing): 20 records never fit 8 slots
+  if (r.Reserve(lens.data(), 20, true, &res)) Fail("all-or-nothing accepted an oversized batch", 0, 0);
+  // drop-newest: prefix of 8 fits
+  if (!r.Reserve(lens.data(), 20, false, &res) || res.count != 8) Fail("partial reserve count", res.count, 8);
+  std::memcpy(r.arena() + res.dst, text.data(), res.bytes);
+  r.Commit(res);
+  if (r.Size() != 8) Fail("size after commit", r.Size(), 8);
+  if (r.Evict(3) != 3) Fail("evict count", 0, 3);
+  if (r.counters().droppedOldest.load() != 3) Fail("droppedOldest counter", long(r.counters().droppedOldest.load()), 3);
+  uint32_t got = r.Pop(100, [&](const uint8_t* a, size_t na, const uint8_t*, size_t, uint32_t k) {
+    if (na != size_t(k) * 8) Fail("pop span", long(na), long(k) * 8);
+    if (std::memcmp(a, rec, 8) != 0) Fail("pop bytes", 0, 0);
+  });
+  if (got != 5) Fail("pop count", got, 5);
+  if (r.counters().pushed.load() != 8 || r.counters().popped.load() != 5) Fail("pushed/popped counters", 0, 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int scale = argc > 1 ? std::atoi(argv[1]) : 1;
+  std::printf("phase 1: block, multi-producer rings, exactly once in order\n");
+  Run({4, 3, 6, 60, 20000 * scale, 256, 4096, kPartial}, true);
+  Run({3, 2, 2, 20, 20000 * scale, 64, 1024, kPartial}, true);  // tiny arena: constant wrap and backpressure
+  std::printf("phase 2: drop-oldest under contention\n");
+  Run({3, 2, 4, 40, 20000 * scale, 32, 1024, kEvictOldest}, false);
+  std::printf("phase 3: counters\n");
+  Counters3();
+  if (failures.load() > 0) {
+    std::fprintf(stderr, "%d failures\n", failures.load());
+    return 1;
+  }
+  std::printf("OK\n");
+  return 0;
+}
