@@ -86,3 +86,53 @@ export async function publishAndWork(ctx: RunContext, workMs: number, subscribeE
     await bus.close();
   }
 }
+
+/**
+ * publishAndWork with handlers on worker threads (native transport: `workers` + a handler module).
+ * Deliveries are counted by the workers in shared memory.
+ */
+export async function publishAndWorkInWorkers(ctx: RunContext, workMs: number, workers: number, handlerPath: string): Promise<Measured> {
+  const c = ctx.config;
+  const payloads = sizedPayloads(c.messageCount, c.messageSize);
+  const bus = await benchBus(c);
+  // Warm-up events (ids after the measured ones) reach every partition before the window, so worker
+  // start-up (thread, module load) is not timed; the counters are reset after them.
+  const warm = sizedPayloads(payloads.length + workers * 4, c.messageSize).slice(payloads.length);
+  const shared = { received: new SharedArrayBuffer(4), unique: new SharedArrayBuffer(4), seen: new SharedArrayBuffer(4 * (payloads.length + warm.length)), workMs };
+  const received = new Int32Array(shared.received);
+  const unique = new Int32Array(shared.unique);
+  try {
+    await bus.subscribe('bench.sized', { group: 'workers', workers, handler: handlerPath, workerData: shared }, undefined as never);
+    await bus.publishMany('bench.sized', warm);
+    const until = performance.now() + 30_000;
+    while (Atomics.load(received, 0) < warm.length && performance.now() < until) await new Promise((res) => setTimeout(res, 2));
+    Atomics.store(received, 0, 0);
+    Atomics.store(unique, 0, 0);
+    let publishMs = 0;
+    await ctx.timed(async () => {
+      const t0 = performance.now();
+      for (let i = 0; i < payloads.length; i += 1000) await bus.publishMany('bench.sized', payloads.slice(i, i + 1000));
+      publishMs = performance.now() - t0;
+      let last = -1;
+      let idle = performance.now();
+      while (Atomics.load(unique, 0) < payloads.length) {
+        const r = Atomics.load(received, 0);
+        if (r !== last) {
+          last = r;
+          idle = performance.now();
+        } else if (performance.now() - idle > 30_000) break;
+        await new Promise((res) => setTimeout(res, 1));
+      }
+    });
+    return {
+      events: Atomics.load(unique, 0),
+      sent: payloads.length,
+      received: Atomics.load(received, 0),
+      unique: Atomics.load(unique, 0),
+      extra: { publishMs: Math.round(publishMs * 10) / 10, workers },
+      verifiedBy: 'payload ids counted by the worker handlers in shared memory',
+    };
+  } finally {
+    await bus.close();
+  }
+}

@@ -1,22 +1,18 @@
 /**
  * partition-scaling (seed 000): 10,000 events, ~1 ms of CPU busy loop each, 1/2/4/8 partitions with
  * one consumer per partition. On memory every handler runs on the main thread, so this shows the
- * single-thread ceiling (~1,000/s); native's worker consumers are what can scale.
+ * single-thread ceiling (~1,000/s); on native the handlers run on one worker thread per partition.
  */
-import { publishAndWork } from '../lib/consume-run.js';
+import { fileURLToPath } from 'node:url';
+import { publishAndWork, publishAndWorkInWorkers } from '../lib/consume-run.js';
 import { sweep } from '../lib/config.js';
-import type { BenchConfig, Scenario } from '../lib/types.js';
+import type { Scenario } from '../lib/types.js';
 import { variant } from './helpers.js';
 
 const SEED: Record<number, number> = { 1: 1159, 4: 4211, 8: 5230, 15: 5269 };
 
-/**
- * Plug-in point for worker consumers: the subscribe options that move handlers off the main thread.
- * Inline (main-thread) handlers everywhere until the native transport reports its worker API.
- */
-export function workerSubscribeOptions(_c: BenchConfig): Record<string, unknown> {
-  return {};
-}
+/** Worker-thread handler module used with the native transport (`workers` + `handler` subscribe options). */
+const BUSY_HANDLER = fileURLToPath(new URL('../workers/busy-handler.mjs', import.meta.url));
 
 export const partitionScaling: Scenario = {
   name: 'partition-scaling',
@@ -34,6 +30,11 @@ export const partitionScaling: Scenario = {
     );
   },
   runners: {
-    work: (ctx) => publishAndWork(ctx, Number(ctx.variant.params['workMs'] ?? 1), workerSubscribeOptions(ctx.config)),
+    work: (ctx) => {
+      const workMs = Number(ctx.variant.params['workMs'] ?? 1);
+      return ctx.config.transport === 'native'
+        ? publishAndWorkInWorkers(ctx, workMs, ctx.config.consumers, BUSY_HANDLER)
+        : publishAndWork(ctx, workMs);
+    },
   },
 };
