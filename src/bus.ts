@@ -230,8 +230,9 @@ export class EventBus<M extends EventMap> {
   /**
    * Consumes `type` as a member of `options.group`.
    * @example await bus.subscribe('order.created', { group: 'billing', concurrency: 16 }, async (e) => charge(e.data));
+   * The handler may be omitted when the transport runs handler modules itself (native: `{ workers, handler: url }`).
    */
-  async subscribe<K extends EventName<M>>(type: K, options: SubscribeOptions, handler: EventHandler<M, K>): Promise<Subscription> {
+  async subscribe<K extends EventName<M>>(type: K, options: SubscribeOptions, handler?: EventHandler<M, K>): Promise<Subscription> {
     if (this.closing) throw new ClosedError();
     const t = this.types.get(type);
     if (t === undefined) throw new UnknownEventError(type, this.events.names);

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { availableImplementation, createCore, nativeLoadError, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
+
+const enc = (records: string[]) => {
+  const text = records.join('');
+  return { text, lens: Uint32Array.from(records.map((r) => r.length)), n: records.length, total: text.length };
+};
+const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `[${from + i}],`);
+const decode = (s: string | null): number[] => (s === null ? [] : (JSON.parse('[' + s.slice(0, -1) + ']') as number[][]).map((a) => a[0]!));
+
+describe('native addon loading', () => {
+  it('loads the addon on this platform (prebuilt or local build)', () => {
+    expect(nativeLoadError()).toBeUndefined();
+    expect(availableImplementation()).toBe('native');
+  });
+});
+
+describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
+  const core = (capacity = 8, arena = 1024): PartitionCore => createCore(capacity, arena, impl, () => {});
+  const info = new Uint32Array(2);
+  const popAll = (c: PartitionCore, lane: number, p = 0, max = 1000) => decode(c.pop(lane, Uint32Array.of(p), 1, 0, max, info, 0, 0));
+  const push = (c: PartitionCore, lane: number, p: number, records: string[], mode: number) => {
+    const b = enc(records);
+    return c.push(lane, p, b.text, b.lens, b.n, b.total, mode);
+  };
+
+  it('is the requested implementation', () => {
+    expect(core().kind).toBe(impl);
+  });
+
+  it('validates capacity and arena size, rounding up to powers of two', () => {
+    expect(() => core(1)).toThrow(RangeError);
+    expect(() => core(2 ** 25)).toThrow(RangeError);
+    expect(() => core(8, 100)).toThrow(RangeError);
+    const c = core(1000, 5000);
+    expect(c.capacity).toBe(1024);
+    expect(c.arenaBytes).toBe(8192);
+    expect(() => c.createLane(0)).toThrow(RangeError);
+  });
+
+  it('pushes and pops batches in order, across arena wrap-around', () => {
+    const c = core(16, 1024);
+    const lane = c.createLane(2);
+    let next = 0;
+    let got: number[] = [];
+    for (let round = 0; round < 200; round++) {
+      const n = 1 + (round % 7);
+      const r = Array.from({ length: n }, (_, i) => `[${next + i},"${'x'.repeat((round * 13) % 90)}"],`);
+      expect(push(c, lane, 1, r, PushMode.partial)).toBe(n);
+      next += n;
+      got = got.concat(popAll(c, lane, 1, 1 + (round % 5)));
+      got = got.concat(popAll(c, lane, 1, 1000));
+    }
+    expect(got).toEqual(Array.from({ length: next }, (_, i) => i));
+    expect(toRingStats(c.stats(lane, 1))).toMatchObject({ pushed: next, popped: next, size: 0 });
+  });
+
+  it('keeps non-ASCII payloads intact', () => {
+    const c = core();
+    const lane = c.createLane(1);
+    const r = ['["é",1],', '["日本",2],', '["😀",3],'];
+    expect(push(c, lane, 0, r, PushMode.partial)).toBe(3);
+    const s = c.pop(lane, Uint32Array.of(0), 1, 0, 10, info, 0, 0);
+    expect(JSON.parse('[' + s!.slice(0, -1) + ']')).toEqual([['é', 1], ['日本', 2], ['😀', 3]]);
+  });
+
+  it('tryPublish semantics: a partial push reports how many fit (0 = full)', () => {
+    const c = core(8);
+    const lane = c.createLane(1);
+    expect(push(c, lane, 0, recs(10), PushMode.partial)).toBe(8);
+    expect(push(c, lane, 0, recs(1, 10), PushMode.partial)).toBe(0);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: 8, droppedNewest: 0, rejected: 0, size: 8 });
+  });
+
+  it('counts drop-newest, drop-oldest and error exactly', () => {
+    const c = core(8);
+    const dn = c.createLane(1);
+    expect(push(c, dn, 0, recs(13), PushMode.dropNewest)).toBe(8);
+    expect(toRingStats(c.stats(dn, 0))).toMatchObject({ pushed: 8, droppedNewest: 5, size: 8 });
+    expect(popAll(c, dn)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+
+    const dold = c.createLane(1);
+    expect(push(c, dold, 0, recs(5), PushMode.evictOldest)).toBe(5);
+    expect(push(c, dold, 0, recs(8, 5), PushMode.evictOldest)).toBe(8);
+    expect(toRingStats(c.stats(dold, 0))).toMatchObject({ pushed: 13, droppedOldest: 5, size: 8 });
+    expect(popAll(c, dold)).toEqual([5, 6, 7, 8, 9, 10, 11, 12]);
+
+    const err = c.createLane(1);
+    expect(push(c, err, 0, recs(6), PushMode.allOrNothing)).toBe(6);
+    expect(push(c, err, 0, recs(3, 6), PushMode.allOrNothing)).toBe(0);
+    expect(toRingStats(c.stats(err, 0))).toMatchObject({ pushed: 6, rejected: 3, size: 6 });
+  });
+
+  it('rejects a record larger than the arena with ERR_PAYLOAD_TOO_LARGE', () => {
+    const c = core(8, 1024);
+    const lane = c.createLane(1);
+    expect(() => push(c, lane, 0, [`["${'x'.repeat(2000)}"],`], PushMode.partial)).toThrow(expect.objectContaining({ code: 'ERR_PAYLOAD_TOO_LARGE' }));
+  });
+
+  it('throws ERR_CLOSED after close, and pop returns null at once', () => {
+    const c = core();
+    const lane = c.createLane(1);
+    c.close();
+    expect(c.closed).toBe(true);
+    expect(() => push(c, lane, 0, recs(1), PushMode.partial)).toThrow(expect.objectContaining({ code: 'ERR_CLOSED' }));
+    const t0 = performance.now();
+    expect(c.pop(lane, Uint32Array.of(0), 1, 0, 10, info, 0, 0)).toBeNull();
+    expect(performance.now() - t0).toBeLessThan(50);
+  });
+
+  it('shares rings with another thread through share()/attachCore', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const c = core(64, 4096);
+    const lane = c.createLane(1);
+    const loader = new URL('../../native/loader.ts', import.meta.url).href;
+    const api = new URL('../../node_modules/tsx/dist/esm/api/index.mjs', import.meta.url).href;
+    const code = `
+      const { workerData, parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(api)}).then(async (t) => {
+        t.register();
+        const { attachCore } = await import(${JSON.stringify(loader)});
+        const core = attachCore(workerData);
+        const info = new Uint32Array(2);
+        let got = [];
+        while (got.length < 100) {
+          const s = core.pop(workerData.lane, Uint32Array.of(0), 1, 0, 16, info, 20000, 50);
+          if (s) got = got.concat(JSON.parse('[' + s.slice(0, -1) + ']').map((a) => a[0]));
+          if (core.closed) break;
+        }
+        core.release();
+        parentPort.postMessage(got);
+      });`;
+    const w = new Worker(code, { eval: true, workerData: c.share(lane) });
+    const result = new Promise<number[]>((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    });
+    for (let i = 0; i < 100; i += 10) {
+      let left = recs(10, i);
+      while (left.length) {
+        const k = push(c, lane, 0, left, PushMode.partial);
+        left = left.slice(k);
+        if (left.length) await new Promise((r) => setTimeout(r, 1));
+      }
+    }
+    expect(await result).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    await w.terminate();
+    c.close();
+  });
+});

@@ -1,0 +1,198 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  BackpressureError,
+  ClosedError,
+  ConfigError,
+  createEventBus,
+  defineEvents,
+  PayloadTooLargeError,
+  TimeoutError,
+  type EventBus,
+} from '../../src/index.js';
+import type { NativeTransport } from '../../transports/native/index.js';
+import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
+
+const events = defineEvents({
+  tick: z.object({ seq: z.number().int(), pad: z.string().optional() }),
+});
+type Bus = EventBus<typeof events>;
+const ticks = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i }));
+const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
+const fast = { retry: { backoff: { initialMs: 10, maxMs: 20, multiplier: 1, jitter: 0 } } };
+
+describe.each(['native', 'js'] as const)('native transport (%s)', (implementation) => {
+  const open: Bus[] = [];
+  afterEach(async () => {
+    await Promise.allSettled(open.splice(0).map((b) => b.close()));
+  });
+  async function bus(transport: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Bus> {
+    const b = await createEventBus({
+      service: 'native-test',
+      events,
+      transport: { type: 'native', implementation, name: uniqueName('nt'), ...transport },
+      ...extra,
+    });
+    open.push(b);
+    return b;
+  }
+  const transportOf = (b: Bus) => b.transport as NativeTransport;
+
+  it('uses the requested implementation', async () => {
+    const b = await bus();
+    expect(transportOf(b).implementation).toBe(implementation);
+  });
+
+  it('rejects bad partition counts and capacities with ConfigError naming the field', async () => {
+    await expect(bus({ partitions: 0 })).rejects.toBeInstanceOf(ConfigError);
+    await expect(bus({ capacity: 1 })).rejects.toThrow(/capacity/);
+    await expect(bus({ backpressure: 'sometimes' })).rejects.toThrow(/backpressure/);
+    const b = await bus({ capacity: 1000 });
+    expect(transportOf(b).core.capacity).toBe(1024);
+  });
+
+  // A consumer holding one event (batchSize 1, handler stuck) so the ring fills.
+  async function stuckConsumer(b: Bus) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'g' }, async (e) => {
+      seen.push(e.data.seq);
+      await gate;
+    });
+    return { seen, release };
+  }
+
+  it('drop-newest: accepts what fits and counts the rest exactly', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'drop-newest', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    await b.publishMany('tick', ticks(10));
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, droppedNewest: 6 });
+    release();
+    await waitFor(() => seen.length === 4, 5000, '4 events');
+    expect(seen).toEqual([0, 1, 2, 3]);
+  });
+
+  it('drop-oldest: keeps the newest and counts evictions exactly', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'drop-oldest', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    await b.publishMany('tick', ticks(10));
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 10, droppedOldest: 6 });
+    release();
+    await waitFor(() => seen.length === 4, 5000, '4 events');
+    expect(seen).toEqual([6, 7, 8, 9]);
+  });
+
+  it('error: rejects a unit that does not fit with BackpressureError, counted as rejected', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    await expect(b.publishMany('tick', ticks(10))).rejects.toBeInstanceOf(BackpressureError);
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 0, rejected: 10 });
+    await b.publishMany('tick', ticks(4, 100));
+    release();
+    await waitFor(() => seen.length === 4, 5000, '4 events');
+    expect(seen).toEqual([100, 101, 102, 103]);
+  });
+
+  it('block: waits for room without freezing the event loop, and loses nothing', async () => {
+    const b = await bus({ capacity: 8, backpressure: 'block', batchSize: 4 });
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'g' }, async (e) => {
+      seen.push(e.data.seq);
+      await sleep(0);
+    });
+    let ticksOfLoop = 0;
+    const timer = setInterval(() => ticksOfLoop++, 1);
+    await b.publishMany('tick', ticks(500));
+    clearInterval(timer);
+    await waitFor(() => seen.length === 500, 10_000, '500 events');
+    expect(seen).toEqual(ticks(500).map((t) => t.seq));
+    expect(ticksOfLoop).toBeGreaterThan(0);
+  });
+
+  it('block: rejects with TimeoutError after publishTimeoutMs when nobody consumes', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 100 });
+    const { release } = await stuckConsumer(b);
+    await expect(b.publishMany('tick', ticks(10))).rejects.toBeInstanceOf(TimeoutError);
+    release();
+  });
+
+  it('rejects an oversized payload with PayloadTooLargeError and sends nothing', async () => {
+    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
+    await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+  });
+
+  it('rejects publish after close with ClosedError', async () => {
+    const b = await bus();
+    await b.close();
+    await expect(b.publish('tick', { seq: 1 })).rejects.toBeInstanceOf(ClosedError);
+  });
+
+  it('worker consumers: every event exactly once, per-key order kept', async () => {
+    const b = await bus({ partitions: 4, capacity: 1024 });
+    const counters = new SharedArrayBuffer(12);
+    const c = new Int32Array(counters);
+    const sub = await b.subscribe('tick', { group: 'w', workers: 3, handler: fixture('count-handler.mjs'), workerData: { counters } });
+    const n = 20_000;
+    await b.publishMany('tick', ticks(n), { key: (d) => `k${d.seq % 13}` });
+    await waitFor(() => Atomics.load(c, 0) >= n, 15_000, `${n} events in workers`);
+    await sleep(50);
+    expect(Atomics.load(c, 0)).toBe(n);
+    expect(Atomics.load(c, 1)).toBe(((n * (n - 1)) / 2) | 0);
+    expect(Atomics.load(c, 2)).toBe(0);
+    const t0 = Date.now();
+    await sub.close();
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('worker consumers: failures are retried, then dead-lettered', async () => {
+    const b = await bus({ partitions: 2 });
+    const counters = new SharedArrayBuffer(8);
+    const c = new Int32Array(counters);
+    await b.subscribe('tick', { group: 'f', workers: 2, maxDeliveries: 3, ...fast, handler: fixture('flaky-handler.mjs'), workerData: { counters } });
+    await b.publishMany('tick', ticks(30));
+    await waitFor(async () => Atomics.load(c, 0) === 27 && (await b.transport.deadLetters!('tick', 'f')).length === 3, 10_000, 'retries and dead letters');
+    const dead = await b.transport.deadLetters!('tick', 'f');
+    expect(dead.map((d) => (d.event!.data as { seq: number }).seq).sort((x, y) => x - y)).toEqual([0, 10, 20]);
+    expect(dead.every((d) => d.attempts === 3 && d.error.includes('poison'))).toBe(true);
+  });
+
+  it.each(['throws-on-load.mjs', 'no-default.mjs', 'missing-module.mjs'])(
+    'a worker module that fails to load (%s) rejects with ConfigError and loses nothing',
+    async (mod) => {
+      const b = await bus({ partitions: 2 });
+      const seen = new Set<number>();
+      await b.publishMany('tick', ticks(50));
+      await expect(b.subscribe('tick', { group: 'x', startFrom: '0', workers: 2, handler: fixture(mod) })).rejects.toBeInstanceOf(ConfigError);
+      await b.publishMany('tick', ticks(50, 50));
+      await b.subscribe('tick', { group: 'x', startFrom: '0' }, (e) => void seen.add(e.data.seq));
+      await waitFor(() => seen.size === 100, 5000, 'all 100 events in the group');
+    },
+  );
+
+  it('closing a worker subscription hands undelivered events back to the group', async () => {
+    const b = await bus({ partitions: 1, capacity: 4096 });
+    const counters = new SharedArrayBuffer(4);
+    const c = new Int32Array(counters);
+    const sub = await b.subscribe('tick', { group: 'h', workers: 1, handler: fixture('slow-handler.mjs'), workerData: { counters } });
+    await b.publishMany('tick', ticks(300));
+    await waitFor(() => Atomics.load(c, 0) > 10, 5000, 'some events in the worker');
+    await sub.close();
+    const inWorker = Atomics.load(c, 0);
+    const seen = new Set<number>();
+    await b.subscribe('tick', { group: 'h' }, (e) => void seen.add(e.data.seq));
+    await waitFor(() => inWorker + seen.size >= 300, 5000, 'the rest on the main thread');
+    expect(inWorker + seen.size).toBe(300);
+  });
+
+  it('bus.close() with running workers does not hang', async () => {
+    const b = await bus({ partitions: 2 });
+    const counters = new SharedArrayBuffer(12);
+    await b.subscribe('tick', { group: 'c', workers: 2, handler: fixture('count-handler.mjs'), workerData: { counters } });
+    await b.publishMany('tick', ticks(100));
+    const t0 = Date.now();
+    await b.close();
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+});
