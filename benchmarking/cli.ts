@@ -3,7 +3,7 @@
  * With no command it runs the short default suite on the in-process transport.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { runCommand, matrixCommand, suiteCommand, listCommand } from './lib/commands.js';
+import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand } from './lib/commands.js';
 import { addConfigFlags } from './lib/flags.js';
 import { intListArg, UsageError } from './lib/config.js';
 
@@ -37,6 +37,15 @@ addConfigFlags(
     .option('--all', 'every scenario on its seed transport with its seed configuration (unavailable transports are reported as skipped)')
     .option('--quick', 'with --all: the short settings of the default suite'),
 ).action((o) => suiteCommand(o));
+
+program
+  .command('report')
+  .description('re-render a saved --json report as a table, --markdown and/or --html')
+  .requiredOption('--from <file>', 'the JSON report to read')
+  .option('--json <file>', 'write a copy of the JSON report')
+  .option('--markdown <file>', 'write Markdown (replaces the marked results section if the file has one)')
+  .option('--html <file>', 'write the self-contained HTML report')
+  .action((o) => reportCommand(o));
 
 program
   .command('list')

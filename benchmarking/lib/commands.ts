@@ -1,7 +1,7 @@
 /**
  * The CLI commands: preflight (transport available, Redis reachable), running, progress, output.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { renderHtml } from '../report/html.js';
 import { writeMarkdown } from '../report/markdown.js';
@@ -59,6 +59,7 @@ async function preflight(transport: TransportName, config: BenchConfig): Promise
 
 async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: ScenarioResult) => void): Promise<BenchReport> {
   let redis: string | null = null;
+  const loadAtStart = environment(null).loadAvg;
   const runs: ScenarioResult[] = [];
   const progress = new Progress(Boolean(o['quiet']));
   const runOpts: RunOptions = {
@@ -86,7 +87,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     schema: SCHEMA,
     generatedAt: new Date().toISOString(),
     command: `npm run benchmark --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
-    environment: environment(redis),
+    environment: { ...environment(redis), loadAvg: loadAtStart },
     runs,
   };
   output(report, o);
@@ -178,4 +179,16 @@ export function listCommand(): void {
       .join(' ');
     process.stdout.write(`${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n`);
   }
+}
+
+/** Re-renders a saved `--json` report as terminal text, Markdown and/or HTML. */
+export async function reportCommand(o: Opts): Promise<void> {
+  let report: BenchReport;
+  try {
+    report = JSON.parse(readFileSync(o['from'], 'utf8')) as BenchReport;
+  } catch (err) {
+    throw new UsageError(`Cannot read report ${o['from']}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (report.schema !== SCHEMA) throw new UsageError(`${o['from']} is not an ${SCHEMA} report.`);
+  output(report, o);
 }

@@ -24,7 +24,7 @@ export const extremeBatching: Scenario = {
   description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (seed: 30 s).',
   transports: ['noop', 'memory', 'native', 'redis'],
   defaults: { batchSize: 1000, messageSize: 128, duration: 3, iterations: 3, warmup: 1 },
-  quick: { duration: 1, iterations: 1, warmup: 0 },
+  quick: { duration: 0.5, iterations: 1, warmup: 0 },
   variants(c, explicit) {
     const rows = TABLE.filter(
       ([d, w]) => (!explicit.has('flushInterval') || d === c.flushInterval) && (!explicit.has('publishers') || w === c.publishers),
