@@ -94,8 +94,8 @@ class NativeCore implements PartitionCore {
   push(lane: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number {
     return this.c.push(lane, partition, text, charLens, n, totalChars, mode);
   }
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number): string | null {
-    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs);
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null {
+    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs);
   }
   stats(lane: number, partition: number): number[] {
     return this.c.stats(lane, partition);

@@ -45,8 +45,9 @@ export interface PartitionCore {
    * Pops up to `max` records from the first non-empty ring of `parts[0..nParts)` (round-robin from `start`).
    * `info[0]` receives the count, `info[1]` the partition. With `waitUs > 0` (worker threads only) it spins
    * for `spinUs`, then sleeps until data, close, or `waitUs` (capped at 50 ms). Returns null when empty.
+   * `offs` (max + 1 entries) receives each record's start in the returned string and the end.
    */
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number): string | null;
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null;
   /** [pushed, popped, droppedNewest, droppedOldest, rejected, size] */
   stats(lane: number, partition: number): number[];
   /** Wakes threads waiting in `pop` on the lane. */

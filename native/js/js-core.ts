@@ -55,7 +55,7 @@ class JsRing {
       {
         ctl: new SharedArrayBuffer(CTL_INTS * 4),
         counters: new SharedArrayBuffer(8 * 8),
-        slots: new SharedArrayBuffer(cap * 12),
+        slots: new SharedArrayBuffer(cap * 16),
         arena: new SharedArrayBuffer(arenaBytes),
       },
       cap,
@@ -67,7 +67,7 @@ class JsRing {
   }
   /** Releases [h, h+k) in order, after any earlier claim was released. */
   release(h: number, k: number): void {
-    const end = this.slots[(((h + k - 1) & (this.cap - 1)) * 3) + 2]!;
+    const end = this.slots[(((h + k - 1) & (this.cap - 1)) * 4) + 2]!;
     while (Atomics.load(this.ctl, REL_SLOT) !== (h | 0)) {
       /* a concurrent claim is being released; it takes nanoseconds */
     }
@@ -202,10 +202,11 @@ export class JsCore implements PartitionCore {
       let logical = (ta + pad) | 0;
       let chars = 0;
       for (let i = 0; i < k; i++) {
-        const s = ((t + i) & mask) * 3;
+        const s = ((t + i) & mask) * 4;
         const len = lens[done + i]!;
         slots[s] = pos;
         slots[s + 1] = len;
+        slots[s + 3] = charLens[done + i]!;
         pos += len;
         logical = (logical + len) | 0;
         slots[s + 2] = i + 1 === k ? (logical + 1) | 0 : logical;
@@ -230,7 +231,8 @@ export class JsCore implements PartitionCore {
     return done;
   }
 
-  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number): string | null {
+  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null {
+    if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('offs must hold max + 1 entries');
     const lane = this.lanes.get(laneId);
     info[0] = 0;
     if (!lane || nParts === 0) return null;
@@ -242,7 +244,7 @@ export class JsCore implements PartitionCore {
         const p = parts[(start + i) % nParts]!;
         const ring = lane.rings[p];
         if (!ring) throw new RangeError('bad partition');
-        const s = popRing(ring, max || 1, info);
+        const s = popRing(ring, max || 1, info, offs);
         if (s !== null) {
           info[1] = p;
           return s;
@@ -300,7 +302,7 @@ function fit(lens: ArrayLike<number>, from: number, maxN: number, avail: number)
   return [k, sum];
 }
 
-function popRing(ring: JsRing, max: number, info: Uint32Array): string | null {
+function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array | undefined): string | null {
   const { ctl, slots, arena } = ring;
   const mask = ring.cap - 1;
   let h: number;
@@ -311,18 +313,25 @@ function popRing(ring: JsRing, max: number, info: Uint32Array): string | null {
     if (k === 0) return null;
     if (Atomics.compareExchange(ctl, HEAD, h, (h + k) | 0) === h) break;
   }
-  let segStart = slots[(h & mask) * 3]!;
-  let segEnd = segStart + slots[(h & mask) * 3 + 1]!;
+  let segStart = slots[(h & mask) * 4]!;
+  let segEnd = segStart + slots[(h & mask) * 4 + 1]!;
+  let charPos = slots[(h & mask) * 4 + 3]!;
+  if (offs) offs[0] = 0;
   let first = '';
   for (let i = 1; i < k; i++) {
-    const s = ((h + i) & mask) * 3;
+    const s = ((h + i) & mask) * 4;
     const off = slots[s]!;
     if (off < segEnd) {
       first = arena.toString('utf8', segStart, segEnd);
       segStart = off;
+    } else {
+      charPos += off - segEnd; // 0, or the batch separator
     }
+    if (offs) offs[i] = charPos;
+    charPos += slots[s + 3]!;
     segEnd = off + slots[s + 1]!;
   }
+  if (offs) offs[k] = charPos;
   const out = first + arena.toString('utf8', segStart, segEnd);
   ring.release(h, k);
   ring.counters[1]! += k;

@@ -184,7 +184,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     size_t srcOff = 0;  // byte offset of record `done` in the text
     while (done < n) {
       Reservation res;
-      if (!ring.Reserve(lens + done, n - done, mode == kAllOrNothing, &res)) {
+      if (!ring.Reserve(lens + done, charLens.Data() + done, n - done, mode == kAllOrNothing, &res)) {
         if (mode == kEvictOldest && ring.Evict(n - done) > 0) continue;
         if (mode == kEvictOldest) {
           std::this_thread::yield();  // space held by a consumer mid-pop; it releases in nanoseconds
@@ -224,8 +224,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return Napi::Number::New(env, done);
   }
 
-  // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs) -> string | null.
-  // info[0] = records, info[1] = partition. Waits (bounded) only when waitUs > 0: never on the main thread.
+  // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs, offs?: Uint32Array)
+  // -> string | null. info[0] = records, info[1] = partition; offs (max + 1 entries) receives record starts
+  // in the string (UTF-16 units) and the end. Waits (bounded) only when waitUs > 0: never on the main thread.
   Napi::Value Pop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
@@ -240,10 +241,20 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       }
     }
     const uint32_t start = info[3].As<Napi::Number>().Uint32Value();
-    const uint32_t max = info[4].As<Napi::Number>().Uint32Value();
+    const uint32_t maxArg = info[4].As<Napi::Number>().Uint32Value();
+    const uint32_t max = maxArg ? maxArg : 1;
     Napi::Uint32Array out = info[5].As<Napi::Uint32Array>();
     const uint32_t waitUs = info[6].As<Napi::Number>().Uint32Value();
     const uint32_t spinUs = info[7].As<Napi::Number>().Uint32Value();
+    uint32_t* offs = nullptr;
+    if (info.Length() > 8 && info[8].IsTypedArray()) {
+      Napi::Uint32Array o = info[8].As<Napi::Uint32Array>();
+      if (o.ElementLength() < size_t(max) + 1) {
+        Napi::RangeError::New(env, "offs must hold max + 1 entries").ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+      offs = o.Data();
+    }
     napi_value result = nullptr;
     uint32_t which = 0;
     auto emit = [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
@@ -256,8 +267,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
         napi_create_string_utf8(env, reinterpret_cast<const char*>(tScratch.data()), na + nb, &result);
       }
     };
-    uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max ? max : 1, waitUs > 50000 ? 50000 : waitUs,
-                        spinUs, &which, emit);
+    uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max, waitUs > 50000 ? 50000 : waitUs,
+                        spinUs, &which, emit, offs);
     out[0] = k;
     out[1] = which;
     return k > 0 ? Napi::Value(env, result) : env.Null();

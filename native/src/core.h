@@ -22,6 +22,14 @@
 
 namespace eventlane {
 
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Consumers spin briefly, then sleep on a futex; producers wake only when someone sleeps.
 class Notifier {
  public:
@@ -146,7 +154,7 @@ class Registry {
 // waitUs > 0, spins for spinUs, then sleeps on the lane's futex, until data, close, or the deadline.
 template <typename Emit>
 uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, uint32_t start, uint32_t max,
-                uint32_t waitUs, uint32_t spinUs, uint32_t* which, Emit&& emit) {
+                uint32_t waitUs, uint32_t spinUs, uint32_t* which, Emit&& emit, uint32_t* charOffs = nullptr) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{}, spinUntil{};
   bool timed = false;
@@ -155,7 +163,7 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
     for (uint32_t i = 0; i < nParts; i++) {
       const uint32_t p = parts[(start + i) % nParts];
       *which = p;  // visible to emit
-      uint32_t k = lane.ring(p).Pop(max, emit);
+      uint32_t k = lane.ring(p).Pop(max, emit, charOffs);
       if (k > 0) return k;
     }
     if (waitUs == 0 || core.closed()) return 0;
@@ -167,7 +175,7 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
     }
     if (now >= deadline) return 0;
     if (now < spinUntil) {
-      if ((round & 63) == 63) std::this_thread::yield();
+      CpuRelax();  // no sched_yield: a yielding spinner loses its wake-up priority and waits a whole tick
       continue;
     }
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();

@@ -32,8 +32,8 @@ inline uint32_t RoundUpPow2(uint64_t v) {
 struct Slot {
   uint32_t off;  // physical offset of the record in the arena
   uint32_t len;  // bytes
-  uint32_t end;  // logical arena position after this record (and the batch separator, for the last one)
-  uint32_t pad_;
+  uint32_t end;    // logical arena position after this record (and the batch separator, for the last one)
+  uint32_t chars;  // length in UTF-16 code units (what JS string offsets count)
 };
 
 // Exact counters; written with relaxed atomics, read as a snapshot.
@@ -83,9 +83,9 @@ class Ring {
   // Largest record that can ever fit (one separator byte per batch).
   uint32_t MaxRecordBytes() const { return arenaBytes_ - 1; }
 
-  // Claims room for the longest prefix of `lens` that fits (all of it, or none, when allOrNothing).
-  // Returns false when nothing was claimed.
-  bool Reserve(const uint32_t* lens, uint32_t n, bool allOrNothing, Reservation* out) {
+  // Claims room for the longest prefix of `lens` (bytes; `chars` in UTF-16 units) that fits (all of it, or
+  // none, when allOrNothing). Returns false when nothing was claimed.
+  bool Reserve(const uint32_t* lens, const uint32_t* chars, uint32_t n, bool allOrNothing, Reservation* out) {
     uint64_t t = claimTail_.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t r = releaseHead_.load(std::memory_order_acquire);
@@ -115,6 +115,7 @@ class Ring {
           Slot& s = slots_[(SlotOf(t) + i) & mask_];
           s.off = pos;
           s.len = lens[i];
+          s.chars = chars[i];
           pos += lens[i];
           logical += lens[i];
           s.end = i + 1 == k ? ArenaOf(next) : logical;
@@ -148,9 +149,11 @@ class Ring {
   }
 
   // Pops up to `max` records. `emit(segments)` is called while the records are still held, with one or two
-  // contiguous byte ranges (two when the claim wraps the arena end). Returns the number of records.
+  // contiguous byte ranges (two when the claim wraps the arena end). When `charOffs` is given (max + 1
+  // entries) it receives each record's start in the joined text, in UTF-16 units, and the end. Returns the
+  // number of records.
   template <typename Emit>
-  uint32_t Pop(uint32_t max, Emit&& emit) {
+  uint32_t Pop(uint32_t max, Emit&& emit, uint32_t* charOffs = nullptr) {
     uint32_t h = claimHead_.load(std::memory_order_relaxed);
     uint32_t k;
     for (;;) {
@@ -162,17 +165,24 @@ class Ring {
     // Records are contiguous except where a batch wrapped to the arena start.
     const Slot& first = slots_[h & mask_];
     uint32_t segStart = first.off, segEnd = first.off + first.len;
+    uint32_t charPos = first.chars;
+    if (charOffs) charOffs[0] = 0;
     const uint8_t* p1 = nullptr;
     size_t n1 = 0;
     for (uint32_t i = 1; i < k; i++) {
       const Slot& s = slots_[(h + i) & mask_];
-      if (s.off < segEnd) {  // wrapped
+      if (s.off < segEnd) {  // wrapped: the next segment is joined directly
         p1 = arena_.get() + segStart;
         n1 = segEnd - segStart;
         segStart = s.off;
+      } else {
+        charPos += s.off - segEnd;  // 0, or the 1-byte batch separator
       }
+      if (charOffs) charOffs[i] = charPos;
+      charPos += s.chars;
       segEnd = s.off + s.len;
     }
+    if (charOffs) charOffs[k] = charPos;
     if (p1 == nullptr) {
       emit(arena_.get() + segStart, size_t(segEnd - segStart), nullptr, size_t(0), k);
     } else {

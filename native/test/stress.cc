@@ -97,7 +97,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
         Ring& r = lane.ring(uint32_t(ring));
         while (done < lens.size()) {
           Reservation res;
-          if (!r.Reserve(lens.data() + done, uint32_t(lens.size() - done), cfg.mode == kAllOrNothing, &res)) {
+          if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), cfg.mode == kAllOrNothing, &res)) {
             if (cfg.mode == kEvictOldest) {
               if (r.Evict(uint32_t(lens.size() - done)) == 0) std::this_thread::yield();
               continue;
@@ -174,9 +174,9 @@ void Counters3() {
   for (int i = 0; i < 20; i++) text += rec;
   Reservation res;
   // error (all or nothing): 20 records never fit 8 slots
-  if (r.Reserve(lens.data(), 20, true, &res)) Fail("all-or-nothing accepted an oversized batch", 0, 0);
+  if (r.Reserve(lens.data(), lens.data(), 20, true, &res)) Fail("all-or-nothing accepted an oversized batch", 0, 0);
   // drop-newest: prefix of 8 fits
-  if (!r.Reserve(lens.data(), 20, false, &res) || res.count != 8) Fail("partial reserve count", res.count, 8);
+  if (!r.Reserve(lens.data(), lens.data(), 20, false, &res) || res.count != 8) Fail("partial reserve count", res.count, 8);
   std::memcpy(r.arena() + res.dst, text.data(), res.bytes);
   r.Commit(res);
   if (r.Size() != 8) Fail("size after commit", r.Size(), 8);

@@ -55,6 +55,22 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(toRingStats(c.stats(lane, 1))).toMatchObject({ pushed: next, popped: next, size: 0 });
   });
 
+  it('returns record offsets in UTF-16 units, across batch separators and arena wrap', () => {
+    const c = core(16, 1024);
+    const lane = c.createLane(1);
+    const offs = new Uint32Array(17);
+    for (let round = 0; round < 60; round++) {
+      const a = [`é${round}${'x'.repeat(round * 7 % 150)}`, `😀b${round}`];
+      const b = [`c${round}日本`];
+      expect(push(c, lane, 0, a, PushMode.partial)).toBe(2);
+      expect(push(c, lane, 0, b, PushMode.partial)).toBe(1);
+      const s = c.pop(lane, Uint32Array.of(0), 1, 0, 16, info, 0, 0, offs)!;
+      expect(info[0]).toBe(3);
+      const got = [0, 1, 2].map((i) => s.slice(offs[i]!, offs[i + 1]!).trimEnd());
+      expect(got).toEqual([...a, ...b]);
+    }
+  });
+
   it('keeps non-ASCII payloads intact', () => {
     const c = core();
     const lane = c.createLane(1);

@@ -34,8 +34,8 @@ export const nativeConfigSchema = z
     maxDeadLetters: z.number().int().min(0).default(10_000),
     /** Most events a consumer pops at once. @default 1024 */
     batchSize: z.number().int().min(1).max(65_536).default(1024),
-    /** Worker consumers spin this long on an empty ring before sleeping on a futex. @default 50 */
-    spinUs: z.number().int().min(0).max(10_000).default(50),
+    /** Worker consumers spin this long on an empty ring before sleeping on a futex; spinning only pays on otherwise idle cores. @default 0 */
+    spinUs: z.number().int().min(0).max(10_000).default(0),
   })
   .strict();
 

@@ -10,7 +10,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
-import { decodeBatch } from './record.js';
+import { decodeRecords } from './record.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -22,6 +22,8 @@ export interface ConsumerSettings {
   readonly backoff: BackoffOptions;
   /** Most records per pop. */
   readonly batchSize: number;
+  /** Decode payloads on first `event.data` access (worker threads). */
+  readonly lazy: boolean;
 }
 
 /** An event waiting for (another) delivery. Structured-cloneable, so workers can hand it back. */
@@ -42,6 +44,7 @@ export class PartitionConsumer {
   private nParts = 0;
   private cursor = 0;
   private readonly info = new Uint32Array(2);
+  private readonly offs: Uint32Array;
   private batch: EventEnvelope[] = [];
   private batchIdx = 0;
   private batchPart = 0;
@@ -66,7 +69,9 @@ export class PartitionConsumer {
     private readonly s: ConsumerSettings,
     private readonly handler: DeliveryHandler,
     private readonly onDead: (dl: DeadLetter) => void,
-  ) {}
+  ) {
+    this.offs = new Uint32Array(s.batchSize + 1);
+  }
 
   setPartitions(parts: readonly number[]): void {
     this.parts = Uint32Array.from(parts);
@@ -93,13 +98,13 @@ export class PartitionConsumer {
     }
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
-      const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs);
+      const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs);
       if (text === null) return undefined;
       this.cursor = (this.cursor + 1) % this.nParts;
       this.batch = [];
       this.batchIdx = 0;
       this.batchPart = this.info[1]!;
-      decodeBatch(text, this.s.type, this.s.source, this.batch);
+      decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.batch);
     }
     this.curAttempt = 1;
     this.curPart = this.batchPart;

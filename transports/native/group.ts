@@ -76,7 +76,7 @@ export class NativeGroup {
     private readonly o: GroupOptions,
   ) {}
 
-  private settings(spec: SubscriptionSpec): ConsumerSettings {
+  private settings(spec: SubscriptionSpec, lazy: boolean): ConsumerSettings {
     return {
       type: this.type,
       source: this.o.source,
@@ -86,6 +86,7 @@ export class NativeGroup {
       maxDeliveries: spec.maxDeliveries,
       backoff: spec.backoff,
       batchSize: this.o.batchSize,
+      lazy,
     };
   }
 
@@ -109,7 +110,7 @@ export class NativeGroup {
   }
 
   joinMain(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
-    const consumer = new PartitionConsumer(this.core, this.lane, this.settings(spec), handler, this.addDead);
+    const consumer = new PartitionConsumer(this.core, this.lane, this.settings(spec, false), handler, this.addDead);
     consumer.mainThread = true;
     const member = new MainMember(spec, consumer);
     this.members.push(member);
@@ -134,7 +135,7 @@ export class NativeGroup {
       const stop = new SharedArrayBuffer(4);
       const init: WorkerInit = {
         core: this.core.share(this.lane),
-        settings: this.settings(spec),
+        settings: this.settings(spec, true),
         parts: [],
         handler: handlerModule,
         userData,

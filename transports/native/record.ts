@@ -1,10 +1,13 @@
 /**
- * Record codec of the native transport. A record is one JSON array followed by a comma:
- * `["<id>",<time>,<extras|0>,<data json>],` — so a popped batch (records back to back, batches separated by
- * a space) decodes with a single `JSON.parse('[' + batch.slice(0, -1) + ']')`. `extras` carries key,
- * correlation/causation ids and headers only when present. The payload JSON is the bus's encoding, reused.
+ * Record codec of the native transport. A record is a fixed header and the bus's payload JSON, reused:
+ *
+ *   <id: 26 chars><time: 13 digits><flag>[<extras JSON>\n]<payload JSON>
+ *
+ * `flag` is '0', or '1' when an extras object (key, correlation/causation ids, headers) follows; JSON never
+ * contains a raw newline, so '\n' ends it. Records are split with the offsets the core returns from `pop`,
+ * so framing is read without parsing; worker consumers decode the payload lazily, on first `event.data`.
  */
-import type { EventEnvelope } from '../../src/envelope.js';
+import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 
 /** A batch of records ready for `PartitionCore.push`. */
@@ -15,6 +18,19 @@ export interface EncodedBatch {
   totalChars: number;
 }
 
+interface Extras {
+  k?: string;
+  c?: string;
+  x?: string;
+  h?: EventHeaders;
+  /** id or time that does not fit the fixed header */
+  i?: string;
+  t?: number;
+}
+
+const ID_LEN = 26;
+const HEADER = ID_LEN + 13 + 1;
+const NO_ID = ' '.repeat(ID_LEN);
 let lensBuf = new Uint32Array(4096);
 
 export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
@@ -31,12 +47,17 @@ export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
 }
 
 function encodeEvent(ev: OutgoingEvent): string {
-  let extras = '0';
-  if (ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || ev.headers !== undefined) {
-    extras = JSON.stringify({ k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers });
-  }
   const json = ev.json ?? JSON.stringify(ev.data);
-  return '["' + ev.id + '",' + ev.time + ',' + extras + ',' + json + '],';
+  const t = ev.time;
+  const plainId = ev.id.length === ID_LEN;
+  const plainTime = Number.isInteger(t) && t >= 1e12 && t < 1e13;
+  if (ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined && plainId && plainTime) {
+    return ev.id + t + '0' + json;
+  }
+  const x: Extras = { k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers };
+  if (!plainId) x.i = ev.id;
+  if (!plainTime) x.t = t;
+  return (plainId ? ev.id : NO_ID) + (plainTime ? String(t) : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
 }
 
 /** Re-encodes envelopes (events handed back to the group after a consumer left). */
@@ -57,30 +78,77 @@ export function encodeEnvelopes(envs: readonly EventEnvelope[]): EncodedBatch {
   );
 }
 
-interface Extras {
-  k?: string;
-  c?: string;
-  x?: string;
-  h?: Record<string, string>;
+/** An envelope whose payload is parsed on first access of `data` (worker consumers). */
+export class LazyEnvelope implements EventEnvelope {
+  declare key?: string;
+  declare correlationId?: string;
+  declare causationId?: string;
+  declare headers?: EventHeaders;
+  #json: string | undefined;
+  #data: unknown;
+  constructor(
+    readonly id: string,
+    readonly type: string,
+    readonly source: string,
+    readonly time: number,
+    json: string,
+  ) {
+    this.#json = json;
+  }
+  get data(): unknown {
+    if (this.#json !== undefined) {
+      this.#data = JSON.parse(this.#json);
+      this.#json = undefined;
+    }
+    return this.#data;
+  }
+  set data(value: unknown) {
+    this.#json = undefined;
+    this.#data = value;
+  }
+  toJSON(): EventEnvelope {
+    return toPlainEnvelope(this);
+  }
 }
 
-type RawRecord = [string, number, Extras | 0, unknown];
+/** A plain (structured-cloneable) copy of an envelope. */
+export function toPlainEnvelope(e: EventEnvelope): EventEnvelope {
+  const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = { id: e.id, type: e.type, source: e.source, time: e.time, data: e.data };
+  if (e.key !== undefined) env.key = e.key;
+  if (e.correlationId !== undefined) env.correlationId = e.correlationId;
+  if (e.causationId !== undefined) env.causationId = e.causationId;
+  if (e.headers !== undefined) env.headers = e.headers;
+  return env;
+}
 
-/** Decodes a popped batch into envelopes, appending to `out`. */
-export function decodeBatch(batch: string, type: string, source: string, out: EventEnvelope[]): void {
-  const raw = JSON.parse('[' + batch.slice(0, -1) + ']') as RawRecord[];
-  for (let i = 0; i < raw.length; i++) {
-    const r = raw[i]!;
-    const x = r[2];
-    if (x === 0) {
-      out.push({ id: r[0], type, source, time: r[1], data: r[3] });
-    } else {
-      const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = { id: r[0], type, source, time: r[1], data: r[3] };
+/**
+ * Decodes the `k` records of a popped batch (`offs[i]..offs[i+1]` is record i) into envelopes appended to
+ * `out`; `lazy` leaves each payload as JSON until `data` is read.
+ */
+export function decodeRecords(text: string, offs: Uint32Array, k: number, type: string, source: string, lazy: boolean, out: EventEnvelope[]): void {
+  for (let i = 0; i < k; i++) {
+    const s = offs[i]!;
+    let id = text.slice(s, s + ID_LEN);
+    let time = +text.slice(s + ID_LEN, s + HEADER - 1);
+    let p = s + HEADER;
+    let x: Extras | undefined;
+    if (text.charCodeAt(s + HEADER - 1) === 49) {
+      const nl = text.indexOf('\n', p);
+      x = JSON.parse(text.slice(p, nl)) as Extras;
+      p = nl + 1;
+      if (x.i !== undefined) id = x.i;
+      if (x.t !== undefined) time = x.t;
+    }
+    const json = text.slice(p, offs[i + 1]!);
+    let env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] };
+    if (lazy) env = new LazyEnvelope(id, type, source, time, json);
+    else env = { id, type, source, time, data: JSON.parse(json) };
+    if (x !== undefined) {
       if (x.k !== undefined) env.key = x.k;
       if (x.c !== undefined) env.correlationId = x.c;
       if (x.x !== undefined) env.causationId = x.x;
       if (x.h !== undefined) env.headers = x.h;
-      out.push(env);
     }
+    out.push(env as EventEnvelope);
   }
 }

@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { DeliveryHandler } from '../../src/transport.js';
 import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import { toPlainEnvelope } from './record.js';
 
 export interface WorkerInit {
   core: SharedCoreHandle;
@@ -47,7 +48,9 @@ async function main(): Promise<void> {
   }
   const core = attachCore(init.core);
   const stopFlag = new Int32Array(init.stop);
-  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) => port.postMessage({ t: 'dead', dl } satisfies WorkerMessage));
+  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
+    port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
+  );
   consumer.setPartitions(init.parts);
   port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
@@ -55,7 +58,7 @@ async function main(): Promise<void> {
   });
   port.postMessage({ t: 'ready' } satisfies WorkerMessage);
   await consumer.run(() => Atomics.load(stopFlag, 0) === 1 || core.closed, init.waitUs, init.spinUs);
-  const left = await consumer.stop(init.drainMs);
+  const left = (await consumer.stop(init.drainMs)).map((p) => ({ ...p, env: toPlainEnvelope(p.env) }));
   core.release();
   port.postMessage({ t: 'stopped', left } satisfies WorkerMessage);
   port.close();
