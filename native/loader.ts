@@ -91,8 +91,8 @@ class NativeCore implements PartitionCore {
   createLane(partitions: number): number {
     return this.c.createLane(partitions);
   }
-  push(lane: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number {
-    return this.c.push(lane, partition, text, charLens, n, totalChars, mode);
+  push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
+    return this.c.push(lane, partition, bytes, byteLens, charLens, n, mode);
   }
   pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null {
     return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs);

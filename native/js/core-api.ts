@@ -1,6 +1,7 @@
 /**
  * The partition-core API shared by the N-API addon and its pure-JS fallback. One call moves a whole batch:
- * `push` takes the records of a batch as one string plus their lengths; `pop` returns a batch as one string.
+ * `push` takes the records of a batch as UTF-8 bytes plus their lengths; `pop` returns a batch as one string
+ * plus record offsets.
  */
 
 /** How `push` treats records that do not fit. */
@@ -36,11 +37,12 @@ export interface PartitionCore {
   /** Creates `partitions` rings sharing one wake-up word; returns the lane id. */
   createLane(partitions: number): number;
   /**
-   * Pushes `n` records (the concatenation `text`, record `i` being `charLens[i]` UTF-16 units long,
-   * `totalChars` in all) into a ring. Returns how many were accepted. Throws `ERR_CLOSED`, or
+   * Pushes `n` records into a ring: record `i` is `byteLens[i]` UTF-8 bytes (consecutive in `bytes`) and
+   * `charLens[i]` UTF-16 units as a JS string. The bytes are copied once, into the arena. Returns how many
+   * were accepted (this is the synchronous try-publish: 0 = full). Throws `ERR_CLOSED`, or
    * `ERR_PAYLOAD_TOO_LARGE` when a record can never fit the arena.
    */
-  push(lane: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number;
+  push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number;
   /**
    * Pops up to `max` records from the first non-empty ring of `parts[0..nParts)` (round-robin from `start`).
    * `info[0]` receives the count, `info[1]` the partition. With `waitUs > 0` (worker threads only) it spins

@@ -148,32 +148,25 @@ export class JsCore implements PartitionCore {
     return id;
   }
 
-  push(laneId: number, partition: number, text: string, charLens: Uint32Array, n: number, totalChars: number, mode: number): number {
+  push(laneId: number, partition: number, bytes: Uint8Array, lens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
     this.check();
     const lane = this.lane(laneId);
     const ring = lane.rings[partition];
     if (!ring) throw new RangeError('bad lane or partition');
     if (n === 0) return 0;
-    const ascii = Buffer.byteLength(text) === totalChars;
-    let lens: ArrayLike<number> = charLens;
-    if (!ascii) {
-      const b = new Uint32Array(n);
-      let c = 0;
-      for (let i = 0; i < n; i++) {
-        b[i] = Buffer.byteLength(text.slice(c, c + charLens[i]!));
-        c += charLens[i]!;
-      }
-      lens = b;
-    }
+    if (n > lens.length || n > charLens.length) throw new RangeError('n exceeds the length arrays');
+    let total = 0;
     for (let i = 0; i < n; i++) {
       if (lens[i]! > ring.arenaBytes - 2) {
         throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the arena (${ring.arenaBytes} bytes)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
       }
+      total += lens[i]!;
     }
+    if (total > bytes.byteLength) throw new RangeError('byteLens exceed the bytes given');
     const { ctl, slots, arena, cap, arenaBytes } = ring;
     const mask = cap - 1;
     let done = 0;
-    let srcChar = 0;
+    let srcOff = 0;
     while (done < n) {
       const t = ctl[TAIL_SLOT]!;
       const ta = ctl[TAIL_ARENA]!;
@@ -184,11 +177,11 @@ export class JsCore implements PartitionCore {
       const off = (ta >>> 0) & (arenaBytes - 1);
       const room = arenaBytes - off;
       const maxN = Math.min(n - done, freeSlots);
-      let [k, bytes] = fit(lens, done, maxN, Math.min(freeBytes, room));
+      let [k, bytes_] = fit(lens, done, maxN, Math.min(freeBytes, room));
       let pad = 0;
       if (k < maxN && freeBytes > room) {
         const [k2, b2] = fit(lens, done, maxN, freeBytes - room);
-        if (k2 > k) [k, bytes, pad] = [k2, b2, room];
+        if (k2 > k) [k, bytes_, pad] = [k2, b2, room];
       }
       if (k === 0 || (mode === PushMode.allOrNothing && k < n)) {
         if (mode === PushMode.evictOldest) {
@@ -200,7 +193,6 @@ export class JsCore implements PartitionCore {
       const dst = pad ? 0 : off;
       let pos = dst;
       let logical = (ta + pad) | 0;
-      let chars = 0;
       for (let i = 0; i < k; i++) {
         const s = ((t + i) & mask) * 4;
         const len = lens[done + i]!;
@@ -210,17 +202,15 @@ export class JsCore implements PartitionCore {
         pos += len;
         logical = (logical + len) | 0;
         slots[s + 2] = i + 1 === k ? (logical + 1) | 0 : logical;
-        chars += charLens[done + i]!;
       }
-      const piece = done === 0 && k === n ? text : text.substring(srcChar, srcChar + chars);
-      arena.write(piece, dst, bytes, 'utf8');
-      arena[dst + bytes] = 0x20; // batch separator: JSON whitespace
+      arena.set(bytes.subarray(srcOff, srcOff + bytes_), dst);
+      arena[dst + bytes_] = 0x20; // batch separator: JSON whitespace
       ctl[TAIL_SLOT] = (t + k) | 0;
       ctl[TAIL_ARENA] = (logical + 1) | 0;
       Atomics.store(ctl, COMMIT, (t + k) | 0);
       ring.counters[0]! += k;
       done += k;
-      srcChar += chars;
+      srcOff += bytes_;
       if (mode === PushMode.allOrNothing) break;
     }
     if (done > 0) this.notify(laneId);

@@ -1,5 +1,5 @@
-// N-API binding of the partition core. One call per batch: push takes a whole batch as one string plus a
-// Uint32Array of record lengths; pop returns one string holding a batch of records.
+// N-API binding of the partition core. One call per batch: push takes a whole batch as UTF-8 bytes plus
+// record lengths; pop returns one string holding a batch of records (and their offsets).
 #include <napi.h>
 
 #include <string>
@@ -12,23 +12,6 @@ namespace eventlane {
 namespace {
 
 thread_local std::vector<uint8_t> tScratch;
-thread_local std::vector<uint32_t> tLens;
-
-// UTF-8 byte length of each record, given record lengths in UTF-16 code units.
-void ByteLengths(const uint8_t* s, size_t total, const uint32_t* chars, uint32_t n, uint32_t* out) {
-  size_t pos = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    size_t start = pos;
-    uint32_t units = 0;
-    while (units < chars[i] && pos < total) {
-      uint8_t c = s[pos];
-      size_t w = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
-      units += w == 4 ? 2 : 1;
-      pos += w;
-    }
-    out[i] = uint32_t(pos - start);
-  }
-}
 
 }  // namespace
 
@@ -135,8 +118,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return Napi::Number::New(env, id);
   }
 
-  // push(lane, partition, text, charLens: Uint32Array, n, totalChars, mode) -> records accepted.
-  // Throws when a record can never fit the arena.
+  // push(lane, partition, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n, mode)
+  // -> records accepted. Record i is byteLens[i] UTF-8 bytes, consecutive in `bytes`, and charLens[i] UTF-16
+  // units long as a JS string. Copied once, into the arena. Throws when a record can never fit the arena.
   Napi::Value Push(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Check(env)) return env.Undefined();
@@ -144,32 +128,22 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     Lane* lane = GetLane(env, info[0], partition);
     if (!lane) return env.Undefined();
     Ring& ring = lane->ring(partition);
-    napi_value text = info[2];
-    Napi::Uint32Array charLens = info[3].As<Napi::Uint32Array>();
-    const uint32_t n = info[4].As<Napi::Number>().Uint32Value();
-    const uint32_t totalChars = info[5].As<Napi::Number>().Uint32Value();
+    if (!info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
+      Napi::TypeError::New(env, "push(lane, partition, Uint8Array, Uint32Array, Uint32Array, n, mode)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    Napi::Uint8Array bytes = info[2].As<Napi::Uint8Array>();
+    Napi::Uint32Array byteLens = info[3].As<Napi::Uint32Array>();
+    Napi::Uint32Array charLens = info[4].As<Napi::Uint32Array>();
+    const uint32_t n = info[5].As<Napi::Number>().Uint32Value();
     const int mode = info[6].As<Napi::Number>().Int32Value();
     if (n == 0) return Napi::Number::New(env, 0);
-    if (n > charLens.ElementLength()) {
-      Napi::RangeError::New(env, "n exceeds charLens").ThrowAsJavaScriptException();
+    if (n > byteLens.ElementLength() || n > charLens.ElementLength()) {
+      Napi::RangeError::New(env, "n exceeds the length arrays").ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    size_t utf8 = 0;
-    if (napi_get_value_string_utf8(env, text, nullptr, 0, &utf8) != napi_ok) {
-      Napi::TypeError::New(env, "text must be a string").ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    const bool ascii = utf8 == totalChars;
-    const uint32_t* lens = charLens.Data();
-    if (!ascii) {
-      // Non-ASCII: encode into scratch first to learn each record's byte length.
-      tScratch.resize(utf8 + 1);
-      size_t w = 0;
-      napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(tScratch.data()), utf8 + 1, &w);
-      tLens.resize(n);
-      ByteLengths(tScratch.data(), w, lens, n, tLens.data());
-      lens = tLens.data();
-    }
+    const uint32_t* lens = byteLens.Data();
+    uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
       if (lens[i] > ring.MaxRecordBytes() - 1) {
         Napi::Error e = Napi::RangeError::New(env, "record of " + std::to_string(lens[i]) +
@@ -179,42 +153,29 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
         e.ThrowAsJavaScriptException();
         return env.Undefined();
       }
+      total += lens[i];
     }
+    if (total > bytes.ByteLength()) {
+      Napi::RangeError::New(env, "byteLens exceed the bytes given").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    const uint8_t* src = bytes.Data();
     uint32_t done = 0;
-    size_t srcOff = 0;  // byte offset of record `done` in the text
+    size_t srcOff = 0;
     while (done < n) {
       Reservation res;
       if (!ring.Reserve(lens + done, charLens.Data() + done, n - done, mode == kAllOrNothing, &res)) {
-        if (mode == kEvictOldest && ring.Evict(n - done) > 0) continue;
         if (mode == kEvictOldest) {
-          std::this_thread::yield();  // space held by a consumer mid-pop; it releases in nanoseconds
+          if (ring.Evict(n - done) == 0) std::this_thread::yield();  // space held by a consumer mid-pop
           continue;
         }
         break;
       }
-      uint8_t* dst = ring.arena() + res.dst;
-      if (ascii) {
-        if (srcOff == 0 && done == 0 && res.count == n) {
-          size_t w = 0;
-          napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(dst), res.bytes + 1, &w);
-        } else {
-          // A later chunk of an ASCII batch: encode the whole text into scratch once, copy slices.
-          if (tScratch.size() < utf8 + 1 || srcOff == 0) {
-            tScratch.resize(utf8 + 1);
-            size_t w = 0;
-            napi_get_value_string_utf8(env, text, reinterpret_cast<char*>(tScratch.data()), utf8 + 1, &w);
-          }
-          memcpy(dst, tScratch.data() + srcOff, res.bytes);
-        }
-      } else {
-        memcpy(dst, tScratch.data() + srcOff, res.bytes);
-      }
+      memcpy(ring.arena() + res.dst, src + srcOff, res.bytes);
       ring.Commit(res);
       done += res.count;
       srcOff += res.bytes;
-      if (mode != kEvictOldest) {
-        if (mode == kAllOrNothing) break;
-      }
+      if (mode == kAllOrNothing) break;
     }
     if (done > 0) lane->notifier().Notify();
     if (done < n) {

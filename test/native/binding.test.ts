@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { availableImplementation, createCore, nativeLoadError, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
 
 const enc = (records: string[]) => {
-  const text = records.join('');
-  return { text, lens: Uint32Array.from(records.map((r) => r.length)), n: records.length, total: text.length };
+  const bufs = records.map((r) => Buffer.from(r));
+  return { bytes: Buffer.concat(bufs), lens: Uint32Array.from(bufs.map((b) => b.length)), chars: Uint32Array.from(records.map((r) => r.length)), n: records.length };
 };
 const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `[${from + i}],`);
 const decode = (s: string | null): number[] => (s === null ? [] : (JSON.parse('[' + s.slice(0, -1) + ']') as number[][]).map((a) => a[0]!));
@@ -21,7 +21,7 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
   const popAll = (c: PartitionCore, lane: number, p = 0, max = 1000) => decode(c.pop(lane, Uint32Array.of(p), 1, 0, max, info, 0, 0));
   const push = (c: PartitionCore, lane: number, p: number, records: string[], mode: number) => {
     const b = enc(records);
-    return c.push(lane, p, b.text, b.lens, b.n, b.total, mode);
+    return c.push(lane, p, b.bytes, b.lens, b.chars, b.n, mode);
   };
 
   it('is the requested implementation', () => {

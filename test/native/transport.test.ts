@@ -117,6 +117,17 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     release();
   });
 
+  it('round-trips non-ASCII payloads, keys, correlation ids and headers', async () => {
+    const b = await bus({ partitions: 2 });
+    const got: unknown[] = [];
+    await b.subscribe('tick', { group: 'u' }, (e) => void got.push({ data: e.data, key: e.key, correlationId: e.correlationId, headers: e.headers }));
+    await b.publish('tick', { seq: 1, pad: 'é😀日本\n"' }, { key: 'ключ', correlationId: 'c-1', headers: { traceparent: 'ü' } });
+    await b.publish('tick', { seq: 2 });
+    await waitFor(() => got.length === 2, 5000, 'two events');
+    expect(got).toContainEqual({ data: { seq: 1, pad: 'é😀日本\n"' }, key: 'ключ', correlationId: 'c-1', headers: { traceparent: 'ü' } });
+    expect(got).toContainEqual({ data: { seq: 2 }, key: undefined, correlationId: undefined, headers: undefined });
+  });
+
   it('rejects an oversized payload with PayloadTooLargeError and sends nothing', async () => {
     const b = await bus({ capacity: 16, arenaBytes: 65_536 });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);

@@ -22,7 +22,7 @@ import type {
 import { createCore, PushMode, toRingStats, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
-import { encodeEvents, type EncodedBatch } from './record.js';
+import { copyBatch, encodeEvents, type EncodedBatch } from './record.js';
 
 const MODE = {
   block: PushMode.partial,
@@ -36,7 +36,7 @@ class History {
   readonly chunks: EncodedBatch[] = [];
   events = 0;
   add(b: EncodedBatch, limit: number): void {
-    this.chunks.push({ text: b.text, lens: b.lens.slice(0, b.n), n: b.n, totalChars: b.totalChars });
+    this.chunks.push(copyBatch(b));
     this.events += b.n;
     while (this.chunks.length > 1 && this.events - this.chunks[0]!.n >= limit) this.events -= this.chunks.shift()!.n;
   }
@@ -126,7 +126,7 @@ export class NativeTransport implements Transport {
         batch = encodeEvents(unit.events);
         if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
         for (const group of topic.groups.values()) {
-          const done = this.core.push(group.lane, unit.partition, batch.text, batch.lens, batch.n, batch.totalChars, this.mode);
+          const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
           if (done > 0) group.kick();
           if (done < batch.n) {
             if (this.mode === PushMode.allOrNothing) {
@@ -135,8 +135,8 @@ export class NativeTransport implements Transport {
               throw err;
             }
             if (this.mode === PushMode.partial) {
-              // Copy the rest now: `batch` shares a scratch array with the next encode.
-              const rest = sliceBatch(batch, done);
+              // Copy the rest now: `batch` is scratch memory reused by the next encode.
+              const rest = copyBatch(batch, done);
               (waits ??= []).push(this.blockingPush(group, unit, rest).catch((err: Error) => {
                 (results ??= new Array(units.length).fill(undefined))[u] = err;
               }));
@@ -177,10 +177,10 @@ export class NativeTransport implements Transport {
         else setTimeout(wake, 1);
       });
       if (this.closed) throw new ClosedError('native transport');
-      const done = this.core.push(group.lane, unit.partition, b.text, b.lens, b.n, b.totalChars, PushMode.partial);
+      const done = this.core.push(group.lane, unit.partition, b.bytes, b.lens, b.chars, b.n, PushMode.partial);
       if (done > 0) group.kick();
       if (done === b.n) return;
-      if (done > 0) b = sliceBatch(b, done);
+      if (done > 0) b = copyBatch(b, done);
       if (Date.now() >= deadline) {
         throw new TimeoutError(
           `Partition ${unit.partition} of "${unit.type}" stayed full for ${this.config.publishTimeoutMs} ms (${b.n} events not accepted); raise transport.publishTimeoutMs or capacity.`,
@@ -218,10 +218,10 @@ export class NativeTransport implements Transport {
   private replay(topic: Topic, group: NativeGroup): void {
     topic.history.forEach((h, partition) => {
       for (const chunk of h.chunks) {
-        const done = this.core.push(group.lane, partition, chunk.text, chunk.lens, chunk.n, chunk.totalChars, PushMode.partial);
+        const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
           const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
-          this.blockingPush(group, unit, sliceBatch(chunk, done)).catch((err: Error) =>
+          this.blockingPush(group, unit, copyBatch(chunk, done)).catch((err: Error) =>
             this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete'),
           );
         }
@@ -269,13 +269,6 @@ export class NativeTransport implements Transport {
     await Promise.all(groups.map((g) => g.terminate()));
     this.core.release();
   }
-}
-
-function sliceBatch(b: EncodedBatch, from: number): EncodedBatch {
-  let skip = 0;
-  for (let i = 0; i < from; i++) skip += b.lens[i]!;
-  const lens = b.lens.slice(from, b.n);
-  return { text: b.text.slice(skip), lens, n: b.n - from, totalChars: b.totalChars - skip };
 }
 
 export function createNativeTransport(config: Record<string, unknown>, ctx: TransportContext): NativeTransport {

@@ -10,12 +10,16 @@
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 
-/** A batch of records ready for `PartitionCore.push`. */
+/**
+ * A batch of records ready for `PartitionCore.push`: UTF-8 bytes back to back, with each record's byte and
+ * UTF-16 lengths. `encodeEvents` returns views of reused scratch memory, valid until the next call;
+ * `copyBatch` makes one that can be kept.
+ */
 export interface EncodedBatch {
-  text: string;
+  bytes: Uint8Array;
   lens: Uint32Array;
+  chars: Uint32Array;
   n: number;
-  totalChars: number;
 }
 
 interface Extras {
@@ -28,22 +32,47 @@ interface Extras {
   t?: number;
 }
 
+interface Utf8Writable extends Buffer {
+  utf8Write(s: string, offset: number): number;
+}
+
 const ID_LEN = 26;
 const HEADER = ID_LEN + 13 + 1;
 const NO_ID = ' '.repeat(ID_LEN);
+let scratch = Buffer.allocUnsafeSlow(1 << 20) as Utf8Writable;
 let lensBuf = new Uint32Array(4096);
+let charsBuf = new Uint32Array(4096);
 
 export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
   const n = events.length;
-  if (lensBuf.length < n) lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
+  if (lensBuf.length < n) {
+    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
+    charsBuf = new Uint32Array(lensBuf.length);
+  }
   const lens = lensBuf;
-  let text = '';
+  const chars = charsBuf;
+  let buf = scratch;
+  let off = 0;
   for (let i = 0; i < n; i++) {
     const r = encodeEvent(events[i]!);
-    lens[i] = r.length;
-    text += r;
+    if (buf.length - off < r.length * 3) {
+      const bigger = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, off + r.length * 3)) as Utf8Writable;
+      buf.copy(bigger, 0, 0, off);
+      scratch = buf = bigger;
+    }
+    const w = buf.utf8Write(r, off);
+    lens[i] = w;
+    chars[i] = r.length;
+    off += w;
   }
-  return { text, lens, n, totalChars: text.length };
+  return { bytes: buf.subarray(0, off), lens, chars, n };
+}
+
+/** A copy of records `from..n` of a batch that outlives the scratch memory. */
+export function copyBatch(b: EncodedBatch, from = 0): EncodedBatch {
+  let skip = 0;
+  for (let i = 0; i < from; i++) skip += b.lens[i]!;
+  return { bytes: Uint8Array.prototype.slice.call(b.bytes, skip), lens: b.lens.slice(from, b.n), chars: b.chars.slice(from, b.n), n: b.n - from };
 }
 
 function encodeEvent(ev: OutgoingEvent): string {
@@ -58,24 +87,6 @@ function encodeEvent(ev: OutgoingEvent): string {
   if (!plainId) x.i = ev.id;
   if (!plainTime) x.t = t;
   return (plainId ? ev.id : NO_ID) + (plainTime ? String(t) : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
-}
-
-/** Re-encodes envelopes (events handed back to the group after a consumer left). */
-export function encodeEnvelopes(envs: readonly EventEnvelope[]): EncodedBatch {
-  return encodeEvents(
-    envs.map((e) => ({
-      id: e.id,
-      type: e.type,
-      time: e.time,
-      key: e.key,
-      data: e.data,
-      json: JSON.stringify(e.data),
-      partition: 0,
-      correlationId: e.correlationId,
-      causationId: e.causationId,
-      headers: e.headers,
-    })),
-  );
 }
 
 /** An envelope whose payload is parsed on first access of `data` (worker consumers). */
