@@ -53,19 +53,59 @@ export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
   const chars = charsBuf;
   let buf = scratch;
   let off = 0;
+  let lastTime = -1;
+  let timeStr = '';
   for (let i = 0; i < n; i++) {
-    const r = encodeEvent(events[i]!);
-    if (buf.length - off < r.length * 3) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, off + r.length * 3)) as Utf8Writable;
+    const ev = events[i]!;
+    const json = ev.json ?? JSON.stringify(ev.data);
+    const t = ev.time;
+    if (t !== lastTime) {
+      lastTime = t;
+      timeStr = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
+    }
+    const plain = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
+    const r = plain ? undefined : encodeEvent(ev, json);
+    // Worst case 3 bytes per UTF-16 unit.
+    const need = (r === undefined ? HEADER + json.length : r.length) * 3;
+    if (buf.length - off < need) {
+      const bigger = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, off + need)) as Utf8Writable;
       buf.copy(bigger, 0, 0, off);
       scratch = buf = bigger;
     }
-    const w = buf.utf8Write(r, off);
-    lens[i] = w;
-    chars[i] = r.length;
-    off += w;
+    const start = off;
+    let w = -1;
+    if (r === undefined) {
+      // Plain record, written byte by byte while ASCII (cheaper than a string concat + utf8Write).
+      w = writeAscii(buf, off, ev.id);
+      if (w >= 0) w = writeAscii(buf, w, timeStr);
+      if (w >= 0) {
+        buf[w++] = 48; // '0': no extras
+        const j = writeAscii(buf, w, json);
+        w = j >= 0 ? j : w + buf.utf8Write(json, w);
+      }
+    }
+    if (w >= 0) {
+      off = w;
+      chars[i] = HEADER + json.length;
+    } else {
+      const rec = r ?? ev.id + timeStr + '0' + json;
+      off += buf.utf8Write(rec, off);
+      chars[i] = rec.length;
+    }
+    lens[i] = off - start;
   }
   return { bytes: buf.subarray(0, off), lens, chars, n };
+}
+
+/** Writes an ASCII string; returns the new offset, or -1 (nothing usable written) at the first non-ASCII char. */
+function writeAscii(buf: Buffer, off: number, s: string): number {
+  const len = s.length;
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7f) return -1;
+    buf[off + i] = c;
+  }
+  return off + len;
 }
 
 /** A copy of records `from..n` of a batch that outlives the scratch memory. */
@@ -75,8 +115,8 @@ export function copyBatch(b: EncodedBatch, from = 0): EncodedBatch {
   return { bytes: Uint8Array.prototype.slice.call(b.bytes, skip), lens: b.lens.slice(from, b.n), chars: b.chars.slice(from, b.n), n: b.n - from };
 }
 
-function encodeEvent(ev: OutgoingEvent): string {
-  const json = ev.json ?? JSON.stringify(ev.data);
+/** The record of an event with extras (key, ids, headers) or an unusual id/time. */
+function encodeEvent(ev: OutgoingEvent, json: string): string {
   const t = ev.time;
   const plainId = ev.id.length === ID_LEN;
   const plainTime = Number.isInteger(t) && t >= 1e12 && t < 1e13;
