@@ -82,7 +82,11 @@ export class RedisConsumer implements TransportSubscription {
   private readonly keyIndex = new Map<string, number>();
   private readonly readers: Reader[] = [];
   private readonly queue = new Deque<Entry>();
-  private readonly held = new Map<string, Entry>();
+  /** Entries read and not yet acked, per stream index, by entry id. */
+  private readonly held: Map<string, Entry>[] = [];
+  private heldEntries = 0;
+  /** Shared delivery context of first attempts, per stream index. */
+  private readonly firstCtx: DeliveryContext[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly loops: Promise<void>[] = [];
   private running = 0;
@@ -116,11 +120,16 @@ export class RedisConsumer implements TransportSubscription {
   ) {
     this.cmd = command as unknown as Cmd;
     this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
+    // Events per entry, learnt from reads; the first read assumes full batch entries so it cannot
+    // pull a huge backlog at once.
+    this.avgEvents = config.entryMode === 'event' ? 1 : 4000;
     for (let p = 0; p < partitions; p++) {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
         this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [] });
+        this.held.push(new Map());
+        this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
     }
   }
@@ -161,6 +170,9 @@ export class RedisConsumer implements TransportSubscription {
 
   private async readLoop(r: Reader): Promise<void> {
     let failures = 0;
+    // A read issued before the previous reply is processed, so Redis prepares the next batch while
+    // handlers run (prefetch may be exceeded by one read).
+    let ahead: Promise<ReadReply> | undefined;
     while (!this.closing) {
       if (this.heldEvents >= this.prefetch) {
         await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
@@ -185,13 +197,22 @@ export class RedisConsumer implements TransportSubscription {
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
           }
         } else {
-          const reply = await this.read(r, undefined, true);
+          const next = ahead ?? this.read(r, undefined, true);
+          ahead = undefined;
+          const reply = await next;
           if (this.closing) break;
-          if (reply) for (const [key, entries] of reply) this.accept(this.keyIndex.get(key)!, entries, undefined);
+          if (reply) {
+            if (r.conn !== undefined && this.heldEvents < this.prefetch) {
+              ahead = this.read(r, undefined, true);
+              ahead.catch(noop); // observed when awaited on the next turn
+            }
+            for (const [key, entries] of reply) this.accept(this.keyIndex.get(key)!, entries, undefined);
+          }
         }
         failures = 0;
       } catch (err) {
         if (this.closing) break;
+        ahead = undefined;
         const msg = err instanceof Error ? err.message : String(err);
         r.drainPending = true;
         for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
@@ -261,8 +282,8 @@ export class RedisConsumer implements TransportSubscription {
     for (let k = 0; k < entries.length; k++) {
       const raw = entries[k]!;
       const id = raw[0];
-      const hk = idx + ' ' + id;
-      if (this.held.has(hk)) continue; // already running here (pending re-read after a reconnect)
+      const held = this.held[idx]!;
+      if (held.has(id)) continue; // already running here (pending re-read after a reconnect)
       const fields = raw[1];
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
@@ -283,13 +304,14 @@ export class RedisConsumer implements TransportSubscription {
           continue;
         }
       }
-      const ctx: DeliveryContext = { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
+      const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
       const entry = new Entry(idx, id, decoded.events, ctx, attempt);
       if (entry.remaining === 0) {
         this.ack(idx, id);
         continue;
       }
-      this.held.set(hk, entry);
+      held.set(id, entry);
+      this.heldEntries++;
       this.heldEvents += entry.remaining;
       events += entry.remaining;
       if (decoded.due > now) {
@@ -303,7 +325,7 @@ export class RedisConsumer implements TransportSubscription {
         this.queue.push(entry);
       }
     }
-    if (entries.length > 0) this.avgEvents = Math.max(1, this.avgEvents * 0.7 + (events / entries.length) * 0.3);
+    if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
     this.pump();
   }
 
@@ -364,7 +386,7 @@ export class RedisConsumer implements TransportSubscription {
 
   private complete(entry: Entry): void {
     if (entry.abandoned) return;
-    this.held.delete(entry.stream + ' ' + entry.id);
+    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
     this.ack(entry.stream, entry.id);
   }
 
@@ -403,7 +425,7 @@ export class RedisConsumer implements TransportSubscription {
         this.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
         if (!entry.abandoned) {
           entry.abandoned = true;
-          this.held.delete(entry.stream + ' ' + entry.id);
+          if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
         }
         this.checkIdle();
       },
@@ -496,7 +518,8 @@ export class RedisConsumer implements TransportSubscription {
         const s = this.streams[idx]!;
         const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', this.opts.claimCount);
         s.cursor = reply[0];
-        const entries = reply[1].filter((e) => e !== null && !this.held.has(idx + ' ' + e[0]));
+        const held = this.held[idx]!;
+        const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
         if (entries.length === 0) continue;
         const deliveries = new Map<string, number>();
         const first = entries[0]![0];
@@ -517,11 +540,11 @@ export class RedisConsumer implements TransportSubscription {
 
   /** Resets the idle time of entries held here so other consumers do not reclaim them. */
   private keepalive(): void {
-    if (this.held.size === 0) return;
+    if (this.heldEntries === 0) return;
     const now = Date.now();
     const threshold = now - Math.floor(this.opts.minIdleMs / 3);
     const byStream = new Map<number, string[]>();
-    for (const e of this.held.values()) {
+    for (const e of this.held.flatMap((m) => [...m.values()])) {
       if (e.claimedAt > threshold) continue;
       e.claimedAt = now;
       let ids = byStream.get(e.stream);
