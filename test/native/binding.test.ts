@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { availableImplementation, createCore, nativeLoadError, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
 
@@ -12,6 +13,20 @@ describe('native addon loading', () => {
   it('loads the addon on this platform (prebuilt or local build)', () => {
     expect(nativeLoadError()).toBeUndefined();
     expect(availableImplementation()).toBe('native');
+  });
+
+  it('EVENTLANE_NATIVE=0 forces the JS fallback, with exactly one warning', () => {
+    const loader = new URL('../../native/loader.ts', import.meta.url).href;
+    const code = `
+      const m = await import(${JSON.stringify(loader)});
+      const a = m.createCore(8, 1024, 'auto', (w) => console.log('WARN ' + w));
+      const b = m.createCore(8, 1024, 'auto', (w) => console.log('WARN ' + w));
+      let err = '';
+      try { m.createCore(8, 1024, 'native', () => {}); } catch (e) { err = e.message; }
+      console.log(JSON.stringify({ impl: m.availableImplementation(), kinds: [a.kind, b.kind], err }));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env: { ...process.env, EVENTLANE_NATIVE: '0' }, encoding: 'utf8' });
+    expect(out.match(/^WARN /gm)?.length).toBe(1);
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ impl: 'js', kinds: ['js', 'js'], err: 'EVENTLANE_NATIVE=0' });
   });
 });
 
