@@ -111,8 +111,13 @@ export class PartitionConsumer {
     return this.batch[this.batchIdx++];
   }
 
+  /** First-attempt contexts, one per partition (they are read-only, so handlers can share them). */
+  private readonly firstCtx: DeliveryContext[] = [];
+
   private deliver(env: EventEnvelope, attempt: number, partition: number): void {
-    const ctx: DeliveryContext = { attempt, group: this.s.group, consumer: this.s.consumer, partition };
+    let ctx: DeliveryContext;
+    if (attempt === 1) ctx = this.firstCtx[partition] ??= Object.freeze({ attempt: 1, group: this.s.group, consumer: this.s.consumer, partition });
+    else ctx = { attempt, group: this.s.group, consumer: this.s.consumer, partition };
     this.inFlight++;
     let r: void | Promise<void>;
     try {
