@@ -2,10 +2,10 @@
 # Builds native/test/stress.cc (the partition core under many producers and consumers) with
 # ThreadSanitizer and with AddressSanitizer+UBSan, and runs both. Fails on any sanitizer report and on
 # any lost, duplicated or out-of-order event (the stress test checks every sequence).
-# Usage: scripts/native-sanitize.sh [scale]   (scale multiplies the events per producer; default 10)
+# Usage: scripts/native-sanitize.sh [scale]   (scale multiplies the events per producer; default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SCALE="${1:-10}"
+SCALE="${1:-20}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 CXX="${CXX:-g++}"

@@ -3,6 +3,7 @@
 //
 // Phase 1 (block): P producers share R rings (multi-producer claims); each ring has one consumer at a time
 //   (C consumer threads own rings r % C). Every (producer, key) sequence must arrive exactly once, in order.
+// Phase 1b: every consumer pops every ring (head claims race): every event exactly once.
 // Phase 2 (drop-oldest): producers evict while consumers pop; what arrives must be in order without
 //   duplicates, and pushed == popped + droppedOldest exactly.
 // Phase 3 (drop-newest / error counters): single thread, exact counter arithmetic.
@@ -166,6 +167,78 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
   return received.load();
 }
 
+// Phase 1b: every consumer pops from every ring (claims race at the head): exactly once, no order check.
+void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
+  Core core(128, 2048);
+  Lane& lane = *core.lane(uint32_t(core.CreateLane(uint32_t(rings))));
+  std::vector<std::atomic<uint8_t>> seen(size_t(producers) * perProducer);
+  for (auto& x : seen) x.store(0);
+  std::atomic<int> producersLeft{producers};
+  std::atomic<long> received{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; p++) {
+    threads.emplace_back([&, p] {
+      std::mt19937 rng(99 + p);
+      for (int i = 0; i < perProducer;) {
+        const int ring = int(rng() % rings);
+        std::string text;
+        std::vector<uint32_t> lens;
+        for (int b = 0; b < 16 && i < perProducer; b++, i++) {
+          std::string r = Record(p, 0, i, rng);
+          lens.push_back(uint32_t(r.size()));
+          text += r;
+        }
+        Ring& r = lane.ring(uint32_t(ring));
+        uint32_t done = 0;
+        size_t off = 0;
+        while (done < lens.size()) {
+          Reservation res;
+          if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), false, &res)) {
+            std::this_thread::yield();
+            continue;
+          }
+          std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
+          r.Commit(res);
+          lane.notifier().Notify();
+          done += res.count;
+          off += res.bytes;
+        }
+      }
+      producersLeft.fetch_sub(1);
+    });
+  }
+  std::vector<uint32_t> all;
+  for (int r = 0; r < rings; r++) all.push_back(uint32_t(r));
+  for (int c = 0; c < consumers; c++) {
+    threads.emplace_back([&, c] {
+      uint32_t which = 0, start = uint32_t(c);
+      auto onRecord = [&](int p, int, long s) {
+        if (p < 0 || p >= producers || s < 0 || s >= perProducer) return Fail("bad record (shared)", p, s);
+        if (seen[size_t(p) * perProducer + size_t(s)].fetch_add(1) != 0) Fail("duplicate (shared consumers)", p, s);
+        received.fetch_add(1);
+      };
+      for (;;) {
+        bool drained = producersLeft.load() == 0;
+        uint32_t k = PopAny(core, lane, all.data(), uint32_t(all.size()), start++, 7, 1000, 0, &which,
+                            [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
+                              ParseSpan(a, na, onRecord);
+                              if (b) ParseSpan(b, nb, onRecord);
+                            });
+        if (k == 0 && drained) {
+          bool empty = true;
+          for (uint32_t r : all) empty = empty && lane.ring(r).Size() == 0;
+          if (empty) break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const long total = long(producers) * perProducer;
+  if (received.load() != total) Fail("lost events (shared consumers)", received.load(), total);
+  std::printf("  producers=%d consumers=%d (all sharing %d rings): received=%ld of %ld\n", producers, consumers, rings,
+              received.load(), total);
+}
+
 void Counters3() {
   Ring r(8, 1024);
   const char* rec = "abcdefg,";
@@ -197,6 +270,7 @@ int main(int argc, char** argv) {
   std::printf("phase 1: block, multi-producer rings, exactly once in order\n");
   Run({4, 3, 6, 60, 20000 * scale, 256, 4096, kPartial}, true);
   Run({3, 2, 2, 20, 20000 * scale, 64, 1024, kPartial}, true);  // tiny arena: constant wrap and backpressure
+  SharedConsumers(3, 3, 2, 20000 * scale);
   std::printf("phase 2: drop-oldest under contention\n");
   Run({3, 2, 4, 40, 20000 * scale, 32, 1024, kEvictOldest}, false);
   std::printf("phase 3: counters\n");
