@@ -206,7 +206,9 @@ export class PartitionConsumer {
   async run(shouldStop: () => boolean, waitUs: number, spinUs: number): Promise<void> {
     let lastYield = performance.now();
     let n = 0;
-    while (!shouldStop() && !this.stopped) {
+    while (!this.stopped) {
+      // The stop flag is read before each pop and every 64 events, not per event.
+      if (((n++ & 63) === 0 || this.batchIdx >= this.batch.length) && shouldStop()) break;
       let env: EventEnvelope | undefined;
       if (this.inFlight < this.s.concurrency) {
         const wait = this.inFlight > 0 ? 0 : this.timers.size > 0 ? Math.min(waitUs, 1000) : waitUs;
@@ -215,7 +217,7 @@ export class PartitionConsumer {
       if (env !== undefined) {
         this.deliver(env, this.curAttempt, this.curPart);
         if (this.inFlight >= this.s.concurrency) await this.slot();
-        else if ((++n & 63) === 0 && performance.now() - lastYield > 5) {
+        else if ((n & 63) === 0 && performance.now() - lastYield > 5) {
           await yieldMacrotask(); // timers and messages get their turn under sustained load
           lastYield = performance.now();
         }
