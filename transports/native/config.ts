@@ -13,8 +13,8 @@ export const nativeConfigSchema = z
     name: z.string().min(1).max(200).optional(),
     /** Partitions per event type (one ring each, per consumer group). @default 1 */
     partitions: z.number().int().min(1).max(4096).default(1),
-    /** Events per ring; rounded up to a power of two. @default 65536 */
-    capacity: z.number().int().min(2).max(16_777_216).default(65_536),
+    /** Events per ring; rounded up to a power of two. @default 16384 */
+    capacity: z.number().int().min(2).max(16_777_216).default(16_384),
     /**
      * Payload bytes per ring (the preallocated arena); rounded up to a power of two.
      * @default capacity * 128, at least 64 KiB, at most 1 GiB
