@@ -157,7 +157,7 @@ export class JsCore implements PartitionCore {
     if (n > lens.length || n > charLens.length) throw new RangeError('n exceeds the length arrays');
     let total = 0;
     for (let i = 0; i < n; i++) {
-      if (lens[i]! > ring.arenaBytes - 2) {
+      if (lens[i]! > ring.arenaBytes / 2 - 1) {
         throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the arena (${ring.arenaBytes} bytes)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
       }
       total += lens[i]!;

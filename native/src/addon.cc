@@ -145,7 +145,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     const uint32_t* lens = byteLens.Data();
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
-      if (lens[i] > ring.MaxRecordBytes() - 1) {
+      if (lens[i] > ring.MaxRecordBytes()) {
         Napi::Error e = Napi::RangeError::New(env, "record of " + std::to_string(lens[i]) +
                                                        " bytes exceeds the arena (" +
                                                        std::to_string(ring.arenaBytes()) + " bytes)");

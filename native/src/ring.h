@@ -80,8 +80,9 @@ class Ring {
     return SlotOf(commitTail_.load(std::memory_order_acquire)) - claimHead_.load(std::memory_order_acquire);
   }
 
-  // Largest record that can ever fit (one separator byte per batch).
-  uint32_t MaxRecordBytes() const { return arenaBytes_ - 1; }
+  // Largest record accepted: half the arena minus the batch separator, so that a record always fits an
+  // empty ring wherever its positions stand (before the arena end, or after wrapping to the start).
+  uint32_t MaxRecordBytes() const { return arenaBytes_ / 2 - 1; }
 
   // Claims room for the longest prefix of `lens` (bytes; `chars` in UTF-16 units) that fits (all of it, or
   // none, when allOrNothing). Returns false when nothing was claimed.

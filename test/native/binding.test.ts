@@ -122,10 +122,24 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(toRingStats(c.stats(err, 0))).toMatchObject({ pushed: 6, rejected: 3, size: 6 });
   });
 
-  it('rejects a record larger than the arena with ERR_PAYLOAD_TOO_LARGE', () => {
+  it('rejects a record larger than half the arena with ERR_PAYLOAD_TOO_LARGE', () => {
     const c = core(8, 1024);
     const lane = c.createLane(1);
-    expect(() => push(c, lane, 0, [`["${'x'.repeat(2000)}"],`], PushMode.partial)).toThrow(expect.objectContaining({ code: 'ERR_PAYLOAD_TOO_LARGE' }));
+    expect(() => push(c, lane, 0, ['x'.repeat(512)], PushMode.partial)).toThrow(expect.objectContaining({ code: 'ERR_PAYLOAD_TOO_LARGE' }));
+    expect(() => push(c, lane, 0, ['x'.repeat(2000)], PushMode.evictOldest)).toThrow(expect.objectContaining({ code: 'ERR_PAYLOAD_TOO_LARGE' }));
+  });
+
+  it('a record of up to half the arena always fits an empty ring, wherever its positions stand', () => {
+    const c = core(8, 1024);
+    const lane = c.createLane(1);
+    for (let i = 0; i < 200; i++) {
+      const small = 'y'.repeat((i * 37) % 300);
+      const big = 'z'.repeat(511 - (i % 3));
+      expect(push(c, lane, 0, [small], PushMode.partial)).toBe(1);
+      expect(c.pop(lane, Uint32Array.of(0), 1, 0, 8, info, 0, 0)).toBe(small);
+      expect(push(c, lane, 0, [big], PushMode.partial)).toBe(1);
+      expect(c.pop(lane, Uint32Array.of(0), 1, 0, 8, info, 0, 0)).toBe(big);
+    }
   });
 
   it('throws ERR_CLOSED after close, and pop returns null at once', () => {
