@@ -103,7 +103,8 @@ export class NativeGroup {
     for (const m of this.members) if (m.kind === 'main') any = true;
     if (!any) return;
     this.kickScheduled = true;
-    setImmediate(() => {
+    // A microtask, as the memory transport delivers within write(): no event-loop turn between publish and handler.
+    queueMicrotask(() => {
       this.kickScheduled = false;
       for (const m of this.members) if (m.kind === 'main') m.consumer.pump();
     });
