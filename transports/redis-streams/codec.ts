@@ -26,20 +26,14 @@ export const ID_WIDTH = 26;
  * append of the id and a time comparison; nothing is re-stringified.
  */
 export class BatchEncoder {
-  private scratch: Buffer = Buffer.allocUnsafeSlow(1 << 20);
-
-  private grow(need: number, used: number): void {
-    let size = this.scratch.length * 2;
-    while (size < need) size *= 2;
-    const next = Buffer.allocUnsafeSlow(size);
-    this.scratch.copy(next, 0, 0, used);
-    this.scratch = next;
-  }
-
-  /** Field/value pairs of one batch entry (appended to `out`). */
-  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[]): void {
+  /**
+   * Field/value pairs of one batch entry (appended to `out`). `bytes` is the sum of the events' JSON
+   * lengths (the unit's `bytes`): the payload buffer is sized for ASCII JSON and grows (copying) only
+   * when multi-byte characters need more room, so no second copy is made in the common case.
+   */
+  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[], bytes = 0): void {
     const n = events.length;
-    let buf = this.scratch;
+    let buf = Buffer.allocUnsafe(Math.max(64, bytes + n + 16));
     let off = 0;
     buf[off++] = 0x5b; // [
     let ids = '';
@@ -51,10 +45,14 @@ export class BatchEncoder {
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
       const json = ev.json ?? JSON.stringify(ev.data);
-      const need = off + json.length * 3 + 2;
-      if (need > buf.length) {
-        this.grow(need, off);
-        buf = this.scratch;
+      // Worst case 3 bytes per UTF-16 unit, plus the separator and the closing bracket.
+      if (off + json.length * 3 + 2 > buf.length) {
+        // Only grow when the string might not fit as ASCII, or is not ASCII.
+        if (off + json.length + 2 > buf.length || Buffer.byteLength(json) + off + 2 > buf.length) {
+          const next = Buffer.allocUnsafe(Math.max(buf.length * 2, off + json.length * 3 + 2 + (bytes > off ? bytes - off : 0)));
+          buf.copy(next, 0, 0, off);
+          buf = next;
+        }
       }
       if (i > 0) buf[off++] = 0x2c; // ,
       off += (buf as unknown as Utf8Writer).utf8Write(json, off);
@@ -72,12 +70,12 @@ export class BatchEncoder {
       }
     }
     if (off + 1 > buf.length) {
-      this.grow(off + 1, off);
-      buf = this.scratch;
+      const next = Buffer.allocUnsafe(off + 1);
+      buf.copy(next, 0, 0, off);
+      buf = next;
     }
     buf[off++] = 0x5d; // ]
-    const payloads = Buffer.allocUnsafe(off);
-    buf.copy(payloads, 0, 0, off);
+    const payloads = buf.subarray(0, off);
     times += n > 0 ? t + ',' + run + ']' : ']';
     out.push('v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n);
     if (fixed) out.push('idw', ID_WIDTH, 'ids', ids);

@@ -18,10 +18,22 @@ interface TypeInfo {
   minIdAgeMs: number | undefined;
 }
 
+interface InFlight {
+  deadline: number;
+  reject: (err: Error) => void;
+  done: boolean;
+}
+
+function noResult(): WriteResult {
+  return undefined;
+}
+
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private next = 0;
   private readonly encoder = new BatchEncoder();
+  private readonly inflight = new Set<InFlight>();
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -78,17 +90,31 @@ export class Publisher {
   write(units: readonly PublishUnit[]): Promise<WriteResult> {
     const client = this.pool[this.next]!;
     this.next = (this.next + 1) % this.pool.length;
-    if (client.status !== 'ready') return this.waitReady(client).then(() => this.send(client, units));
+    // Not ready, or ready on paper while the socket already closed (a kill not yet noticed): wait for
+    // the reconnect instead of failing at once — nothing has been sent yet.
+    if (client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false) {
+      return this.waitReady(client).then(() => this.send(client, units));
+    }
     return this.send(client, units);
   }
 
   private send(client: Client, units: readonly PublishUnit[]): Promise<WriteResult> {
     const now = Date.now();
     const perEvent = this.config.entryMode === 'event';
+    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
+    if (units.length === 1 && (!perEvent || units[0]!.events.length === 1)) {
+      // The common shapes (one lane per write; an awaited single publish): one XADD, no pipeline.
+      const unit = units[0]!;
+      const t = this.info(unit.type);
+      const args = this.xaddArgs(t, unit.partition, t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined);
+      // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
+      if (unit.events.length === 1) pushEventFields(args, unit.events[0]!, this.source);
+      else this.encoder.push(args, unit.type, this.source, unit.events, unit.bytes);
+      return this.bounded(c.xadd(...args).then(noResult));
+    }
     const replies: Promise<unknown>[] = [];
     // Commands per unit, so each reply maps back to its unit.
     const counts = new Array<number>(units.length);
-    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
     let pipe: ChainableCommander | undefined;
     if (perEvent && !this.connector.isCluster) pipe = c.pipeline();
     for (let u = 0; u < units.length; u++) {
@@ -97,7 +123,8 @@ export class Publisher {
       const minId = t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
       if (!perEvent) {
         const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
-        this.encoder.push(args, unit.type, this.source, unit.events);
+        if (unit.events.length === 1) pushEventFields(args as (string | number)[], unit.events[0]!, this.source);
+        else this.encoder.push(args, unit.type, this.source, unit.events, unit.bytes);
         replies.push(c.xadd(...args));
         counts[u] = 1;
       } else {
@@ -114,22 +141,57 @@ export class Publisher {
     const all: Promise<[Error | null, unknown][]> = pipe
       ? pipe.exec().then((r) => (r ?? []) as [Error | null, unknown][])
       : Promise.allSettled(replies).then((settled) => settled.map((s) => (s.status === 'fulfilled' ? [null, s.value] : [s.reason as Error, undefined])));
-    // One timer per write bounds a server that accepted the connection but does not answer.
-    const ms = this.config.commandTimeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ConnectionError(`Write to ${this.connector.address} got no reply within ${ms} ms (transport.commandTimeoutMs); it may or may not have been applied`)), ms);
+    return this.bounded(all.then((res) => this.results(units, counts, res)));
+  }
+
+  /**
+   * Bounds a write by commandTimeoutMs without a timer per write: writes in flight sit in a set that
+   * one interval timer sweeps.
+   */
+  private bounded(p: Promise<WriteResult>): Promise<WriteResult> {
+    return new Promise<WriteResult>((resolve, reject) => {
+      const w: InFlight = { deadline: Date.now() + this.config.commandTimeoutMs, reject, done: false };
+      this.inflight.add(w);
+      if (this.sweeper === undefined) {
+        this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.min(500, this.config.commandTimeoutMs / 4)));
+        this.sweeper.unref();
+      }
+      p.then(
+        (res) => {
+          if (w.done) return;
+          w.done = true;
+          this.inflight.delete(w);
+          resolve(res);
+        },
+        (err: unknown) => {
+          if (w.done) return;
+          w.done = true;
+          this.inflight.delete(w);
+          reject(err instanceof ConnectionError ? err : this.wrap(err));
+        },
+      );
     });
-    return Promise.race([all, timeout]).then(
-      (res) => {
-        clearTimeout(timer);
-        return this.results(units, counts, res);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        throw err instanceof ConnectionError ? err : this.wrap(err);
-      },
-    );
+  }
+
+  private sweep(): void {
+    if (this.inflight.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+      return;
+    }
+    const now = Date.now();
+    const ms = this.config.commandTimeoutMs;
+    for (const w of this.inflight) {
+      if (w.deadline > now) continue;
+      w.done = true;
+      this.inflight.delete(w);
+      w.reject(new ConnectionError(`Write to ${this.connector.address} got no reply within ${ms} ms (transport.commandTimeoutMs); it may or may not have been applied`));
+    }
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   private results(units: readonly PublishUnit[], counts: number[], replies: [Error | null, unknown][]): WriteResult {

@@ -104,6 +104,7 @@ export class RedisStreamsTransport implements Transport {
     await Promise.allSettled([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
     await this.connecting?.catch(() => undefined);
+    this.publisher?.close();
     await Promise.allSettled([...this.pool, ...(this.command ? [this.command] : [])].map((c) => c.quit().catch(() => c.disconnect())));
     for (const c of this.pool) c.disconnect();
     this.command?.disconnect();
