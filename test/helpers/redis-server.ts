@@ -30,7 +30,7 @@ async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) =>
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
-    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
     c.on('error', () => undefined);
     try {
       await c.connect();
@@ -40,6 +40,10 @@ async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) =>
       }
     } catch (err) {
       last = err;
+      if (String(err).includes('NOAUTH') && !check) {
+        c.disconnect();
+        return; // up, and asking for a password
+      }
     }
     c.disconnect();
     await new Promise((r) => setTimeout(r, 50));

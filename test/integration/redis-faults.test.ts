@@ -104,6 +104,20 @@ describe('redis-streams: faults', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 
+  it('passes credentials through; a wrong password is a ConnectionError that does not leak it', async () => {
+    const s = await RedisServer.start({ extraArgs: ['--requirepass', 's3cret'] });
+    cleanup.push(() => s.stop());
+    const good = await bus(`redis://:s3cret@127.0.0.1:${s.port}`);
+    await good.publish('order.created', orders(1)[0]!);
+    const viaOption = await bus(s.url, { password: 's3cret' });
+    await viaOption.publish('order.created', orders(1)[0]!);
+    const err = await makeBus(`redis://:wrong-pass@127.0.0.1:${s.port}`, { connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toContain(`127.0.0.1:${s.port}`);
+    expect((err as Error).message).not.toContain('wrong-pass');
+    expect((err as Error).message).toMatch(/credentials|WRONGPASS/);
+  });
+
   it('Redis going away: publish rejects with ConnectionError after commandTimeoutMs, no hang', async () => {
     const s = await server();
     const b = await bus(s.url, { commandTimeoutMs: 300 });

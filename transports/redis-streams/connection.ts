@@ -31,6 +31,9 @@ export class Connector {
     this.isCluster = config.cluster !== undefined;
     if (config.cluster) {
       this.address = 'redis cluster ' + config.cluster.nodes.map((n) => (typeof n === 'string' ? redactUrl(n) : `${n.host}:${n.port}`)).join(',');
+    } else if (Array.isArray(config.redisOptions?.['sentinels'])) {
+      const sentinels = config.redisOptions['sentinels'] as { host?: string; port?: number }[];
+      this.address = `redis sentinel "${String(config.redisOptions['name'] ?? 'mymaster')}" via ${sentinels.map((s) => `${s.host ?? '127.0.0.1'}:${s.port ?? 26379}`).join(',')}`;
     } else if (config.url) {
       this.address = redactUrl(config.url);
     } else {
@@ -99,12 +102,16 @@ export class Connector {
     const ms = this.config.connectTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     let lastError: unknown;
+    let fail: ((err: unknown) => void) | undefined;
     const onError = (err: unknown): void => {
       lastError = err;
+      // Bad credentials do not get better by retrying: fail now instead of at the timeout.
+      if (err instanceof Error && /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(err.message)) fail?.(err);
     };
     client.on('error', onError);
     try {
       await new Promise<void>((resolve, reject) => {
+        fail = reject;
         timer = setTimeout(() => reject(new TimeoutError(`timed out after ${ms} ms`)), ms);
         const attempt = (): void => {
           client.connect().then(resolve, (err: unknown) => {
@@ -120,8 +127,11 @@ export class Connector {
     } catch (err) {
       client.disconnect();
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';
+      const auth = lastError instanceof Error && /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(lastError.message);
       throw new ConnectionError(
-        `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
+        auth
+          ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
+          : `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
         { cause: lastError ?? err },
       );
     } finally {
