@@ -51,9 +51,9 @@ describe('redis-streams codec', () => {
   it('per-event entries round-trip and foreign entries get defaults', () => {
     const out: (string | number)[] = [];
     pushEventFields(out, ev(3, { key: 'k', headers: { a: 'b' } }), 'svc');
-    const d = decodeEntry('5-0', asStrings(out), 'x') as { events: Record<string, unknown>[] };
+    const d = decodeEntry('5-0', asStrings(out), 'x') as unknown as { events: Record<string, unknown>[] };
     expect(d.events[0]).toMatchObject({ id: ev(3).id, type: 'order.created', source: 'svc', key: 'k', headers: { a: 'b' }, data: ev(3).data });
-    const foreign = decodeEntry('1700000000123-4', ['data', '{"x":1}'], 'orders') as { events: Record<string, unknown>[] };
+    const foreign = decodeEntry('1700000000123-4', ['data', '{"x":1}'], 'orders') as unknown as { events: Record<string, unknown>[] };
     expect(foreign.events[0]).toEqual({ id: '1700000000123-4', type: 'orders', source: '', time: 1700000000123, data: { x: 1 } });
   });
 
