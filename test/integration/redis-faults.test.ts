@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConnectionError, type EventBus } from '../../src/index.js';
+import { ConnectionError, createEventBus, type EventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
@@ -91,6 +91,24 @@ describe('redis-streams: faults', () => {
     await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     await b.publishMany('order.created', orders(10, 20));
     await waitFor(() => seen.size === 30, 10_000, 'events after killing all connections');
+  });
+
+  it('the read watchdog replaces a connection whose blocking read never returns', async () => {
+    const s = await server();
+    const warnings: string[] = [];
+    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('watchdog') } });
+    cleanup.push(() => b.close());
+    const seen = new Set<number>();
+    await b.subscribe('order.created', { group: 'g', blockMs: 100, watchdogMs: 200 }, (e) => void seen.add(e.data.seq));
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    // The server stops answering everyone for 1.5 s: reads outlive blockMs + watchdogMs.
+    await raw.client('PAUSE', 1500, 'ALL');
+    await sleep(1000);
+    await b.publishMany('order.created', orders(20));
+    await waitFor(() => seen.size === 20, 10_000, 'events after the pause');
+    expect(warnings.some((w) => w.includes('watchdog'))).toBe(true);
   });
 
   it('unreachable Redis: connect rejects with ConnectionError naming the URL within the timeout', async () => {
