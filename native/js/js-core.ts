@@ -158,7 +158,7 @@ export class JsCore implements PartitionCore {
     let total = 0;
     for (let i = 0; i < n; i++) {
       if (lens[i]! > ring.arenaBytes / 2 - 1) {
-        throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the arena (${ring.arenaBytes} bytes)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
+        throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the limit of ${ring.arenaBytes / 2 - 1} bytes (half the ${ring.arenaBytes}-byte arena)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
       }
       total += lens[i]!;
     }

@@ -146,9 +146,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
       if (lens[i] > ring.MaxRecordBytes()) {
-        Napi::Error e = Napi::RangeError::New(env, "record of " + std::to_string(lens[i]) +
-                                                       " bytes exceeds the arena (" +
-                                                       std::to_string(ring.arenaBytes()) + " bytes)");
+        Napi::Error e = Napi::RangeError::New(env, "record of " + std::to_string(lens[i]) + " bytes exceeds the limit of " +
+                                                       std::to_string(ring.MaxRecordBytes()) + " bytes (half the " +
+                                                       std::to_string(ring.arenaBytes()) + "-byte arena)");
         e.Set("code", Napi::String::New(env, "ERR_PAYLOAD_TOO_LARGE"));
         e.ThrowAsJavaScriptException();
         return env.Undefined();

@@ -110,6 +110,32 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(ticksOfLoop).toBeGreaterThan(0);
   });
 
+  it('block: keeps partition order when one write carries several units of a full ring', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 2 });
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'g' }, async (e) => {
+      seen.push(e.data.seq);
+      await sleep(0);
+    });
+    const ev = (seq: number) => ({
+      id: `01JABCDEFGHJKMNPQRSTVW${String(seq).padStart(4, '0')}`,
+      type: 'tick',
+      time: Date.now(),
+      key: undefined,
+      data: { seq },
+      json: JSON.stringify({ seq }),
+      partition: 0,
+      correlationId: undefined,
+      causationId: undefined,
+      headers: undefined,
+    });
+    const unit = (from: number, n: number) => ({ type: 'tick', partition: 0, events: Array.from({ length: n }, (_, i) => ev(from + i)), bytes: 0 });
+    const result = await transportOf(b).write([unit(0, 10), unit(10, 10), unit(20, 10)]);
+    expect(result ?? []).toEqual(expect.not.arrayContaining([expect.any(Error)]));
+    await waitFor(() => seen.length === 30, 10_000, '30 events');
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i));
+  });
+
   it('block: rejects with TimeoutError after publishTimeoutMs when nobody consumes', async () => {
     const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 100 });
     const { release } = await stuckConsumer(b);
@@ -132,6 +158,13 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     const b = await bus({ capacity: 16, arenaBytes: 65_536 });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
     await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+  });
+
+  it('rejects an event whose headers make it larger than half the arena with PayloadTooLargeError', async () => {
+    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    await b.subscribe('tick', { group: 'g' }, () => {});
+    await expect(b.publish('tick', { seq: 1 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await b.publish('tick', { seq: 2 });
   });
 
   it('rejects publish after close with ClosedError', async () => {

@@ -118,6 +118,8 @@ export class NativeTransport implements Transport {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
+    // (lane, partition) rings waiting for room in this write: later units for them queue behind, in order.
+    let blocked: Map<string, Promise<void>> | undefined;
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
@@ -126,6 +128,15 @@ export class NativeTransport implements Transport {
         batch = encodeEvents(unit.events);
         if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
         for (const group of topic.groups.values()) {
+          const ring = `${group.lane}:${unit.partition}`;
+          const before = blocked?.get(ring);
+          if (before) {
+            const all = copyBatch(batch);
+            const p = before.then(() => this.blockingPush(group, unit, all));
+            blocked!.set(ring, p);
+            waits!.push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+            continue;
+          }
           const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
           if (done > 0) group.kick();
           if (done < batch.n) {
@@ -136,10 +147,9 @@ export class NativeTransport implements Transport {
             }
             if (this.mode === PushMode.partial) {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
-              const rest = copyBatch(batch, done);
-              (waits ??= []).push(this.blockingPush(group, unit, rest).catch((err: Error) => {
-                (results ??= new Array(units.length).fill(undefined))[u] = err;
-              }));
+              const p = this.blockingPush(group, unit, copyBatch(batch, done));
+              (blocked ??= new Map()).set(ring, p.catch(() => {}));
+              (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
             }
           }
         }
@@ -154,8 +164,8 @@ export class NativeTransport implements Transport {
   private mapError(err: unknown): Error {
     const code = (err as { code?: string }).code;
     if (code === 'ERR_PAYLOAD_TOO_LARGE') {
-      const m = /record of (\d+) bytes exceeds the arena \((\d+)/.exec((err as Error).message);
-      return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.arenaBytes');
+      const m = /record of (\d+) bytes exceeds the limit of (\d+)/.exec((err as Error).message);
+      return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.arenaBytes (half of it per event)');
     }
     if (code === 'ERR_CLOSED') return new ClosedError('native transport');
     if (err instanceof EventlaneError) return err;
