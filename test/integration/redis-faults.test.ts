@@ -70,6 +70,29 @@ describe('redis-streams: faults', () => {
     await waitFor(async () => ((await raw.xpending(streamKey(prefix, 'order.created', 0), 'g')) as [number])[0] === 0, 5000, 'pending 0');
   });
 
+  it('a consumer restarting under the same name finishes its own pending entries first', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('ownpending');
+    const fixture = fileURLToPath(new URL('./fixtures/redis-hanging-consumer.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanup.push(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor(() => out.includes('ready'), 20_000, 'the child consumer');
+    const pub = await bus(s.url, {}, prefix);
+    await pub.publishMany('order.created', orders(100));
+    await waitFor(() => out.split('\n').filter((l) => l.startsWith('got ')).length === 100, 10_000, 'the child to take all 100');
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    // Same consumer name, reclaim effectively off: only the own-pending drain can deliver these.
+    const seen = new Map<number, number>();
+    await pub.subscribe('order.created', { group: 'g', consumer: 'victim', blockMs: 100, minIdleMs: 600_000 }, (e, ctx) => void seen.set(e.data.seq, ctx.attempt));
+    await waitFor(() => seen.size === 100, 10_000, 'the 100 pending events');
+    expect([...seen.values()].every((a) => a === 2)).toBe(true);
+  });
+
   it('consumers resume after their connection is killed mid-BLOCK (CLIENT KILL)', async () => {
     const s = await server();
     const b = await bus(s.url);

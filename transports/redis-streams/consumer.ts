@@ -189,7 +189,8 @@ export class RedisConsumer implements TransportSubscription {
               any = true;
               const idx = this.keyIndex.get(key)!;
               r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
-              this.accept(idx, entries, undefined);
+              // Redeliveries: their delivery counts give the attempt and stop crash loops.
+              this.accept(idx, entries, await this.deliveryCounts(idx, entries));
             }
           }
           if (!any) {
@@ -521,11 +522,7 @@ export class RedisConsumer implements TransportSubscription {
         const held = this.held[idx]!;
         const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
         if (entries.length === 0) continue;
-        const deliveries = new Map<string, number>();
-        const first = entries[0]![0];
-        const last = entries[entries.length - 1]![0];
-        const pend = (await this.cmd.xpending(s.key, this.spec.group, first, last, entries.length + 16, this.spec.consumer)) as [string, string, number, number][];
-        for (const [id, , , n] of pend) deliveries.set(id, n);
+        const deliveries = await this.deliveryCounts(idx, entries);
         this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
         if (!this.closing) this.accept(idx, entries, deliveries);
       }
@@ -536,6 +533,20 @@ export class RedisConsumer implements TransportSubscription {
     } finally {
       this.reclaiming = false;
     }
+  }
+
+  /** Delivery counts (XPENDING) of entries this consumer just got from its pending list or a reclaim. */
+  private async deliveryCounts(idx: number, entries: RawEntry[]): Promise<Map<string, number>> {
+    const deliveries = new Map<string, number>();
+    const first = entries[0]![0];
+    const last = entries[entries.length - 1]![0];
+    try {
+      const pend = (await this.cmd.xpending(this.streams[idx]!.key, this.spec.group, first, last, entries.length + 16, this.spec.consumer)) as [string, string, number, number][];
+      for (const [id, , , n] of pend) deliveries.set(id, Number(n));
+    } catch (err) {
+      this.logger.debug({ err: describeError(err) }, 'XPENDING failed; attempts of redelivered entries unknown');
+    }
+    return deliveries;
   }
 
   /** Resets the idle time of entries held here so other consumers do not reclaim them. */
