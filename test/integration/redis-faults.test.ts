@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, type EventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { streamKey } from '../../transports/redis-streams/index.js';
+import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead, makeBus, orders } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
@@ -92,6 +92,35 @@ describe('redis-streams: faults', () => {
     await waitFor(() => seen.size === 100, 10_000, 'the 100 pending events');
     expect([...seen.values()].every((a) => a === 2)).toBe(true);
   });
+
+  it('an event that kills its consumer is isolated and dead-lettered alone (crash loop)', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('crashloop');
+    const fixture = fileURLToPath(new URL('./fixtures/redis-crashing-consumer.ts', import.meta.url));
+    const pub = await bus(s.url, { partitions: 1 }, prefix);
+    const got = new Set<number>();
+    await pub.publishMany('order.created', orders(30)); // one batch entry
+    const t = pub.transport as RedisStreamsTransport;
+    for (let run = 0; run < 8 && (await t.deadLetters('order.created', 'g')).length === 0; run++) {
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix], { stdio: ['ignore', 'pipe', 'inherit'] });
+      cleanup.push(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      });
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        for (const m of out.matchAll(/got (\d+) /g)) got.add(Number(m[1]));
+      });
+      // It dies on seq 13, or goes idle once 13 is dead-lettered.
+      await Promise.race([new Promise((r) => child.once('exit', r)), sleep(4000)]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    const dead = await t.deadLetters('order.created', 'g');
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.event?.data).toMatchObject({ seq: 13 });
+    expect(dead[0]!.error).toContain('without an ack');
+    await waitFor(() => got.size === 29, 5000, 'all other events handled');
+  }, 60_000);
 
   it('consumers resume after their connection is killed mid-BLOCK (CLIENT KILL)', async () => {
     const s = await server();

@@ -47,6 +47,8 @@ class Entry {
   remaining: number;
   abandoned = false;
   claimedAt: number;
+  /** Set while a serial pending drain waits for this entry. */
+  done: (() => void) | undefined = undefined;
   constructor(
     readonly stream: number,
     readonly id: string,
@@ -107,6 +109,8 @@ export class RedisConsumer implements TransportSubscription {
   private readonly prefetch: number;
   private readonly cmd: Cmd;
   private readonly flushAcksNow = (): void => this.flushAcks();
+  private signalClose!: () => void;
+  private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
 
   constructor(
     private readonly spec: SubscriptionSpec,
@@ -180,9 +184,12 @@ export class RedisConsumer implements TransportSubscription {
       }
       try {
         if (r.drainPending) {
-          const reply = await this.read(r, r.lastIds, false);
+          // Serially: one entry per stream, finished before the next is read, so an entry that kills
+          // the process is redelivered alone and only its own delivery count grows.
+          const reply = await this.read(r, r.lastIds, false, 1);
           if (this.closing) break;
           let any = false;
+          const started: Entry[] = [];
           if (reply) {
             for (const [key, entries] of reply) {
               if (entries.length === 0) continue;
@@ -190,8 +197,12 @@ export class RedisConsumer implements TransportSubscription {
               const idx = this.keyIndex.get(key)!;
               r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
               // Redeliveries: their delivery counts give the attempt and stop crash loops.
-              this.accept(idx, entries, await this.deliveryCounts(idx, entries));
+              this.accept(idx, entries, await this.deliveryCounts(idx, entries), started);
             }
+          }
+          const unfinished = started.filter((e) => !e.abandoned && this.held[e.stream]!.has(e.id));
+          if (unfinished.length > 0) {
+            await Promise.race([Promise.all(unfinished.map((e) => new Promise<void>((resolve) => (e.done = resolve)))), this.closeSignal]);
           }
           if (!any) {
             r.drainPending = false;
@@ -234,9 +245,9 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   /** One XREADGROUP, with a watchdog that replaces the connection if the reply never comes. */
-  private read(r: Reader, ids: string[] | undefined, block: boolean): Promise<ReadReply> {
+  private read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
     const room = this.prefetch - this.heldEvents;
-    const count = Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.avgEvents)));
+    const count = fixedCount ?? Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.avgEvents)));
     const args: (string | number)[] = ['GROUP', this.spec.group, this.spec.consumer, 'COUNT', count];
     if (block) args.push('BLOCK', this.opts.blockMs);
     args.push('STREAMS');
@@ -276,7 +287,7 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
-  private accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined): void {
+  private accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined, started?: Entry[]): void {
     const s = this.streams[idx]!;
     const now = Date.now();
     let events = 0;
@@ -304,6 +315,12 @@ export class RedisConsumer implements TransportSubscription {
           this.deadLetterEntry(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`);
           continue;
         }
+        if (decoded.events.length > 1) {
+          // A batch entry whose consumer died: split it into per-event retry entries, so an event
+          // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
+          this.splitEntry(idx, id, decoded.events, attempt);
+          continue;
+        }
       }
       const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
       const entry = new Entry(idx, id, decoded.events, ctx, attempt);
@@ -324,6 +341,7 @@ export class RedisConsumer implements TransportSubscription {
         this.timers.add(t);
       } else {
         this.queue.push(entry);
+        started?.push(entry);
       }
     }
     if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
@@ -389,6 +407,7 @@ export class RedisConsumer implements TransportSubscription {
     if (entry.abandoned) return;
     if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
     this.ack(entry.stream, entry.id);
+    entry.done?.();
   }
 
   private wakeReaders(): void {
@@ -427,6 +446,7 @@ export class RedisConsumer implements TransportSubscription {
         if (!entry.abandoned) {
           entry.abandoned = true;
           if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
+          entry.done?.();
         }
         this.checkIdle();
       },
@@ -465,6 +485,23 @@ export class RedisConsumer implements TransportSubscription {
     const s = this.streams[idx]!;
     this.logger.warn({ group: this.spec.group, stream: s.key, id, reason }, 'entry dead-lettered');
     this.sideOp(Promise.all(events.map((ev) => this.writeDeadLetter(s.partition, id, s.key, attempts, reason, ev, undefined))), idx, id);
+  }
+
+  private splitEntry(idx: number, id: string, events: EventEnvelope[], attempt: number): void {
+    const s = this.streams[idx]!;
+    const key = retryKey(this.config.prefix, this.spec.type, s.partition, this.spec.group);
+    this.logger.info({ group: this.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries');
+    this.sideOp(
+      Promise.all(
+        events.map((ev) => {
+          const fields = envelopeFields(ev);
+          fields.push('attempt', String(attempt), 'due', '0', 'origin', id, 'error', 'redelivered: the consumer holding it died or timed out');
+          return this.cmd.xadd(key, '*', ...fields);
+        }),
+      ),
+      idx,
+      id,
+    );
   }
 
   private sideOp(p: Promise<unknown>, idx: number, id: string): void {
@@ -596,6 +633,7 @@ export class RedisConsumer implements TransportSubscription {
 
   private async doClose(): Promise<void> {
     this.closing = true;
+    this.signalClose();
     clearInterval(this.reclaimTimer);
     // Abort blocking reads; anything Redis delivered meanwhile stays pending and is reclaimed later.
     for (const r of this.readers) {
