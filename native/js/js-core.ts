@@ -13,7 +13,10 @@ const COMMIT = 16;
 const HEAD = 32;
 const REL_SLOT = 48;
 const REL_ARENA = 49;
-const CTL_INTS = 64;
+// Per-ring wake-up word (consumers of this partition alone sleep on it) and its sleeper count.
+const RING_SEQ = 64;
+const RING_WAITERS = 80;
+const CTL_INTS = 96;
 // Lane control block: wake-up sequence and sleeper count.
 const SEQ = 0;
 const WAITERS = 16;
@@ -213,7 +216,11 @@ export class JsCore implements PartitionCore {
       srcOff += bytes_;
       if (mode === PushMode.allOrNothing) break;
     }
-    if (done > 0) this.notify(laneId);
+    if (done > 0) {
+      Atomics.add(ctl, RING_SEQ, 1);
+      if (Atomics.load(ctl, RING_WAITERS) > 0) Atomics.notify(ctl, RING_SEQ);
+      this.notifyLane(lane.ctl);
+    }
     if (done < n) {
       if (mode === PushMode.dropNewest) ring.counters[2]! += n - done;
       if (mode === PushMode.allOrNothing) ring.counters[4]! += n - done;
@@ -228,8 +235,13 @@ export class JsCore implements PartitionCore {
     if (!lane || nParts === 0) return null;
     let deadline = 0;
     let spinUntil = 0;
+    // One partition: sleep on its ring's word, so pushes to other partitions do not wake us.
+    const single = nParts === 1 ? lane.rings[parts[0]!] : undefined;
+    const word = single ? single.ctl : lane.ctl;
+    const seqAt = single ? RING_SEQ : SEQ;
+    const waitersAt = single ? RING_WAITERS : WAITERS;
     for (;;) {
-      const seq = Atomics.load(lane.ctl, SEQ);
+      const seq = Atomics.load(word, seqAt);
       for (let i = 0; i < nParts; i++) {
         const p = parts[(start + i) % nParts]!;
         const ring = lane.rings[p];
@@ -248,9 +260,9 @@ export class JsCore implements PartitionCore {
       }
       if (now >= deadline) return null;
       if (now < spinUntil) continue;
-      Atomics.add(lane.ctl, WAITERS, 1);
-      Atomics.wait(lane.ctl, SEQ, seq, Math.max(0.001, deadline - now));
-      Atomics.sub(lane.ctl, WAITERS, 1);
+      Atomics.add(word, waitersAt, 1);
+      Atomics.wait(word, seqAt, seq, Math.max(0.001, deadline - now));
+      Atomics.sub(word, waitersAt, 1);
     }
   }
 
@@ -261,11 +273,20 @@ export class JsCore implements PartitionCore {
     return [c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, ring.size()];
   }
 
+  /** Wakes every consumer of the lane (close, rebalance). */
   notify(laneId: number): void {
     const lane = this.lanes.get(laneId);
     if (!lane) return;
-    Atomics.add(lane.ctl, SEQ, 1);
-    if (Atomics.load(lane.ctl, WAITERS) > 0) Atomics.notify(lane.ctl, SEQ);
+    for (const r of lane.rings) {
+      Atomics.add(r.ctl, RING_SEQ, 1);
+      if (Atomics.load(r.ctl, RING_WAITERS) > 0) Atomics.notify(r.ctl, RING_SEQ);
+    }
+    this.notifyLane(lane.ctl);
+  }
+
+  private notifyLane(ctl: Int32Array): void {
+    Atomics.add(ctl, SEQ, 1);
+    if (Atomics.load(ctl, WAITERS) > 0) Atomics.notify(ctl, SEQ);
   }
 
   close(): void {

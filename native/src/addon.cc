@@ -177,7 +177,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       srcOff += res.bytes;
       if (mode == kAllOrNothing) break;
     }
-    if (done > 0) lane->notifier().Notify();
+    if (done > 0) lane->Notify(partition);
     if (done < n) {
       if (mode == kDropNewest) ring.counters().droppedNewest.fetch_add(n - done, std::memory_order_relaxed);
       if (mode == kAllOrNothing) ring.counters().rejected.fetch_add(n - done, std::memory_order_relaxed);
@@ -257,7 +257,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   Napi::Value Notify(const Napi::CallbackInfo& info) {
     if (core_) {
       Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
-      if (lane) lane->notifier().Notify();
+      if (lane) lane->NotifyAll();
     }
     return info.Env().Undefined();
   }

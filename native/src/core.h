@@ -65,18 +65,36 @@ class Notifier {
   alignas(kCacheLine) std::atomic<uint32_t> waiters_{0};
 };
 
+// Rings of one (type, group), with a wake-up word per ring (consumers of one partition sleep there, so a
+// push wakes only them) and one for the lane (consumers of several partitions, and close).
 class Lane {
  public:
   Lane(uint32_t partitions, uint32_t capacity, uint32_t arenaBytes) {
     rings_.reserve(partitions);
-    for (uint32_t p = 0; p < partitions; p++) rings_.emplace_back(new Ring(capacity, arenaBytes));
+    ringNotifiers_.reserve(partitions);
+    for (uint32_t p = 0; p < partitions; p++) {
+      rings_.emplace_back(new Ring(capacity, arenaBytes));
+      ringNotifiers_.emplace_back(new Notifier());
+    }
   }
   uint32_t partitions() const { return uint32_t(rings_.size()); }
   Ring& ring(uint32_t p) { return *rings_[p]; }
   Notifier& notifier() { return notifier_; }
+  Notifier& notifier(uint32_t p) { return *ringNotifiers_[p]; }
+  // After a push to partition p.
+  void Notify(uint32_t p) {
+    ringNotifiers_[p]->Notify();
+    notifier_.Notify();
+  }
+  // Wakes everyone (close, rebalance).
+  void NotifyAll() {
+    for (auto& n : ringNotifiers_) n->Notify();
+    notifier_.Notify();
+  }
 
  private:
   std::vector<std::unique_ptr<Ring>> rings_;
+  std::vector<std::unique_ptr<Notifier>> ringNotifiers_;
   Notifier notifier_;
 };
 
@@ -109,7 +127,7 @@ class Core {
     closed_.store(true, std::memory_order_release);
     for (auto& l : lanes_) {
       Lane* lane = l.load(std::memory_order_acquire);
-      if (lane) lane->notifier().Notify();
+      if (lane) lane->NotifyAll();
     }
   }
 
@@ -158,8 +176,9 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{}, spinUntil{};
   bool timed = false;
+  Notifier& notifier = nParts == 1 ? lane.notifier(parts[0]) : lane.notifier();
   for (unsigned round = 0;; round++) {
-    const uint32_t seq = lane.notifier().Seq();
+    const uint32_t seq = notifier.Seq();
     for (uint32_t i = 0; i < nParts; i++) {
       const uint32_t p = parts[(start + i) % nParts];
       *which = p;  // visible to emit
@@ -179,7 +198,7 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
       continue;
     }
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count();
-    lane.notifier().Wait(seq, uint32_t(left > 0 ? left : 1));
+    notifier.Wait(seq, uint32_t(left > 0 ? left : 1));
   }
 }
 

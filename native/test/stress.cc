@@ -108,13 +108,13 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
           }
           std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
           r.Commit(res);
-          lane.notifier().Notify();
+          lane.Notify(uint32_t(ring));
           done += res.count;
           off += res.bytes;
         }
       }
       producersLeft.fetch_sub(1);
-      lane.notifier().Notify();
+      lane.NotifyAll();
     });
   }
   for (int c = 0; c < cfg.consumers; c++) {
@@ -199,7 +199,7 @@ void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
           }
           std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
           r.Commit(res);
-          lane.notifier().Notify();
+          lane.Notify(uint32_t(ring));
           done += res.count;
           off += res.bytes;
         }
