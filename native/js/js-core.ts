@@ -328,12 +328,14 @@ function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array
   let segEnd = segStart + slots[(h & mask) * 4 + 1]!;
   let charPos = slots[(h & mask) * 4 + 3]!;
   if (offs) offs[0] = 0;
-  let first = '';
+  let wrapStart = -1;
+  let wrapEnd = -1;
   for (let i = 1; i < k; i++) {
     const s = ((h + i) & mask) * 4;
     const off = slots[s]!;
     if (off < segEnd) {
-      first = arena.toString('utf8', segStart, segEnd);
+      wrapStart = segStart;
+      wrapEnd = segEnd;
       segStart = off;
     } else {
       charPos += off - segEnd; // 0, or the batch separator
@@ -343,7 +345,10 @@ function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array
     segEnd = off + slots[s + 1]!;
   }
   if (offs) offs[k] = charPos;
-  const out = first + arena.toString('utf8', segStart, segEnd);
+  // All ASCII when the text is as many UTF-16 units as bytes: a latin1 copy, no decoding.
+  const bytes = segEnd - segStart + (wrapStart < 0 ? 0 : wrapEnd - wrapStart);
+  const enc = charPos === bytes ? 'latin1' : 'utf8';
+  const out = (wrapStart < 0 ? '' : arena.toString(enc, wrapStart, wrapEnd)) + arena.toString(enc, segStart, segEnd);
   ring.release(h, k);
   ring.counters[1]! += k;
   info[0] = k;

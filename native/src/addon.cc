@@ -218,15 +218,18 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     }
     napi_value result = nullptr;
     uint32_t which = 0;
-    auto emit = [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
-      if (b == nullptr) {
-        napi_create_string_utf8(env, reinterpret_cast<const char*>(a), na, &result);
-      } else {
+    auto emit = [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t k) {
+      // All ASCII when the text is as many UTF-16 units as bytes: then a straight latin1 copy, no decoding.
+      const bool ascii = offs != nullptr && offs[k] == na + nb;
+      const char* p = reinterpret_cast<const char*>(a);
+      if (b != nullptr) {
         tScratch.resize(na + nb);
         memcpy(tScratch.data(), a, na);
         memcpy(tScratch.data() + na, b, nb);
-        napi_create_string_utf8(env, reinterpret_cast<const char*>(tScratch.data()), na + nb, &result);
+        p = reinterpret_cast<const char*>(tScratch.data());
       }
+      if (ascii) napi_create_string_latin1(env, p, na + nb, &result);
+      else napi_create_string_utf8(env, p, na + nb, &result);
     };
     uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max, waitUs > 50000 ? 50000 : waitUs,
                         spinUs, &which, emit, offs);

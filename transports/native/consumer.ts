@@ -114,10 +114,12 @@ export class PartitionConsumer {
   /** First-attempt contexts, one per partition (they are read-only, so handlers can share them). */
   private readonly firstCtx: DeliveryContext[] = [];
 
+  private ctx(attempt: number, partition: number): DeliveryContext {
+    return Object.freeze({ attempt, group: this.s.group, consumer: this.s.consumer, partition });
+  }
+
   private deliver(env: EventEnvelope, attempt: number, partition: number): void {
-    let ctx: DeliveryContext;
-    if (attempt === 1) ctx = this.firstCtx[partition] ??= Object.freeze({ attempt: 1, group: this.s.group, consumer: this.s.consumer, partition });
-    else ctx = { attempt, group: this.s.group, consumer: this.s.consumer, partition };
+    const ctx = attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition);
     this.inFlight++;
     let r: void | Promise<void>;
     try {
@@ -215,6 +217,23 @@ export class PartitionConsumer {
         env = this.next(wait, spinUs);
       }
       if (env !== undefined) {
+        if (this.s.concurrency === 1) {
+          // One at a time: await the handler's promise directly (no bookkeeping objects per event).
+          const attempt = this.curAttempt;
+          const partition = this.curPart;
+          let r: void | Promise<void>;
+          try {
+            r = this.handler(env, attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition));
+            if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r;
+          } catch (err) {
+            this.failed(env, attempt, partition, err);
+          }
+          if ((n & 63) === 0 && performance.now() - lastYield > 5) {
+            await yieldMacrotask();
+            lastYield = performance.now();
+          }
+          continue;
+        }
         this.deliver(env, this.curAttempt, this.curPart);
         if (this.inFlight >= this.s.concurrency) await this.slot();
         else if ((n & 63) === 0 && performance.now() - lastYield > 5) {
