@@ -183,6 +183,14 @@ export class RedisConsumer implements TransportSubscription {
         continue;
       }
       try {
+        // No connection (the watchdog dropped one and could not open another yet): open it here.
+        if (r.conn === undefined) {
+          r.conn = await this.openReader();
+          if (this.closing) {
+            r.conn.disconnect();
+            break;
+          }
+        }
         if (r.drainPending) {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
           // the process is redelivered alone and only its own delivery count grows.
@@ -266,7 +274,7 @@ export class RedisConsumer implements TransportSubscription {
         old?.disconnect();
         this.openReader().then(
           (c) => {
-            if (this.closing) c.disconnect();
+            if (this.closing || r.conn !== undefined) c.disconnect();
             else r.conn = c;
             reject(new Error('read watchdog fired'));
           },
