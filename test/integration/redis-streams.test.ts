@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { ConfigError, type EventBus } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { dlqKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { dlqKey, openRedisStreamsAdmin, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead, fastRetry, makeBus, orders } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
@@ -213,5 +213,13 @@ describe('redis-streams: admin', () => {
     await waitFor(async () => (await admin.groups('order.created'))[0]?.lag === 0, 5000, 'lag 0');
     const groups = await admin.groups('order.created');
     expect(groups).toEqual([expect.objectContaining({ group: 'g1', pending: 0, lag: 0, retrying: 0 })]);
+    // The same through a standalone admin handle.
+    const standalone = await openRedisStreamsAdmin({ url: server.url, prefix, partitions: 2 });
+    try {
+      expect((await standalone.admin.groups('order.created')).map((g) => g.group)).toEqual(['g1']);
+      expect(await standalone.admin.pending('order.created', 'g1')).toEqual({ total: 0, consumers: {} });
+    } finally {
+      await standalone.close();
+    }
   });
 });

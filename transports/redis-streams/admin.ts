@@ -1,6 +1,6 @@
 /**
  * Operations: list streams, groups, pending entries and lag; inspect, replay and purge dead letters.
- * Available as methods of the transport (`transport.admin`) and through `createRedisStreamsAdmin(config)`.
+ * Available through the transport (`await transport.admin()`) and `openRedisStreamsAdmin(config)`.
  */
 import { Cluster } from 'ioredis';
 import type { EventEnvelope } from '../../src/envelope.js';

@@ -2,6 +2,7 @@
  * The Redis Streams transport: wires config, connections, the publisher, consumers and admin ops.
  */
 import { ClosedError, ConnectionError } from '../../src/errors.js';
+import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
 import type {
   DeliveryHandler,
@@ -116,4 +117,15 @@ export class RedisStreamsTransport implements Transport {
 /** Factory registered as `redis-streams`. Validates the block; a `ConfigError` names the field. */
 export function createRedisStreamsTransport(config: Record<string, unknown>, ctx: TransportContext): RedisStreamsTransport {
   return new RedisStreamsTransport(parseConfig(redisStreamsConfigSchema, config, 'transport'), ctx);
+}
+
+/**
+ * Operations access without a bus (scripts, CLIs): connects with the same config block as the bus's
+ * `transport` and returns the admin API. Call `close()` when done.
+ * @example const { admin, close } = await openRedisStreamsAdmin({ type: 'redis-streams', url, partitions: 4 });
+ */
+export async function openRedisStreamsAdmin(config: Record<string, unknown>): Promise<{ admin: RedisStreamsAdmin; close: () => Promise<void> }> {
+  const t = createRedisStreamsTransport({ type: 'redis-streams', ...config, pool: { size: 1 } }, { service: 'eventlane-admin', logger: silentLogger, eventTypes: [] });
+  await t.connect();
+  return { admin: await t.admin(), close: () => t.close() };
 }
