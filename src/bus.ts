@@ -26,6 +26,7 @@ import type { EventData, EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
+import { compileSerializer, type Serializer } from './serializer.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
@@ -90,6 +91,8 @@ export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'k
 interface TypeState {
   readonly name: string;
   readonly schema: z.ZodType;
+  /** Schema-compiled JSON encoder, or JSON.stringify for schemas it cannot prove. */
+  readonly serialize: Serializer | undefined;
   readonly partitions: number;
   readonly lanes: Lane[];
   readonly encode: boolean;
@@ -123,6 +126,7 @@ export class EventBus<M extends EventMap> {
       this.types.set(name, {
         name,
         schema: events.schemas[name]!,
+        serialize: compileSerializer(events.schemas[name]!),
         partitions,
         lanes,
         encode: caps.encoding === 'json' || events.needsEncodeCheck.has(name),
@@ -165,10 +169,11 @@ export class EventBus<M extends EventMap> {
     const keyFn = typeof keyOpt === 'function' ? keyOpt : undefined;
     const fixedKey = typeof keyOpt === 'string' ? keyOpt : undefined;
     const events: OutgoingEvent[] = new Array(payloads.length);
+    const now = Date.now(); // one publish time for the whole call
     try {
       for (let i = 0; i < payloads.length; i++) {
         const key = keyFn ? keyFn(payloads[i]!, i) : fixedKey;
-        events[i] = this.build(t, payloads[i], options, key, i);
+        events[i] = this.build(t, payloads[i], options, key, i, now);
       }
     } catch (err) {
       return Promise.reject(err);
@@ -187,11 +192,18 @@ export class EventBus<M extends EventMap> {
   }
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
-    const ev = this.build(t, data, options, key, -1);
+    const ev = this.build(t, data, options, key, -1, Date.now());
     return this.batcher.add(t.lanes[ev.partition]!, ev, ev.json === undefined ? 0 : ev.json.length);
   }
 
-  private build(t: TypeState, data: unknown, options: Omit<PublishOptions, 'key'> | undefined, key: string | undefined, index: number): OutgoingEvent {
+  private build(
+    t: TypeState,
+    data: unknown,
+    options: Omit<PublishOptions, 'key'> | undefined,
+    key: string | undefined,
+    index: number,
+    now: number,
+  ): OutgoingEvent {
     const parsed = t.schema.safeParse(data);
     if (!parsed.success) {
       const issues = toIssues(parsed.error);
@@ -201,7 +213,7 @@ export class EventBus<M extends EventMap> {
     const value = parsed.data;
     let json: string | undefined;
     if (t.encode) {
-      json = encodeJson(t.name, value);
+      json = t.serialize !== undefined ? t.serialize(value) : encodeJson(t.name, value);
       if (json.length > this.maxEventBytes / 3) {
         const bytes = Buffer.byteLength(json);
         if (bytes > this.maxEventBytes) throw new PayloadTooLargeError(bytes, this.maxEventBytes, 'transport.maxEventBytes');
@@ -212,7 +224,6 @@ export class EventBus<M extends EventMap> {
       if (key !== undefined) partition = partitionForKey(key, t.partitions);
       else partition = t.rr++ % t.partitions;
     }
-    const now = Date.now();
     return {
       id: this.ids.next(now),
       type: t.name,

@@ -1,0 +1,138 @@
+/**
+ * Schema-compiled JSON encoders. For an event whose zod schema fixes the shape (objects of strings,
+ * numbers, booleans, enums, literals, arrays, nullable/optional/default of those), `compileSerializer`
+ * generates, once per event type, a function that writes exactly what `JSON.stringify` would for the
+ * schema's parsed output, without walking the value generically: 1.5-2x faster on small events. Any
+ * other schema gets `undefined` and the bus falls back to `JSON.stringify`.
+ *
+ * Input must be the schema's *parsed output* (the bus serializes after validation), so a number is
+ * finite and a string is a string. Strings of plain printable ASCII are quoted directly; anything
+ * else goes through `JSON.stringify` for exact escaping.
+ */
+import type { z } from 'zod';
+
+export type Serializer = (value: unknown) => string;
+
+type Def = Record<string, any>;
+
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** JSON for a string, skipping escape work for short plain-ASCII strings. */
+function quote(s: string): string {
+  return s.length <= 256 && PLAIN.test(s) ? '"' + s + '"' : JSON.stringify(s);
+}
+
+function num(n: number): string {
+  return Number.isFinite(n) ? '' + n : 'null';
+}
+
+class Compiler {
+  private readonly fns: Serializer[] = [];
+  private readonly seen = new Set<unknown>();
+
+  /** An expression serializing the JS expression `v`, or undefined if the schema is not supported. */
+  expr(schema: z.ZodType, v: string): string | undefined {
+    const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
+    switch (def.type) {
+      case 'string':
+        return `q(${v})`;
+      case 'number':
+        return `n(${v})`;
+      case 'boolean':
+        return `(${v} ? 'true' : 'false')`;
+      case 'null':
+        return `'null'`;
+      case 'enum':
+        return `q(${v})`;
+      case 'literal':
+        return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
+          ? `JSON.stringify(${v})`
+          : undefined;
+      case 'nullable': {
+        const inner = this.fn(def.innerType);
+        return inner === undefined ? undefined : `(${v} === null ? 'null' : f[${inner}](${v}))`;
+      }
+      case 'default':
+      case 'prefault':
+      case 'readonly':
+      case 'nonoptional':
+        return this.expr(def.innerType, v);
+      case 'array': {
+        const el = this.fn(def.element);
+        return el === undefined ? undefined : `a(${v}, f[${el}])`;
+      }
+      case 'object': {
+        const fn = this.object(def);
+        return fn === undefined ? undefined : `f[${fn}](${v})`;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  /** Index of a compiled function for `schema`. */
+  fn(schema: z.ZodType): number | undefined {
+    if (this.seen.has(schema)) return undefined; // recursion: leave to JSON.stringify
+    this.seen.add(schema);
+    const e = this.expr(schema, 'v');
+    this.seen.delete(schema);
+    if (e === undefined) return undefined;
+    return this.add(`return ${e};`);
+  }
+
+  private object(def: Def): number | undefined {
+    if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+    const shape = def.shape as Record<string, z.ZodType>;
+    let body = "var s = '{';\n";
+    let first = true; // no field written yet for sure
+    let certain = true; // `first` is known at compile time
+    for (const [key, schema] of Object.entries(shape)) {
+      const k = JSON.stringify(key);
+      const access = `d[${JSON.stringify(key)}]`;
+      const inner = (schema as unknown as { _zod: { def: Def } })._zod.def;
+      const optional = inner.type === 'optional';
+      const e = this.expr(optional ? inner.innerType : schema, access);
+      if (e === undefined) return undefined;
+      const bare = JSON.stringify(`${k}:`); // a JS literal of the JSON key text
+      const comma = JSON.stringify(`,${k}:`);
+      const sep = first && certain ? bare : certain ? comma : `(s.length > 1 ? ${comma} : ${bare})`;
+      if (optional) {
+        body += `if (${access} !== undefined) s += ${sep} + ${e};\n`;
+        if (first) certain = false;
+      } else {
+        body += `s += ${sep} + ${e};\n`;
+        first = false;
+        certain = true;
+      }
+    }
+    body += "return s + '}';";
+    return this.add(`var d = v;\n${body}`);
+  }
+
+  private add(body: string): number {
+    const factory = new Function('q', 'n', 'a', 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => Serializer;
+    this.fns.push(factory(quote, num, array, this.fns));
+    return this.fns.length - 1;
+  }
+
+  compile(schema: z.ZodType): Serializer | undefined {
+    const root = this.fn(schema);
+    return root === undefined ? undefined : this.fns[root];
+  }
+}
+
+function array(list: unknown[], el: Serializer): string {
+  if (list.length === 0) return '[]';
+  let s = '[' + el(list[0]);
+  for (let i = 1; i < list.length; i++) s += ',' + el(list[i]);
+  return s + ']';
+}
+
+/** A fast encoder for the parsed output of `schema`, or undefined when only `JSON.stringify` will do. */
+export function compileSerializer(schema: z.ZodType): Serializer | undefined {
+  try {
+    return new Compiler().compile(schema);
+  } catch {
+    return undefined; // e.g. code generation disallowed: fall back to JSON.stringify
+  }
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { compileSerializer } from '../../src/serializer.js';
+
+const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
+const nested = z.object({
+  opt: z.string().optional(),
+  when: z.number(),
+  tags: z.array(z.string()),
+  side: z.enum(['buy', 'sell']),
+  kind: z.literal('limit'),
+  flag: z.boolean(),
+  note: z.string().nullable(),
+  maybe: z.object({ a: z.number(), b: z.array(z.object({ c: z.boolean().optional() })) }).optional(),
+  dflt: z.number().default(3),
+  'we"ird key': z.string(),
+});
+
+function same(schema: z.ZodType, input: unknown) {
+  const ser = compileSerializer(schema)!;
+  const value = schema.parse(input);
+  expect(ser(value)).toBe(JSON.stringify(value));
+}
+
+describe('compileSerializer', () => {
+  it('writes exactly what JSON.stringify writes for parsed values', () => {
+    same(trade, { id: 1, sym: 'AAPL', px: 150.25, qty: 100 });
+    same(trade, { id: -0, sym: 'quote"back\\slash\nnew ü ☃ \u2028', px: 1e21, qty: 0 });
+    same(nested, { when: 1, tags: [], side: 'buy', kind: 'limit', flag: false, note: null, 'we"ird key': '' });
+    same(nested, {
+      opt: 'x',
+      when: 1.5,
+      tags: ['a', 'b"'],
+      side: 'sell',
+      kind: 'limit',
+      flag: true,
+      note: 'n',
+      maybe: { a: 2, b: [{}, { c: true }] },
+      dflt: 7,
+      'we"ird key': 'k',
+      stripped: 'unknown keys are dropped by parse',
+    });
+  });
+
+  it('matches JSON.stringify on random values', () => {
+    const chars = 'aZ09 "\\\n\t\u0001é☃😀';
+    const str = () => Array.from({ length: Math.floor(Math.random() * 12) }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
+    for (let i = 0; i < 2000; i++) {
+      same(nested, {
+        opt: Math.random() < 0.5 ? str() : undefined,
+        when: (Math.random() - 0.5) * 10 ** Math.floor(Math.random() * 30),
+        tags: Array.from({ length: Math.floor(Math.random() * 3) }, str),
+        side: Math.random() < 0.5 ? 'buy' : 'sell',
+        kind: 'limit',
+        flag: Math.random() < 0.5,
+        note: Math.random() < 0.3 ? null : str(),
+        maybe: Math.random() < 0.5 ? undefined : { a: Math.random(), b: [{ c: Math.random() < 0.5 ? undefined : true }] },
+        'we"ird key': str(),
+      });
+    }
+  });
+
+  it('declines schemas it cannot prove, so the caller uses JSON.stringify', () => {
+    expect(compileSerializer(z.object({ a: z.unknown() }))).toBeUndefined();
+    expect(compileSerializer(z.object({ a: z.date() }))).toBeUndefined();
+    expect(compileSerializer(z.record(z.string(), z.number()))).toBeUndefined();
+    expect(compileSerializer(z.object({ a: z.string() }).catchall(z.any()))).toBeUndefined();
+    expect(compileSerializer(z.object({ a: z.string() }).passthrough())).toBeUndefined();
+  });
+});
