@@ -122,6 +122,24 @@ describe('redis-streams: faults', () => {
     await waitFor(() => got.size === 29, 5000, 'all other events handled');
   }, 60_000);
 
+  it('deletes long-idle consumers without pending entries, never one that holds entries', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('prune');
+    const b = await bus(s.url, { partitions: 1 }, prefix);
+    const key = streamKey(prefix, 'order.created', 0);
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    await raw.xgroup('CREATECONSUMER', key, 'g', 'gone-empty');
+    await raw.xadd(key, '*', 'data', '{"orderId":"x","amount":1,"seq":1}');
+    await raw.xreadgroup('GROUP', 'g', 'gone-holding', 'COUNT', 1, 'STREAMS', key, '>');
+    await sleep(300);
+    await b.subscribe('order.created', { group: 'g', consumer: 'alive', blockMs: 100, minIdleMs: 600_000, reclaimIntervalMs: 50, deleteIdleConsumersMs: 200 }, () => undefined);
+    const names = async () => ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((r) => String(r[1])).sort();
+    await waitFor(async () => !(await names()).includes('gone-empty'), 5000, 'the idle empty consumer to go');
+    expect(await names()).toEqual(['alive', 'gone-holding']);
+  });
+
   it('consumers resume after their connection is killed mid-BLOCK (CLIENT KILL)', async () => {
     const s = await server();
     const b = await bus(s.url);

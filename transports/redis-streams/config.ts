@@ -99,6 +99,11 @@ export const redisSubscribeSchema = z
     readCount: z.number().int().min(1).max(100_000).default(1_000),
     /** Entries per XAUTOCLAIM call. */
     claimCount: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * Consumers of the group idle longer than this and holding no pending entries are deleted
+     * (XGROUP DELCONSUMER) by the reclaim loop, so restarts with new names do not pile up. 0: never.
+     */
+    deleteIdleConsumersMs: z.number().int().min(0).default(86_400_000),
   })
   .strict();
 

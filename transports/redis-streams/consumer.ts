@@ -555,10 +555,35 @@ export class RedisConsumer implements TransportSubscription {
 
   // ---------------------------------------------------------------- reclaim and keepalive
 
+  /** Deletes consumers of the group that hold nothing and have been idle past deleteIdleConsumersMs. */
+  private async pruneConsumers(): Promise<void> {
+    const limit = this.opts.deleteIdleConsumersMs;
+    if (limit === 0) return;
+    for (const s of this.streams) {
+      if (s.retry) continue;
+      const rows = (await (this.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', s.key, this.spec.group)) ?? [];
+      for (const row of rows) {
+        const f: Record<string, unknown> = {};
+        for (let i = 0; i + 1 < row.length; i += 2) f[String(row[i])] = row[i + 1];
+        const name = String(f['name']);
+        // Never a consumer that still has pending entries, never ourselves.
+        if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
+        await this.cmd.xgroup('DELCONSUMER', s.key, this.spec.group, name);
+        this.logger.info({ group: this.spec.group, stream: s.key, consumer: name }, 'deleted an idle consumer with no pending entries');
+      }
+    }
+  }
+
+  private reclaimPasses = 0;
+
   private async reclaim(): Promise<void> {
     if (this.reclaiming || this.closing) return;
     this.reclaiming = true;
     try {
+      // Housekeeping on the first pass and every 20th after it.
+      if (this.reclaimPasses++ % 20 === 0) {
+        await this.pruneConsumers().catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
+      }
       for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;
         const s = this.streams[idx]!;
