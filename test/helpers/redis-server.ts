@@ -96,7 +96,13 @@ export class RedisServer {
   private async spawn(): Promise<void> {
     this.proc = spawn('redis-server', this.args, { stdio: 'ignore' });
     this.proc.on('error', () => undefined);
-    await waitReady(this.port);
+    try {
+      await waitReady(this.port);
+    } catch (err) {
+      this.proc.kill('SIGKILL');
+      rmSync(this.dir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   /** SIGKILL-free stop: SHUTDOWN-like SIGTERM, then wait for exit. */
