@@ -173,6 +173,25 @@ describe('redis-streams: consumer groups', () => {
     expect(await raw.xlen(dlqKey(prefix, 'order.created', 0))).toBe(4);
   });
 
+  it('keeps per-key order with several writes in flight over a pool of connections', async () => {
+    const b = await bus({ partitions: 4, pool: { size: 3 } });
+    const byKey = new Map<string, number[]>();
+    let n = 0;
+    await b.subscribe('order.created', { group: 'g', concurrency: 1, ...fastRead }, (e) => {
+      n++;
+      const list = byKey.get(e.key!) ?? [];
+      list.push(e.data.seq);
+      byKey.set(e.key!, list);
+    });
+    const sends: Promise<void>[] = [];
+    for (let k = 0; k < 40; k++) sends.push(b.publishMany('order.created', orders(250, k * 250), { key: (o) => `k${o.seq % 10}` }));
+    for (let i = 10_000; i < 12_000; i++) sends.push(b.publish('order.created', { orderId: `o-${i}`, amount: i, seq: i }, { key: `k${i % 10}` }));
+    await Promise.all(sends);
+    await waitFor(() => n >= 12_000, 15_000, '12000 events');
+    expect(b.stats().batches).toBeGreaterThan(1);
+    for (const [key, seqs] of byKey) expect(seqs, key).toEqual([...seqs].sort((x, y) => x - y));
+  });
+
   it('an idle subscription does not hold up publishing', async () => {
     const b = await bus({ partitions: 2 });
     await b.subscribe('audit.logged', { group: 'idle', blockMs: 10_000 }, () => undefined);
