@@ -84,6 +84,7 @@ export class Batcher {
   private timer: NodeJS.Timeout | undefined;
   private readonly waiters: Waiter[] = [];
   private drained: (() => void)[] = [];
+  private writableWaiters: (() => void)[] = [];
   private closed = false;
   readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0 };
   private readonly flushNow = (): void => this.flush();
@@ -92,6 +93,17 @@ export class Batcher {
     private readonly write: WriteFn,
     private readonly opts: BatcherOptions,
   ) {}
+
+  /** Every write slot is busy and sealed batches wait: producers of large bursts should yield. */
+  get saturated(): boolean {
+    return this.inFlight >= this.opts.maxInFlight && this.ready.length > 0;
+  }
+
+  /** Resolves once a sealed batch no longer waits for a write slot. */
+  writable(): Promise<void> {
+    if (!this.saturated) return Promise.resolve();
+    return new Promise<void>((resolve) => this.writableWaiters.push(resolve));
+  }
 
   /** Events buffered or in flight. */
   get pendingEvents(): number {
@@ -205,6 +217,11 @@ export class Batcher {
     // Adaptive step: what accumulated while this write was out leaves now.
     if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
     else if (this.open.events > 0 && !this.scheduled) this.schedule();
+    if (this.writableWaiters.length > 0 && !this.saturated) {
+      const ws = this.writableWaiters;
+      this.writableWaiters = [];
+      for (const w of ws) w();
+    }
     if (this.pending === 0 && this.drained.length > 0) {
       const done = this.drained;
       this.drained = [];

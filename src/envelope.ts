@@ -60,23 +60,34 @@ export class IdGenerator {
     this.node = node;
   }
 
-  private seqHigh = -1;
-  private seqHighText = '';
+  /** Everything but the last two characters, rebuilt every 1024 ids (or when the clock moves). */
+  private head = '';
+  private headBlock = -1;
 
   next(now: number): string {
+    const s = this.seq++;
+    const block = Math.floor(s / 1024);
     if (now > this.lastMs) {
       this.lastMs = now;
       this.prefix = base32(now, 10) + this.node;
+      this.headBlock = -1;
     }
-    // Sequence: 6 chars for the bits above 20 (rebuilt every 2^20 ids) + two 2-char table lookups.
-    const s = this.seq++;
-    const high = Math.floor(s / 1048576);
-    if (high !== this.seqHigh) {
-      this.seqHigh = high;
-      this.seqHighText = base32(high, 6);
+    if (block !== this.headBlock) {
+      this.headBlock = block;
+      // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
+      this.head = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
     }
-    return this.prefix + this.seqHighText + PAIRS[(s >>> 10) & 1023]! + PAIRS[s & 1023]!;
+    return this.head + PAIRS[s & 1023]!;
   }
+}
+
+/**
+ * Flattens a concatenated (rope) string into one contiguous string. Strings that outlive a young-GC
+ * cycle (events waiting in a batch) are cheaper to keep, copy and write when flat.
+ */
+export function flat(s: string): string {
+  s.charCodeAt(0);
+  return s;
 }
 
 const PAIRS: string[] = Array.from({ length: 1024 }, (_, i) => base32(i, 2));
