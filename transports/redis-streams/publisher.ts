@@ -13,6 +13,9 @@ import { streamKey } from './keys.js';
 
 interface TypeInfo {
   keys: string[];
+  /** Pool connection of each partition: a lane always writes through the same connection, so two
+   * writes of one lane in flight at once reach Redis in order (per-key order). */
+  conns: number[];
   /** `MAXLEN ~ n` / `MINID ~` args, or undefined for no trimming; MINID is computed per write. */
   trim: (string | number)[] | undefined;
   minIdAgeMs: number | undefined;
@@ -30,7 +33,6 @@ function noResult(): WriteResult {
 
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
-  private next = 0;
   private readonly encoder = new BatchEncoder();
   private readonly inflight = new Set<InFlight>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -53,8 +55,10 @@ export class Publisher {
       const n = this.partitionsFor(type);
       const minIdAgeMs = topic?.minIdAgeMs ?? (topic?.maxLen === undefined ? this.config.minIdAgeMs : undefined);
       const maxLen = topic?.maxLen ?? this.config.maxLen;
+      const base = this.types.size;
       t = {
         keys: Array.from({ length: n }, (_, p) => streamKey(this.config.prefix, type, p)),
+        conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', maxLen] : undefined,
         minIdAgeMs,
       };
@@ -87,60 +91,117 @@ export class Publisher {
     });
   }
 
-  write(units: readonly PublishUnit[]): Promise<WriteResult> {
-    const client = this.pool[this.next]!;
-    this.next = (this.next + 1) % this.pool.length;
-    // Not ready, or ready on paper while the socket already closed (a kill not yet noticed): wait for
-    // the reconnect instead of failing at once — nothing has been sent yet.
-    if (client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false) {
-      return this.waitReady(client).then(() => this.send(client, units));
-    }
-    return this.send(client, units);
+  private static notWritable(client: Client): boolean {
+    // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
+    return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
   }
 
-  private send(client: Client, units: readonly PublishUnit[]): Promise<WriteResult> {
-    const now = Date.now();
-    const perEvent = this.config.entryMode === 'event';
-    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
-    if (units.length === 1 && (!perEvent || units[0]!.events.length === 1)) {
-      // The common shapes (one lane per write; an awaited single publish): one XADD, no pipeline.
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+    if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
-      const args = this.xaddArgs(t, unit.partition, t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined);
+      const client = this.pool[t.conns[unit.partition]!]!;
+      // Wait for a reconnect instead of failing at once: nothing has been sent yet.
+      if (Publisher.notWritable(client)) return this.waitReady(client).then(() => this.sendOne(client, t, unit));
+      return this.sendOne(client, t, unit);
+    }
+    const waits: Promise<void>[] = [];
+    for (const unit of units) {
+      const client = this.pool[this.info(unit.type).conns[unit.partition]!]!;
+      if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
+    }
+    if (waits.length > 0) return Promise.all(waits).then(() => this.sendMany(units));
+    return this.sendMany(units);
+  }
+
+  private minId(t: TypeInfo, now: number): string | undefined {
+    return t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
+  }
+
+  /** The common shapes (one lane per write; an awaited single publish). */
+  private sendOne(client: Client, t: TypeInfo, unit: PublishUnit): Promise<WriteResult> {
+    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
+    const args: unknown[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
+    const evs = unit.events;
+    if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
-      if (unit.events.length === 1) pushEventFields(args, unit.events[0]!, this.source);
-      else this.encoder.push(args, unit.type, this.source, unit.events, unit.bytes);
+      pushEventFields(args as (string | number)[], evs[0]!, this.source);
       return this.bounded(c.xadd(...args).then(noResult));
     }
+    if (this.config.entryMode === 'batch') {
+      this.encoder.push(args, unit.type, this.source, evs, unit.bytes);
+      return this.bounded(c.xadd(...args).then(noResult));
+    }
+    return this.sendMany([unit]);
+  }
+
+  /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
+  private sendMany(units: readonly PublishUnit[]): Promise<WriteResult> {
+    const now = Date.now();
+    const perEvent = this.config.entryMode === 'event';
+    const cluster = this.connector.isCluster;
     const replies: Promise<unknown>[] = [];
     // Commands per unit, so each reply maps back to its unit.
     const counts = new Array<number>(units.length);
-    let pipe: ChainableCommander | undefined;
-    if (perEvent && !this.connector.isCluster) pipe = c.pipeline();
+    // Where each command's reply will be: [pipeline number, index in it], or [-1, index in replies].
+    const slots: [number, number][] = [];
+    const pipes: ChainableCommander[] = [];
+    const pipeLen: number[] = [];
+    const pipeOf = new Map<Client, number>();
+    const issue = (client: Client, args: unknown[]): void => {
+      if (cluster) {
+        slots.push([-1, replies.length]);
+        replies.push((client as unknown as { xadd(...a: unknown[]): Promise<unknown> }).xadd(...args));
+        return;
+      }
+      let pn = pipeOf.get(client);
+      if (pn === undefined) {
+        pn = pipes.length;
+        pipes.push(client.pipeline());
+        pipeLen.push(0);
+        pipeOf.set(client, pn);
+      }
+      slots.push([pn, pipeLen[pn]!++]);
+      (pipes[pn] as unknown as { xadd(...a: unknown[]): void }).xadd(...args);
+    };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const t = this.info(unit.type);
-      const minId = t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
-      if (!perEvent) {
+      const client = this.pool[t.conns[unit.partition]!]!;
+      const minId = this.minId(t, now);
+      const evs = unit.events;
+      if (!perEvent || evs.length === 1) {
         const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
-        if (unit.events.length === 1) pushEventFields(args as (string | number)[], unit.events[0]!, this.source);
-        else this.encoder.push(args, unit.type, this.source, unit.events, unit.bytes);
-        replies.push(c.xadd(...args));
+        if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source);
+        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes);
+        issue(client, args);
         counts[u] = 1;
       } else {
-        const evs = unit.events;
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
           pushEventFields(args, evs[i]!, this.source);
-          if (pipe) (pipe as unknown as { xadd(...a: unknown[]): void }).xadd(...args);
-          else replies.push(c.xadd(...args));
+          issue(client, args);
         }
         counts[u] = evs.length;
       }
     }
-    const all: Promise<[Error | null, unknown][]> = pipe
-      ? pipe.exec().then((r) => (r ?? []) as [Error | null, unknown][])
-      : Promise.allSettled(replies).then((settled) => settled.map((s) => (s.status === 'fulfilled' ? [null, s.value] : [s.reason as Error, undefined])));
+    type Reply = [Error | null, unknown];
+    const execs = pipes.map((pipe) =>
+      pipe.exec().then(
+        (r) => (r ?? []) as Reply[],
+        (err: Error) => err,
+      ),
+    );
+    const all = Promise.all([Promise.all(execs), Promise.allSettled(replies)]).then(([piped, direct]) =>
+      slots.map(([pn, i]): Reply => {
+        if (pn < 0) {
+          const r = direct[i]!;
+          return r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, undefined];
+        }
+        const res = piped[pn]!;
+        return res instanceof Error ? [res, undefined] : (res[i] ?? [new Error('no reply'), undefined]);
+      }),
+    );
     return this.bounded(all.then((res) => this.results(units, counts, res)));
   }
 
