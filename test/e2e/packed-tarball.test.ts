@@ -11,12 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const root = resolve(__dirname, '../..');
 let dir: string;
 
-const program = (load: string) => `
+const program = (load: string, transport = "{ type: 'memory' }") => `
 ${load}
 const { z } = zod;
 const events = el.defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
 (async () => {
-  const bus = await el.createEventBus({ service: 'e2e', events, transport: { type: 'memory' } });
+  const bus = await el.createEventBus({ service: 'e2e', events, transport: ${transport} });
   const got = [];
   await bus.subscribe('order.created', { group: 'g' }, (e) => { got.push(e.data.orderId); });
   await bus.publish('order.created', { orderId: 'o-1' });
@@ -48,6 +48,16 @@ describe('packed tarball', () => {
     writeFileSync(join(dir, 'cjs.cjs'), program(`const el = require('eventlane'); const zod = require('zod');`));
     const out = execFileSync(process.execPath, ['cjs.cjs'], { cwd: dir, encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ got: ['o-1'], bad: 'ERR_VALIDATION', isError: true });
+  });
+
+  it('loads the shipped prebuilt native addon (no build step in the consumer)', () => {
+    const native = "{ type: 'native', implementation: 'native', partitions: 2 }";
+    writeFileSync(join(dir, 'native.mjs'), program(`import * as el from 'eventlane'; import * as zod from 'zod';`, native));
+    writeFileSync(join(dir, 'native.cjs'), program(`const el = require('eventlane'); const zod = require('zod');`, native));
+    for (const file of ['native.mjs', 'native.cjs']) {
+      const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual({ got: ['o-1'], bad: 'ERR_VALIDATION', isError: true });
+    }
   });
 
   it('ships type declarations for both entry points', () => {
