@@ -60,6 +60,13 @@ describe('packed tarball', () => {
     }
   });
 
+  it('exposes the transports as subpath exports (ops API, transport classes)', () => {
+    const cjs = execFileSync(process.execPath, ['-e', "const r = require('eventlane/redis-streams'); const n = require('eventlane/native'); console.log(typeof r.openRedisStreamsAdmin, typeof n.NativeTransport)"], { cwd: dir, encoding: 'utf8' });
+    expect(cjs.trim()).toBe('function function');
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', "const r = await import('eventlane/redis-streams'); console.log(typeof r.openRedisStreamsAdmin)"], { cwd: dir, encoding: 'utf8' });
+    expect(esm.trim()).toBe('function');
+  });
+
   it('ships type declarations for both entry points', () => {
     const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
     expect(pkg.exports['.'].import.types).toMatch(/\.d\.ts$/);
