@@ -26,7 +26,7 @@ import type { EventData, EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
-import { compileSerializer, type Serializer } from './serializer.js';
+import { compileSizeBound, serializersFor, type Serializer } from './serializer.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
@@ -92,7 +92,9 @@ interface TypeState {
   readonly name: string;
   readonly schema: z.ZodType;
   /** Schema-compiled JSON encoder, or JSON.stringify for schemas it cannot prove. */
-  readonly serialize: Serializer | undefined;
+  readonly serialize: Serializer;
+  /** Compiled upper bound of the encoded size, when the transport encodes later and has a limit. */
+  readonly sizeBound: ((value: unknown) => number) | undefined;
   readonly partitions: number;
   readonly lanes: Lane[];
   readonly encode: boolean;
@@ -114,22 +116,30 @@ export class EventBus<M extends EventMap> {
     readonly transport: Transport,
     private readonly config: ReturnType<typeof busConfigSchema.parse>,
     readonly logger: Logger,
+    serializers: Map<string, Serializer> = serializersFor(events.schemas),
   ) {
     const caps = transport.capabilities;
     this.maxEventBytes = caps.maxEventBytes;
+    const limited = caps.maxEventBytes < Number.MAX_SAFE_INTEGER;
     for (const name of events.names) {
       const partitions = transport.partitionsFor(name);
       if (!Number.isInteger(partitions) || partitions < 1) {
         throw new ConfigError(`Transport "${transport.type}" reported ${partitions} partitions for "${name}".`);
       }
       const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p));
+      const schema = events.schemas[name]!;
+      const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
+      const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;
       this.types.set(name, {
         name,
-        schema: events.schemas[name]!,
-        serialize: compileSerializer(events.schemas[name]!),
+        schema,
+        serialize: serializers.get(name)!,
+        sizeBound,
         partitions,
         lanes,
-        encode: caps.encoding === 'json' || events.needsEncodeCheck.has(name),
+        // Encode at publish when the transport wants JSON, when only encoding proves the payload
+        // encodable, or when a size limit must be checked and no compiled bound exists.
+        encode: eager || (limited && sizeBound === undefined),
         rr: 0,
       });
     }
@@ -244,8 +254,8 @@ export class EventBus<M extends EventMap> {
     }
     const value = parsed.data;
     let json: string | undefined;
-    if (t.encode) {
-      json = t.serialize !== undefined ? t.serialize(value) : encodeJson(t.name, value);
+    if (t.encode || (t.sizeBound !== undefined && t.sizeBound(value) > this.maxEventBytes)) {
+      json = encodeJson(t, value);
       if (json.length > this.maxEventBytes / 3) {
         const bytes = Buffer.byteLength(json);
         if (bytes > this.maxEventBytes) throw new PayloadTooLargeError(bytes, this.maxEventBytes, 'transport.maxEventBytes');
@@ -373,14 +383,18 @@ export class EventBus<M extends EventMap> {
 
 function noop(): void {}
 
-function encodeJson(type: string, value: unknown): string {
+function jsonStringify(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+function encodeJson(t: TypeState, value: unknown): string {
   let json: string | undefined;
   try {
-    json = JSON.stringify(value);
+    json = t.serialize(value);
   } catch (err) {
-    throw new SerializationError(`Payload of "${type}" cannot be encoded as JSON: ${(err as Error).message}`, { cause: err });
+    throw new SerializationError(`Payload of "${t.name}" cannot be encoded as JSON: ${(err as Error).message}`, { cause: err });
   }
-  if (json === undefined) throw new SerializationError(`Payload of "${type}" encodes to nothing (undefined, a function or a symbol).`);
+  if (json === undefined) throw new SerializationError(`Payload of "${t.name}" encodes to nothing (undefined, a function or a symbol).`);
   return json;
 }
 
@@ -400,14 +414,16 @@ export async function createEventBus<M extends EventMap>(config: EventBusConfig<
   const parsed = parseConfig(busConfigSchema, rest, '');
   const logger = childLogger(givenLogger ?? silentLogger, { lib: 'eventlane', service: parsed.service });
   const factory = await resolveTransport(parsed.transport.type);
+  const serializers = serializersFor(events.schemas);
   const transport = await factory(parsed.transport as Record<string, unknown>, {
     service: parsed.service,
     logger,
     eventTypes: events.names,
+    serializer: (type) => serializers.get(type) ?? jsonStringify,
   });
   await transport.connect();
   try {
-    return new EventBus(parsed.service, events, transport, parsed, logger);
+    return new EventBus(parsed.service, events, transport, parsed, logger, serializers);
   } catch (err) {
     await transport.close();
     throw err;

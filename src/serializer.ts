@@ -128,6 +128,94 @@ function array(list: unknown[], el: Serializer): string {
   return s + ']';
 }
 
+/**
+ * Upper bounds on the UTF-8 byte length of the JSON of a schema's parsed output, compiled the same way:
+ * a string counts 6 bytes per UTF-16 unit (the worst escape, `\u0000`), a number 24. Lets the bus
+ * reject an oversized event at publish without encoding it, when the transport encodes later.
+ */
+class SizeCompiler {
+  private readonly fns: ((v: unknown) => number)[] = [];
+  private readonly seen = new Set<unknown>();
+
+  expr(schema: z.ZodType, v: string): string | undefined {
+    const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
+    switch (def.type) {
+      case 'string':
+      case 'enum':
+        return `(2 + 6 * ${v}.length)`;
+      case 'number':
+        return '24';
+      case 'boolean':
+        return '5';
+      case 'null':
+        return '4';
+      case 'literal':
+        return String(Math.max(...(def.values as unknown[]).map((x) => Buffer.byteLength(JSON.stringify(x) ?? 'null'))));
+      case 'nullable':
+      case 'optional': {
+        const inner = this.fn(def.innerType);
+        return inner === undefined ? undefined : `(${v} == null ? 4 : f[${inner}](${v}))`;
+      }
+      case 'default':
+      case 'prefault':
+      case 'readonly':
+      case 'nonoptional':
+        return this.expr(def.innerType, v);
+      case 'array': {
+        const el = this.fn(def.element);
+        return el === undefined ? undefined : `a(${v}, f[${el}])`;
+      }
+      case 'object': {
+        if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+        const parts = ['2'];
+        for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+          const e = this.expr(field, `d[${JSON.stringify(key)}]`);
+          if (e === undefined) return undefined;
+          parts.push(`${Buffer.byteLength(JSON.stringify(key)) + 2} + ${e}`);
+        }
+        const idx = this.add(`var d = v; return ${parts.join(' + ')};`);
+        return `f[${idx}](${v})`;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  fn(schema: z.ZodType): number | undefined {
+    if (this.seen.has(schema)) return undefined;
+    this.seen.add(schema);
+    const e = this.expr(schema, 'v');
+    this.seen.delete(schema);
+    return e === undefined ? undefined : this.add(`return ${e};`);
+  }
+
+  private add(body: string): number {
+    const factory = new Function('a', 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => (v: unknown) => number;
+    this.fns.push(factory(sizeOfArray, this.fns));
+    return this.fns.length - 1;
+  }
+
+  compile(schema: z.ZodType): ((v: unknown) => number) | undefined {
+    const root = this.fn(schema);
+    return root === undefined ? undefined : this.fns[root];
+  }
+}
+
+function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {
+  let n = 2;
+  for (let i = 0; i < list.length; i++) n += el(list[i]) + 1;
+  return n;
+}
+
+/** An upper bound on the encoded size (bytes) of the parsed output of `schema`, or undefined. */
+export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number) | undefined {
+  try {
+    return new SizeCompiler().compile(schema);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A fast encoder for the parsed output of `schema`, or undefined when only `JSON.stringify` will do. */
 export function compileSerializer(schema: z.ZodType): Serializer | undefined {
   try {
@@ -135,4 +223,15 @@ export function compileSerializer(schema: z.ZodType): Serializer | undefined {
   } catch {
     return undefined; // e.g. code generation disallowed: fall back to JSON.stringify
   }
+}
+
+/** One encoder per event type: compiled where the schema allows, `JSON.stringify` otherwise. */
+export function serializersFor(schemas: Record<string, z.ZodType>): Map<string, Serializer> {
+  const out = new Map<string, Serializer>();
+  for (const [name, schema] of Object.entries(schemas)) out.set(name, compileSerializer(schema) ?? jsonStringify);
+  return out;
+}
+
+function jsonStringify(value: unknown): string {
+  return JSON.stringify(value);
 }

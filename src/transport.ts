@@ -114,7 +114,12 @@ export interface DeadLetter {
 }
 
 export interface TransportCapabilities {
-  /** `'json'`: the bus fills `OutgoingEvent.json` for every event. `'none'`: only when needed. */
+  /**
+   * `'json'`: the bus fills `OutgoingEvent.json` at publish for every event.
+   * `'none'`: the bus encodes at publish only when it must (the schema cannot prove the payload
+   * encodable, or an exact size check is needed); a transport that writes bytes encodes the rest at
+   * write time with `ctx.serializer(type)`, so nothing but the payload object waits in a batch.
+   */
   readonly encoding: 'json' | 'none';
   /** Writes the batcher may keep in flight at once. */
   readonly maxInFlight: number;
@@ -146,6 +151,11 @@ export interface TransportContext {
   readonly logger: Logger;
   /** The declared event names. */
   readonly eventTypes: readonly string[];
+  /**
+   * The fastest exact JSON encoder for a type's validated payload (schema-compiled where possible,
+   * else `JSON.stringify`). Use as `event.json ?? serializer(event.type)(event.data)`.
+   */
+  serializer(type: string): (data: unknown) => string;
 }
 
 /**

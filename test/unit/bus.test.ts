@@ -68,6 +68,18 @@ describe('publishing bad input', () => {
     await bus.close();
   });
 
+  it('rejects an oversized payload of a JSON-safe schema at publish, even when the transport encodes later', async () => {
+    const small = defineEvents({ note: z.object({ text: z.string() }) });
+    const bus = await createEventBus({ service: 's', events: small, transport: { type: 'memory', maxEventBytes: 1000 } });
+    const seen: string[] = [];
+    await bus.subscribe('note', { group: 'g' }, (e) => void seen.push(e.data.text));
+    await expect(bus.publish('note', { text: 'y'.repeat(1200) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    // The bound says "maybe too big" (6 bytes per char), the exact size is under the limit: accepted.
+    await bus.publish('note', { text: 'z'.repeat(900) });
+    await bus.close();
+    expect(seen).toEqual(['z'.repeat(900)]);
+  });
+
   it('reports every zod issue with its path', async () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
     const err = await bus.publish('user.signed-up', { userId: 1, email: 'nope' } as never).catch((e) => e);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { compileSerializer } from '../../src/serializer.js';
+import { compileSerializer, compileSizeBound } from '../../src/serializer.js';
 
 const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
 const nested = z.object({
@@ -66,5 +66,32 @@ describe('compileSerializer', () => {
     expect(compileSerializer(z.record(z.string(), z.number()))).toBeUndefined();
     expect(compileSerializer(z.object({ a: z.string() }).catchall(z.any()))).toBeUndefined();
     expect(compileSerializer(z.object({ a: z.string() }).passthrough())).toBeUndefined();
+  });
+});
+
+describe('compileSizeBound', () => {
+  it('never under-estimates the UTF-8 size of the encoding', () => {
+    const bound = compileSizeBound(nested)!;
+    const chars = 'a"\\\n\u0001é☃😀\ud800';
+    const str = () => Array.from({ length: Math.floor(Math.random() * 40) }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
+    for (let i = 0; i < 2000; i++) {
+      const value = nested.parse({
+        opt: Math.random() < 0.5 ? str() : undefined,
+        when: -Math.random() * 10 ** Math.floor(Math.random() * 300),
+        tags: Array.from({ length: Math.floor(Math.random() * 5) }, str),
+        side: 'sell',
+        kind: 'limit',
+        flag: true,
+        note: Math.random() < 0.3 ? null : str(),
+        maybe: Math.random() < 0.5 ? undefined : { a: Math.random(), b: [{ c: true }, {}] },
+        'we"ird key': str(),
+      });
+      expect(bound(value)).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(value)));
+    }
+  });
+
+  it('declines what it cannot bound', () => {
+    expect(compileSizeBound(z.object({ a: z.unknown() }))).toBeUndefined();
+    expect(compileSizeBound(z.record(z.string(), z.string()))).toBeUndefined();
   });
 });

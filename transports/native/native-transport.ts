@@ -96,7 +96,7 @@ export class NativeTransport implements Transport {
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     const limit = Math.floor(this.core.arenaBytes / 4);
-    this.capabilities = { encoding: 'json', maxInFlight: 1, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
+    this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
     this.mode = MODE[config.backpressure];
   }
 
@@ -125,7 +125,7 @@ export class NativeTransport implements Transport {
       const topic = this.topic(unit.type);
       let batch: EncodedBatch;
       try {
-        batch = encodeEvents(unit.events);
+        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type));
         if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
         for (const group of topic.groups.values()) {
           const ring = `${group.lane}:${unit.partition}`;

@@ -43,7 +43,7 @@ let scratch = Buffer.allocUnsafeSlow(1 << 20) as Utf8Writable;
 let lensBuf = new Uint32Array(4096);
 let charsBuf = new Uint32Array(4096);
 
-export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
+export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data: unknown) => string = JSON.stringify): EncodedBatch {
   const n = events.length;
   if (lensBuf.length < n) {
     lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
@@ -57,7 +57,7 @@ export function encodeEvents(events: readonly OutgoingEvent[]): EncodedBatch {
   let timeStr = '';
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
-    const json = ev.json ?? JSON.stringify(ev.data);
+    const json = ev.json ?? serialize(ev.data);
     const t = ev.time;
     if (t !== lastTime) {
       lastTime = t;

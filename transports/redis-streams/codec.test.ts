@@ -26,9 +26,14 @@ describe('redis-streams codec', () => {
     const events = Array.from({ length: 95 }, (_, i) =>
       ev(i, i === 5 ? { key: 'k-ü', correlationId: 'c', causationId: 'd', headers: { traceparent: 'tp' } } : {}),
     );
-    for (const bytes of [0, events.reduce((n, e) => n + e.json!.length, 0)]) {
+    const unencoded = events.map((e) => ({ ...e, json: undefined }));
+    for (const [batch, bytes] of [
+      [events, 0],
+      [events, events.reduce((n, e) => n + e.json!.length, 0)],
+      [unencoded, 0], // encoded at write time by the serializer
+    ] as const) {
       const out: unknown[] = [];
-      new BatchEncoder().push(out, 'order.created', 'svc', events, bytes);
+      new BatchEncoder().push(out, 'order.created', 'svc', batch, bytes, (d) => JSON.stringify(d));
       const d = decodeEntry('1-0', asStrings(out), 'x');
       expect(d).not.toBeInstanceOf(Malformed);
       const got = (d as Exclude<typeof d, Malformed>).events;
@@ -43,7 +48,7 @@ describe('redis-streams codec', () => {
 
   it('ids of other widths are stored as a JSON array', () => {
     const out: unknown[] = [];
-    new BatchEncoder().push(out, 't', 's', [ev(1, { id: 'a' }), ev(2, { id: 'bb' })]);
+    new BatchEncoder().push(out, 't', 's', [ev(1, { id: 'a' }), ev(2, { id: 'bb' })], 0, JSON.stringify);
     const d = decodeEntry('1-0', asStrings(out), 't') as { events: { id: string }[] };
     expect(d.events.map((e) => e.id)).toEqual(['a', 'bb']);
   });

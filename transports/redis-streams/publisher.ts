@@ -6,7 +6,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { ConnectionError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
-import { BatchEncoder, pushEventFields } from './codec.js';
+import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
@@ -42,6 +42,8 @@ export class Publisher {
     private readonly connector: Connector,
     private readonly pool: Client[],
     private readonly source: string,
+    /** The bus's encoder for a type's payloads (events arrive unencoded: encoding is done here, per write). */
+    private readonly serializer: (type: string) => Encode,
   ) {}
 
   partitionsFor(type: string): number {
@@ -125,11 +127,11 @@ export class Publisher {
     const evs = unit.events;
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
-      pushEventFields(args as (string | number)[], evs[0]!, this.source);
+      pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
       return this.bounded(c.xadd(...args).then(noResult));
     }
     if (this.config.entryMode === 'batch') {
-      this.encoder.push(args, unit.type, this.source, evs, unit.bytes);
+      this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type));
       return this.bounded(c.xadd(...args).then(noResult));
     }
     return this.sendMany([unit]);
@@ -170,16 +172,17 @@ export class Publisher {
       const client = this.pool[t.conns[unit.partition]!]!;
       const minId = this.minId(t, now);
       const evs = unit.events;
+      const serialize = this.serializer(unit.type);
       if (!perEvent || evs.length === 1) {
         const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
-        if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source);
-        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes);
+        if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
+        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes, serialize);
         issue(client, args);
         counts[u] = 1;
       } else {
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
-          pushEventFields(args, evs[i]!, this.source);
+          pushEventFields(args, evs[i]!, this.source, serialize);
           issue(client, args);
         }
         counts[u] = evs.length;

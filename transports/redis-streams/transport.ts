@@ -37,7 +37,9 @@ export class RedisStreamsTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     this.connector = new Connector(config);
-    this.capabilities = { encoding: 'json', maxInFlight: config.pool.size, maxEventBytes: config.maxEventBytes };
+    // Payloads are encoded per write with the bus's compiled serializer (nothing but the payload object
+    // waits in a batch); the bus still checks sizes at publish against maxEventBytes.
+    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size, maxEventBytes: config.maxEventBytes };
   }
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
@@ -60,7 +62,7 @@ export class RedisStreamsTransport implements Transport {
     }
     this.command = clients.pop()!;
     this.pool = clients;
-    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service);
+    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, (type) => this.ctx.serializer(type));
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
   }
 
@@ -125,7 +127,7 @@ export function createRedisStreamsTransport(config: Record<string, unknown>, ctx
  * @example const { admin, close } = await openRedisStreamsAdmin({ type: 'redis-streams', url, partitions: 4 });
  */
 export async function openRedisStreamsAdmin(config: Record<string, unknown>): Promise<{ admin: RedisStreamsAdmin; close: () => Promise<void> }> {
-  const t = createRedisStreamsTransport({ type: 'redis-streams', ...config, pool: { size: 1 } }, { service: 'eventlane-admin', logger: silentLogger, eventTypes: [] });
+  const t = createRedisStreamsTransport({ type: 'redis-streams', ...config, pool: { size: 1 } }, { service: 'eventlane-admin', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify });
   await t.connect();
   return { admin: await t.admin(), close: () => t.close() };
 }
