@@ -21,6 +21,7 @@ import type {
   WriteResult,
 } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
+import { SharedBrokers } from '../../src/shared-brokers.js';
 import { ConsumerGroup } from './consumer-group.js';
 
 export const memoryConfigSchema = z
@@ -52,18 +53,12 @@ class Topic {
   }
 }
 
-/** Topics of one in-process broker, shared by every transport opened with the same `name`. */
-interface Broker {
-  readonly topics: Map<string, Topic>;
-  refs: number;
-}
-
-const namedBrokers = new Map<string, Broker>();
+/** Topics of in-process brokers, shared by every transport opened with the same `name`. */
+const brokers = new SharedBrokers<Map<string, Topic>>();
 
 export class MemoryTransport implements Transport {
   readonly type = 'memory';
   readonly capabilities: TransportCapabilities;
-  private readonly broker: Broker;
   private readonly topics: Map<string, Topic>;
   private closed = false;
 
@@ -72,15 +67,7 @@ export class MemoryTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
-    const name = config.name;
-    let broker = name === undefined ? undefined : namedBrokers.get(name);
-    if (!broker) {
-      broker = { topics: new Map(), refs: 0 };
-      if (name !== undefined) namedBrokers.set(name, broker);
-    }
-    broker.refs++;
-    this.broker = broker;
-    this.topics = broker.topics;
+    this.topics = brokers.acquire(config.name, () => new Map());
   }
 
   async connect(): Promise<void> {}
@@ -139,9 +126,8 @@ export class MemoryTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (--this.broker.refs > 0) return;
+    if (!brokers.release(this.config.name)) return;
     for (const topic of this.topics.values()) for (const g of topic.groups.values()) g.stopTimers();
-    if (this.config.name !== undefined) namedBrokers.delete(this.config.name);
   }
 }
 

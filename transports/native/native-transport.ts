@@ -6,6 +6,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
+import { SharedBrokers } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { BackpressureError, ClosedError, ConfigError, EventlaneError, NativeError, PayloadTooLargeError, TimeoutError } from '../../src/errors.js';
 import type {
@@ -54,10 +55,9 @@ class Topic {
 interface Broker {
   readonly core: PartitionCore;
   readonly topics: Map<string, Topic>;
-  refs: number;
 }
 
-const namedBrokers = new Map<string, Broker>();
+const brokers = new SharedBrokers<Broker>();
 
 export class NativeTransport implements Transport {
   readonly type = 'native';
@@ -75,8 +75,7 @@ export class NativeTransport implements Transport {
     readonly config: ResolvedNativeConfig,
     private readonly ctx: TransportContext,
   ) {
-    let broker = config.name === undefined ? undefined : namedBrokers.get(config.name);
-    if (!broker) {
+    const broker = brokers.acquire(config.name, () => {
       const arena = config.arenaBytes ?? Math.min(2 ** 30, Math.max(65_536, config.capacity * 128));
       let core: PartitionCore;
       try {
@@ -87,10 +86,8 @@ export class NativeTransport implements Transport {
       } catch (err) {
         throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
       }
-      broker = { core, topics: new Map(), refs: 0 };
-      if (config.name !== undefined) namedBrokers.set(config.name, broker);
-    }
-    broker.refs++;
+      return { core, topics: new Map() };
+    });
     this.broker = broker;
     this.core = broker.core;
     this.topics = broker.topics;
@@ -271,8 +268,7 @@ export class NativeTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     for (const wake of [...this.waiting]) wake();
-    if (--this.broker.refs > 0) return;
-    if (this.config.name !== undefined) namedBrokers.delete(this.config.name);
+    if (!brokers.release(this.config.name)) return;
     this.core.close();
     const groups: NativeGroup[] = [];
     for (const t of this.topics.values()) groups.push(...t.groups.values());
