@@ -26,12 +26,47 @@ function num(n: number): string {
   return Number.isFinite(n) ? '' + n : 'null';
 }
 
-class Compiler {
-  private readonly fns: Serializer[] = [];
+/**
+ * Generates one small function per schema node (`new Function`, once per event type) and wires them
+ * together through the `f` table. Subclasses say what expression a schema node becomes.
+ */
+abstract class CodeGen<F> {
+  protected readonly fns: F[] = [];
   private readonly seen = new Set<unknown>();
 
-  /** An expression serializing the JS expression `v`, or undefined if the schema is not supported. */
-  expr(schema: z.ZodType, v: string): string | undefined {
+  /** An expression computing the result for the JS expression `v`, or undefined if unsupported. */
+  protected abstract expr(schema: z.ZodType, v: string): string | undefined;
+  /** Names and values of the helpers the generated code may call (besides `f`). */
+  protected abstract helpers(): Record<string, unknown>;
+
+  /** Index of a compiled function for `schema`. */
+  protected fn(schema: z.ZodType): number | undefined {
+    if (this.seen.has(schema)) return undefined; // recursion: leave it to the generic path
+    this.seen.add(schema);
+    const e = this.expr(schema, 'v');
+    this.seen.delete(schema);
+    return e === undefined ? undefined : this.add(`return ${e};`);
+  }
+
+  protected add(body: string): number {
+    const h = this.helpers();
+    const factory = new Function(...Object.keys(h), 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => F;
+    this.fns.push(factory(...Object.values(h), this.fns));
+    return this.fns.length - 1;
+  }
+
+  compile(schema: z.ZodType): F | undefined {
+    const root = this.fn(schema);
+    return root === undefined ? undefined : this.fns[root];
+  }
+}
+
+class Compiler extends CodeGen<Serializer> {
+  protected helpers(): Record<string, unknown> {
+    return { q: quote, n: num, a: array };
+  }
+
+  protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
     switch (def.type) {
       case 'string':
@@ -70,16 +105,6 @@ class Compiler {
     }
   }
 
-  /** Index of a compiled function for `schema`. */
-  fn(schema: z.ZodType): number | undefined {
-    if (this.seen.has(schema)) return undefined; // recursion: leave to JSON.stringify
-    this.seen.add(schema);
-    const e = this.expr(schema, 'v');
-    this.seen.delete(schema);
-    if (e === undefined) return undefined;
-    return this.add(`return ${e};`);
-  }
-
   private object(def: Def): number | undefined {
     if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
     const shape = def.shape as Record<string, z.ZodType>;
@@ -109,16 +134,6 @@ class Compiler {
     return this.add(`var d = v;\n${body}`);
   }
 
-  private add(body: string): number {
-    const factory = new Function('q', 'n', 'a', 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => Serializer;
-    this.fns.push(factory(quote, num, array, this.fns));
-    return this.fns.length - 1;
-  }
-
-  compile(schema: z.ZodType): Serializer | undefined {
-    const root = this.fn(schema);
-    return root === undefined ? undefined : this.fns[root];
-  }
 }
 
 function array(list: unknown[], el: Serializer): string {
@@ -133,11 +148,12 @@ function array(list: unknown[], el: Serializer): string {
  * a string counts 6 bytes per UTF-16 unit (the worst escape, `\u0000`), a number 24. Lets the bus
  * reject an oversized event at publish without encoding it, when the transport encodes later.
  */
-class SizeCompiler {
-  private readonly fns: ((v: unknown) => number)[] = [];
-  private readonly seen = new Set<unknown>();
+class SizeCompiler extends CodeGen<(v: unknown) => number> {
+  protected helpers(): Record<string, unknown> {
+    return { a: sizeOfArray };
+  }
 
-  expr(schema: z.ZodType, v: string): string | undefined {
+  protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
     switch (def.type) {
       case 'string':
@@ -181,24 +197,6 @@ class SizeCompiler {
     }
   }
 
-  fn(schema: z.ZodType): number | undefined {
-    if (this.seen.has(schema)) return undefined;
-    this.seen.add(schema);
-    const e = this.expr(schema, 'v');
-    this.seen.delete(schema);
-    return e === undefined ? undefined : this.add(`return ${e};`);
-  }
-
-  private add(body: string): number {
-    const factory = new Function('a', 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => (v: unknown) => number;
-    this.fns.push(factory(sizeOfArray, this.fns));
-    return this.fns.length - 1;
-  }
-
-  compile(schema: z.ZodType): ((v: unknown) => number) | undefined {
-    const root = this.fn(schema);
-    return root === undefined ? undefined : this.fns[root];
-  }
 }
 
 function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {
