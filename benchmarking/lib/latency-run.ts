@@ -4,10 +4,11 @@
  * intended send time, so coordinated omission is corrected) or as one closed-loop burst (latency from
  * each publish() call). Latency ends when our handler starts (after the bus validated the payload).
  */
+import { fileURLToPath } from 'node:url';
 import type { BatchingConfig } from '../../src/index.js';
 import { benchBus } from './bus.js';
 import { LatencyRecorder, openLoop } from './latency.js';
-import { DeliveryTracker, sizedPayloads, tradePayloads } from './payload.js';
+import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads } from './payload.js';
 import type { Measured, RunContext } from './types.js';
 
 export interface LatencyOptions {
@@ -20,6 +21,7 @@ export interface LatencyOptions {
 
 export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
+  if (c.transport === 'native' && o.payload === 'trade') return latencyRunInWorkers(ctx, o);
   const n = c.messageCount;
   const type = o.payload === 'trade' ? 'bench.trade' : 'bench.sized';
   const payloads: { id: number }[] = o.payload === 'trade' ? tradePayloads(n) : sizedPayloads(n, c.messageSize);
@@ -64,6 +66,103 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
       latency: rec.summary(openLoopMode ? 'open' : 'closed'),
       notes,
       verifiedBy: 'payload ids counted in the handler',
+    };
+  } finally {
+    await bus.close();
+  }
+}
+
+/** Worker-thread handler module that records handler-start latency into shared memory. */
+const LATENCY_HANDLER = fileURLToPath(new URL('../workers/latency-handler.mjs', import.meta.url));
+
+const hrNs = () => Number(process.hrtime.bigint());
+
+/**
+ * Native transport: publish on the main thread, handler start in worker threads (`consumers` workers
+ * of one group). Each event carries its send time `t` (open loop: its intended send time; burst: the
+ * publish() call) in ns on process.hrtime's monotonic clock, which every thread shares; the worker
+ * reads the clock first thing and writes the delta into a shared Float64Array slot per event id. The
+ * histogram is built on the main thread after the run.
+ */
+export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
+  const c = ctx.config;
+  const n = c.messageCount;
+  const workers = c.consumers;
+  const payloads = tickPayloads(n);
+  // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured.
+  const warm = tickPayloads(Math.max(64, workers * 16), n);
+  const total = n + warm.length;
+  const epoch = hrNs();
+  const shared = {
+    latNs: new SharedArrayBuffer(8 * total),
+    received: new SharedArrayBuffer(4),
+    unique: new SharedArrayBuffer(4),
+    seen: new SharedArrayBuffer(4 * total),
+    epoch,
+  };
+  const latNs = new Float64Array(shared.latNs);
+  const received = new Int32Array(shared.received);
+  const unique = new Int32Array(shared.unique);
+  const seen = new Int32Array(shared.seen);
+  const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
+  let failed = 0;
+  const fail = () => {
+    failed++;
+  };
+  const waitUnique = async (target: number, idleMs: number) => {
+    let last = -1;
+    let idle = performance.now();
+    while (Atomics.load(unique, 0) < target) {
+      const r = Atomics.load(received, 0);
+      if (r !== last) {
+        last = r;
+        idle = performance.now();
+      } else if (performance.now() - idle > idleMs) return;
+      await new Promise((res) => setTimeout(res, 1));
+    }
+  };
+  try {
+    await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);
+    for (const w of warm) {
+      w.t = hrNs() - epoch;
+      bus.publish('bench.tick', w).catch(fail);
+    }
+    await waitUnique(warm.length, 30_000);
+    Atomics.store(received, 0, 0);
+    Atomics.store(unique, 0, 0);
+    const openLoopMode = o.open && c.rate > 0;
+    await ctx.timed(async () => {
+      if (openLoopMode) {
+        // openLoop's intended times are performance.now() ms; map them onto the hrtime clock once.
+        const hr0 = hrNs() - epoch;
+        const perf0 = performance.now();
+        await openLoop(n, c.rate, (i, intended) => {
+          const p = payloads[i]!;
+          p.t = Math.round(hr0 + (intended - perf0) * 1e6);
+          bus.publish('bench.tick', p).catch(fail);
+        });
+      } else {
+        for (let i = 0; i < n; i++) {
+          const p = payloads[i]!;
+          p.t = hrNs() - epoch;
+          bus.publish('bench.tick', p).catch(fail);
+        }
+      }
+      await waitUnique(n, 10_000);
+    });
+    const rec = new LatencyRecorder();
+    for (let i = 0; i < n; i++) if (seen[i] === 1) rec.recordNs(latNs[i]!);
+    const notes = failed ? [`${failed} publish() calls rejected`] : undefined;
+    const bytes = JSON.stringify(payloads[n - 1]).length;
+    return {
+      events: Atomics.load(unique, 0),
+      sent: n,
+      received: Atomics.load(received, 0),
+      unique: Atomics.load(unique, 0),
+      latency: rec.summary(openLoopMode ? 'open' : 'closed'),
+      extra: { workers, payloadBytes: bytes },
+      notes,
+      verifiedBy: 'payload ids counted by the worker handlers in shared memory',
     };
   } finally {
     await bus.close();

@@ -16,6 +16,11 @@ export class LatencyRecorder {
     this.histogram.recordValue(Math.max(0, Math.round(ms * 1e6)));
   }
 
+  /** Records a latency given in nanoseconds. */
+  recordNs(ns: number): void {
+    this.histogram.recordValue(Math.max(0, Math.round(ns)));
+  }
+
   summary(loop: 'open' | 'closed'): LatencySummary {
     const h = this.histogram;
     const us = (ns: number) => Math.round(ns / 10) / 100;

@@ -8,10 +8,14 @@ import { defineEvents } from '../../src/index.js';
 export const benchEvents = defineEvents({
   'bench.sized': z.object({ id: z.number().int(), body: z.string() }),
   'bench.trade': z.object({ id: z.number().int(), sym: z.string(), px: z.number(), qty: z.number().int() }),
+  // The trading message plus its send time `t` (ns on the shared monotonic clock, after a run epoch), for
+  // latency measured in worker threads (native).
+  'bench.tick': z.object({ id: z.number().int(), sym: z.string(), px: z.number(), qty: z.number().int(), t: z.number() }),
 });
 
 export type SizedPayload = { id: number; body: string };
 export type TradePayload = { id: number; sym: string; px: number; qty: number };
+export type TickPayload = TradePayload & { t: number };
 
 /** `count` payloads whose JSON encoding is `size` bytes (exact for the largest id; shorter ids a few bytes less). */
 export function sizedPayloads(count: number, size: number): SizedPayload[] {
@@ -26,6 +30,13 @@ export function sizedPayloads(count: number, size: number): SizedPayload[] {
 export function tradePayloads(count: number): TradePayload[] {
   const out: TradePayload[] = new Array(count);
   for (let i = 0; i < count; i++) out[i] = { id: i, sym: 'AAPL', px: 150.25, qty: 100 };
+  return out;
+}
+
+/** Trading messages with a send-time field `t` (set at send time; 0 until then). */
+export function tickPayloads(count: number, from = 0): TickPayload[] {
+  const out: TickPayload[] = new Array(count);
+  for (let i = 0; i < count; i++) out[i] = { id: from + i, sym: 'AAPL', px: 150.25, qty: 100, t: 0 };
   return out;
 }
 
