@@ -10,6 +10,7 @@ import { extremeBatching } from './extreme-batching.js';
 import { latencyBurst } from './latency-burst.js';
 import { latencySustained } from './latency-sustained.js';
 import { messageSize } from './message-size.js';
+import { nativeThroughput } from './native-throughput.js';
 import { partitionScaling } from './partition-scaling.js';
 import { publishOverhead } from './publish-overhead.js';
 import { publishingThroughput } from './publishing-throughput.js';
@@ -19,6 +20,7 @@ export const SCENARIOS: Scenario[] = [
   publishingThroughput,
   extremeBatching,
   partitionScaling,
+  nativeThroughput,
   latencyBurst,
   latencySustained,
   brokerThroughput,

@@ -1,0 +1,97 @@
+/**
+ * native-throughput (issue 5 target): publishMany of 40-byte trading payloads
+ * {"id":N,"sym":"AAPL","px":150.25,"qty":100} delivered to one worker-thread consumer with a no-op
+ * handler, end to end (first publish -> last delivery counted in the worker). The addon and the pure-JS
+ * fallback (`implementation: 'js'`) are measured in the same run; the fallback is the baseline row.
+ */
+import { fileURLToPath } from 'node:url';
+import { benchBus } from '../lib/bus.js';
+import { tradePayloads, type TradePayload } from '../lib/payload.js';
+import type { Measured, RunContext, Scenario, SeedFigure } from '../lib/types.js';
+import { variant } from './helpers.js';
+
+/** Worker-thread no-op handler that counts deliveries in shared memory. */
+const COUNT_HANDLER = fileURLToPath(new URL('../workers/count-handler.mjs', import.meta.url));
+
+const TARGET: SeedFigure = { source: 'issue 5 target', throughput: 5_000_000, note: 'seed 004 C++ broker: 320K/s produce; seed 002: 600K ops/s' };
+
+async function throughputRun(ctx: RunContext): Promise<Measured> {
+  const c = ctx.config;
+  const n = c.messageCount;
+  const arraySize = c.batchSize;
+  const implementation = String(ctx.variant.params['implementation']);
+  // Payloads and the publishMany arrays are built before the timed window.
+  const payloads = tradePayloads(n);
+  const chunks: TradePayload[][] = [];
+  for (let i = 0; i < n; i += arraySize) chunks.push(payloads.slice(i, i + arraySize));
+  const warm = tradePayloads(Math.min(arraySize, 4096)).map((p) => ({ ...p, id: n + p.id }));
+  const shared = { received: new SharedArrayBuffer(4) };
+  const received = new Int32Array(shared.received);
+  const bus = await benchBus(c, { transport: { implementation } });
+  const transport = bus.transport as unknown as {
+    totals(type: string): { pushed: number; popped: number; droppedNewest: number; droppedOldest: number; rejected: number };
+  };
+  const waitFor = async (target: number, idleMs: number) => {
+    let last = -1;
+    let idle = performance.now();
+    for (;;) {
+      const r = Atomics.load(received, 0);
+      if (r >= target) return;
+      if (r !== last) {
+        last = r;
+        idle = performance.now();
+      } else if (performance.now() - idle > idleMs) return;
+      await new Promise((res) => setTimeout(res, 1));
+    }
+  };
+  try {
+    await bus.subscribe('bench.trade', { group: 'throughput', workers: 1, handler: COUNT_HANDLER, workerData: shared }, undefined as never);
+    // Warm-up: worker start-up, module load and the first JIT tiers are not timed.
+    await bus.publishMany('bench.trade', warm);
+    await waitFor(warm.length, 30_000);
+    Atomics.store(received, 0, 0);
+    let publishMs = 0;
+    await ctx.timed(async () => {
+      const t0 = performance.now();
+      for (const chunk of chunks) await bus.publishMany('bench.trade', chunk);
+      publishMs = performance.now() - t0;
+      await waitFor(n, 10_000);
+    });
+    const got = Atomics.load(received, 0);
+    const t = transport.totals('bench.trade');
+    const dropped = t.droppedNewest + t.droppedOldest + t.rejected;
+    const notes: string[] = [];
+    if (dropped) notes.push(`ring counters: ${dropped} dropped/rejected`);
+    if (t.pushed !== n + warm.length) notes.push(`ring counters: pushed ${t.pushed}, expected ${n + warm.length}`);
+    return {
+      events: got,
+      sent: n,
+      received: got,
+      unique: Math.min(got, t.popped - warm.length),
+      bytes: n * JSON.stringify(payloads[n - 1]).length,
+      extra: { publishMs: Math.round(publishMs * 10) / 10, arraySize, pushed: t.pushed - warm.length, popped: t.popped - warm.length, dropped },
+      notes: notes.length ? notes : undefined,
+      verifiedBy: 'deliveries counted by the worker handler in shared memory; ring counters (transport.totals) pushed = popped, none dropped',
+    };
+  } finally {
+    await bus.close();
+  }
+}
+
+export const nativeThroughput: Scenario = {
+  name: 'native-throughput',
+  title: 'Native transport throughput: publishMany to one worker consumer',
+  seed: 'issue 5',
+  description: 'publishMany of 40-byte trading payloads (arrays of --batch-size, default 4,096) to 1 worker consumer, no-op handler; addon vs JS fallback.',
+  transports: ['native'],
+  defaults: { messageCount: 1_000_000, messageSize: 40, batchSize: 4096, flushInterval: 0, partitions: 1, iterations: 3, warmup: 1 },
+  quick: { messageCount: 200_000, iterations: 2, warmup: 1 },
+  variants(c) {
+    const label = (impl: string) => `publishMany(${c.batchSize.toLocaleString('en-US')}) -> 1 worker, no-op handler (${impl})`;
+    return [
+      variant(c, 'addon', label('addon'), 'throughput', {}, { implementation: 'native' }, { baseline: 'js-fallback', seed: TARGET }),
+      variant(c, 'js-fallback', label('JS fallback'), 'throughput', {}, { implementation: 'js' }, { kind: 'baseline', seed: TARGET }),
+    ];
+  },
+  runners: { throughput: throughputRun },
+};
