@@ -37,6 +37,8 @@ export async function drivePublish(
     };
     if (publishers === 1) await loop(0, n);
     else await Promise.all(Array.from({ length: publishers }, (_, p) => loop(p * per, Math.min(n, (p + 1) * per))));
+  } else if (mode === 'publish-many' && group >= n) {
+    await bus.publishMany(type, payloads as any[]);
   } else if (mode === 'publish-many') {
     const chunks: any[][] = [];
     for (let i = 0; i < n; i += group) chunks.push(payloads.slice(i, i + group) as any[]);

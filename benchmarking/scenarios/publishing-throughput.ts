@@ -2,7 +2,8 @@
  * publishing-throughput (seed 003): Redis Streams publishing, no consumers. Seed configuration:
  * 100,000 events of 128 B, batches of 4,000 with a 20 ms flush interval, 1 publisher, 3 iterations +
  * 1 warmup; and batching off (batch 1, flush 0) with 1 and 5 publishers. Each configuration is
- * compared with a hand-written ioredis baseline doing the same work, and with the seed's figure.
+ * compared with a hand-written ioredis baseline doing the same work, and with the seed's figure. The
+ * batched one-publisher configuration is also measured with one publishMany() call of the whole array.
  */
 import { autoPipelinedXadd, awaitedXadd, pipelinedArrays } from '../baselines/redis.js';
 import { benchBus } from '../lib/bus.js';
@@ -67,6 +68,13 @@ export const publishingThroughput: Scenario = {
           // bounds what is buffered); unbatched: each publisher awaits every publish().
           variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: c.messageCount }, { baseline, seed: seedFor(cfg) }),
         );
+        // Batched, one publisher: the same events in one publishMany() call with the whole array, against
+        // the same baseline.
+        if (batched && publishers === 1) {
+          out.push(
+            variant(cfg, `${id}-publishMany`, `publishMany of all ${c.messageCount.toLocaleString('en-US')}, batch ${batchSize}, flush ${flushInterval} ms, 1 publisher`, 'publish', {}, { mode: 'publish-many', group: c.messageCount }, { baseline, seed: seedFor(cfg) }),
+          );
+        }
       }
     return [...out, ...baselines.values()];
   },
