@@ -34,7 +34,7 @@ addConfigFlags(
   program
     .command('suite', { isDefault: true })
     .description('default: a short suite on the in-process transport (native if available, else memory), no Redis; --all: every scenario')
-    .option('--all', 'every scenario on its seed transport with its seed configuration (unavailable transports are reported as skipped)')
+    .option('--all', 'every scenario on its seed transport with its seed configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)')
     .option('--quick', 'with --all: the short settings of the default suite'),
 ).action((o) => suiteCommand(o));
 

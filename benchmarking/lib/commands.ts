@@ -151,14 +151,27 @@ export async function matrixCommand(o: Opts): Promise<void> {
   output(final, o);
 }
 
+/** Scenarios `suite --all` also runs on Redis (they compare with ioredis baselines there). */
+const ALSO_ON_REDIS = new Set(['consumer-groups', 'message-size']);
+
 export async function suiteCommand(o: Opts): Promise<void> {
   const flags = flagsToConfig(o);
   const plans: Planned[] = [];
   if (o['all']) {
+    const inProcAll = flags.transport ? undefined : await inProcessTransport();
     for (const scenario of SCENARIOS) {
       const f = { ...flags };
       if (f.transport && !scenario.transports.includes(f.transport)) delete f.transport;
-      plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']) }) });
+      if (f.transport) {
+        plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']) }) });
+        continue;
+      }
+      // No --transport: the seed transport, with memory replaced by the in-process transport (native when
+      // it loads); scenarios with Redis baselines also run on Redis.
+      const seedT = scenario.transports[0]!;
+      const ts: TransportName[] = [seedT === 'memory' && inProcAll && scenario.transports.includes(inProcAll) ? inProcAll : seedT];
+      if (ALSO_ON_REDIS.has(scenario.name) && !ts.includes('redis')) ts.push('redis');
+      for (const transport of ts) plans.push({ scenario, ...resolveConfig(scenario, { ...f, transport }, { quick: Boolean(o['quick']) }) });
     }
     await execute(plans, o, false);
     return;
