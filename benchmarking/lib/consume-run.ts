@@ -9,7 +9,10 @@ import type { BenchConfig, Measured, RunContext } from './types.js';
 
 /** Transport options that keep every prefilled event for a group created later with startFrom '0'. */
 export function retainAll(c: BenchConfig): Record<string, unknown> {
-  return c.transport === 'memory' ? { maxLen: Math.max(10_000, c.messageCount) } : {};
+  if (c.transport === 'memory') return { maxLen: Math.max(10_000, c.messageCount) };
+  // native keeps `retain` events per partition (default 10,000) for groups created later with startFrom '0'.
+  if (c.transport === 'native') return { retain: Math.max(10_000, c.messageCount) };
+  return {};
 }
 
 async function prefill(bus: BenchBus, payloads: { id: number; body: string }[]): Promise<void> {
