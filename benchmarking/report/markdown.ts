@@ -55,12 +55,24 @@ export function writeMarkdown(file: string, report: BenchReport): void {
   const body = renderMarkdown(report);
   if (existsSync(file)) {
     const text = readFileSync(file, 'utf8');
-    const a = text.indexOf(START);
-    const b = text.indexOf(END);
+    // Markers count only on a line of their own (prose may quote them, e.g. this document's Outputs section).
+    const a = lineIndex(text, START);
+    const b = a >= 0 ? lineIndex(text, END, a) : -1;
     if (a >= 0 && b > a) {
       writeFileSync(file, `${text.slice(0, a + START.length)}\n\n${body}\n${text.slice(b)}`);
       return;
     }
   }
   writeFileSync(file, `# eventlane benchmark results\n\n${body}`);
+}
+
+/** Offset of `marker` standing alone on a line (at or after `from`), or -1. */
+function lineIndex(text: string, marker: string, from = 0): number {
+  for (let i = text.indexOf(marker, from); i >= 0; i = text.indexOf(marker, i + 1)) {
+    const before = i === 0 || text[i - 1] === '\n';
+    const end = i + marker.length;
+    const after = end === text.length || text[end] === '\n' || text[end] === '\r';
+    if (before && after) return i;
+  }
+  return -1;
 }
