@@ -93,9 +93,7 @@ export class NativeTransport implements Transport {
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     const limit = Math.floor(this.core.arenaBytes / 4);
-    // Writes are synchronous pushes (a unit waiting for room holds back later units of its ring), so
-    // in-flight writes keep their order: a burst must not wait behind the first write's microtask.
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
+    this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
     this.mode = MODE[config.backpressure];
   }
 
