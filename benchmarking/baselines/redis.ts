@@ -42,61 +42,63 @@ async function verified(r: Redis, key: string, n: number, size: number, how: str
   return { events: n, sent: n, received: c.received, unique: c.unique, bytes: n * size, verifiedBy: `${how}; XRANGE read-back of the stream` };
 }
 
-/** JSON-encode arrays of `batch` events and XADD each as one entry, all in one pipeline. */
-export async function pipelinedArrays(ctx: RunContext, batch: number): Promise<Measured> {
+/**
+ * One publish baseline: payloads made before the window, `send` timed, then every event read back.
+ * `how` names the baseline in the verification note.
+ */
+async function publishBaseline(
+  ctx: RunContext,
+  how: string,
+  send: (r: Redis, key: string, payloads: ReturnType<typeof sizedPayloads>) => Promise<void>,
+  redisOptions: Record<string, unknown> = {},
+): Promise<Measured> {
   const { messageCount: n, messageSize: size } = ctx.config;
   const payloads = sizedPayloads(n, size);
-  const r = await open(ctx);
+  const r = await open(ctx, redisOptions);
   const key = streamKey(ctx);
   try {
-    await ctx.timed(async () => {
-      const p = r.pipeline();
-      for (let i = 0; i < n; i += batch) p.xadd(key, '*', 'd', JSON.stringify(payloads.slice(i, i + batch)));
-      const res = await p.exec();
-      const failed = res?.find(([err]) => err);
-      if (failed) throw failed[0];
-    });
-    return await verified(r, key, n, size, `pipelined XADD of ${batch}-event JSON arrays`);
+    await ctx.timed(() => send(r, key, payloads));
+    return await verified(r, key, n, size, how);
   } finally {
     r.disconnect();
   }
+}
+
+/** JSON-encode arrays of `batch` events and XADD each as one entry, all in one pipeline. */
+export function pipelinedArrays(ctx: RunContext, batch: number): Promise<Measured> {
+  return publishBaseline(ctx, `pipelined XADD of ${batch}-event JSON arrays`, async (r, key, payloads) => {
+    const p = r.pipeline();
+    for (let i = 0; i < payloads.length; i += batch) p.xadd(key, '*', 'd', JSON.stringify(payloads.slice(i, i + batch)));
+    const res = await p.exec();
+    const failed = res?.find(([err]) => err);
+    if (failed) throw failed[0];
+  });
 }
 
 /** One publisher awaiting one XADD per event. */
-export async function awaitedXadd(ctx: RunContext): Promise<Measured> {
-  const { messageCount: n, messageSize: size } = ctx.config;
-  const payloads = sizedPayloads(n, size);
-  const r = await open(ctx);
-  const key = streamKey(ctx);
-  try {
-    await ctx.timed(async () => {
-      for (let i = 0; i < n; i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
-    });
-    return await verified(r, key, n, size, 'awaited XADD per event');
-  } finally {
-    r.disconnect();
-  }
+export function awaitedXadd(ctx: RunContext): Promise<Measured> {
+  return publishBaseline(ctx, 'awaited XADD per event', async (r, key, payloads) => {
+    for (let i = 0; i < payloads.length; i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
+  });
 }
 
 /** `publishers` concurrent loops, each awaiting its XADD, on one auto-pipelined connection. */
-export async function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
-  const { messageCount: n, messageSize: size, publishers } = ctx.config;
-  const payloads = sizedPayloads(n, size);
-  const r = await open(ctx, { enableAutoPipelining: true });
-  const key = streamKey(ctx);
-  try {
-    await ctx.timed(async () => {
+export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
+  const { publishers } = ctx.config;
+  return publishBaseline(
+    ctx,
+    `auto-pipelined XADD, ${publishers} concurrent publishers`,
+    async (r, key, payloads) => {
+      const n = payloads.length;
       const per = Math.ceil(n / publishers);
       await Promise.all(
         Array.from({ length: publishers }, async (_, p) => {
           for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
         }),
       );
-    });
-    return await verified(r, key, n, size, `auto-pipelined XADD, ${publishers} concurrent publishers`);
-  } finally {
-    r.disconnect();
-  }
+    },
+    { enableAutoPipelining: true },
+  );
 }
 
 /** Pre-fills a stream with one entry per event (untimed), then times XREADGROUP COUNT 1000 + XACK until all are read. */
