@@ -65,6 +65,28 @@ void ParseSpan(const uint8_t* a, size_t n, F&& onRecord) {
   }
 }
 
+// Pops batches of at most `max` from `parts` (round-robin from `start`) and hands every record to
+// `onRecord`, until the producers are done and those rings are empty. `which` holds the ring of the
+// records being handed over (for callers that check it).
+template <typename F>
+void DrainUntilEmpty(Core& core, Lane& lane, const std::vector<uint32_t>& parts, uint32_t start, uint32_t max,
+                     uint32_t waitUs, uint32_t spinUs, const std::atomic<int>& producersLeft, uint32_t& which,
+                     F&& onRecord) {
+  for (;;) {
+    const bool drained = producersLeft.load() == 0;
+    const uint32_t k = PopAny(core, lane, parts.data(), uint32_t(parts.size()), start++, max, waitUs, spinUs, &which,
+                              [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
+                                ParseSpan(a, na, onRecord);
+                                if (b) ParseSpan(b, nb, onRecord);
+                              });
+    if (k == 0 && drained) {
+      bool empty = true;
+      for (uint32_t r : parts) empty = empty && lane.ring(r).Size() == 0;
+      if (empty) return;
+    }
+  }
+}
+
 long Run(const Config& cfg, bool strictOrderNoLoss) {
   Core core(cfg.capacity, cfg.arenaBytes);
   const int laneId = core.CreateLane(uint32_t(cfg.rings));
@@ -121,7 +143,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
     threads.emplace_back([&, c] {
       std::vector<uint32_t> parts;
       for (int r = c; r < cfg.rings; r += cfg.consumers) parts.push_back(uint32_t(r));
-      uint32_t start = 0, which = 0;
+      uint32_t which = 0;
       auto onRecord = [&](int p, int k, long s) {
         if (p < 0 || p >= cfg.producers || k < 0 || k >= cfg.keys) return Fail("bad record", p, k);
         if (uint32_t(k % cfg.rings) != which) Fail("record in the wrong ring", k, which);
@@ -130,19 +152,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
         l = s;
         received.fetch_add(1, std::memory_order_relaxed);
       };
-      for (;;) {
-        bool drained = producersLeft.load() == 0;
-        uint32_t k = PopAny(core, lane, parts.data(), uint32_t(parts.size()), start++, 97, 2000, 20, &which,
-                            [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
-                              ParseSpan(a, na, onRecord);
-                              if (b) ParseSpan(b, nb, onRecord);
-                            });
-        if (k == 0 && drained) {
-          bool empty = true;
-          for (uint32_t r : parts) empty = empty && lane.ring(r).Size() == 0;
-          if (empty) break;
-        }
-      }
+      DrainUntilEmpty(core, lane, parts, 0, 97, 2000, 20, producersLeft, which, onRecord);
     });
   }
   for (auto& t : threads) t.join();
@@ -211,25 +221,13 @@ void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
   for (int r = 0; r < rings; r++) all.push_back(uint32_t(r));
   for (int c = 0; c < consumers; c++) {
     threads.emplace_back([&, c] {
-      uint32_t which = 0, start = uint32_t(c);
+      uint32_t which = 0;
       auto onRecord = [&](int p, int, long s) {
         if (p < 0 || p >= producers || s < 0 || s >= perProducer) return Fail("bad record (shared)", p, s);
         if (seen[size_t(p) * perProducer + size_t(s)].fetch_add(1) != 0) Fail("duplicate (shared consumers)", p, s);
         received.fetch_add(1);
       };
-      for (;;) {
-        bool drained = producersLeft.load() == 0;
-        uint32_t k = PopAny(core, lane, all.data(), uint32_t(all.size()), start++, 7, 1000, 0, &which,
-                            [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
-                              ParseSpan(a, na, onRecord);
-                              if (b) ParseSpan(b, nb, onRecord);
-                            });
-        if (k == 0 && drained) {
-          bool empty = true;
-          for (uint32_t r : all) empty = empty && lane.ring(r).Size() == 0;
-          if (empty) break;
-        }
-      }
+      DrainUntilEmpty(core, lane, all, uint32_t(c), 7, 1000, 0, producersLeft, which, onRecord);
     });
   }
   for (auto& t : threads) t.join();
