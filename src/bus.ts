@@ -27,6 +27,7 @@ import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
 import { compileSizeBound, serializersFor, type Serializer } from './serializer.js';
+import { compileValidator, INVALID, type Validator } from './validator.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
@@ -91,6 +92,8 @@ export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'k
 interface TypeState {
   readonly name: string;
   readonly schema: z.ZodType;
+  /** Schema-compiled validator (zod decides whatever it returns INVALID for). */
+  readonly validate: Validator;
   /** Schema-compiled JSON encoder, or JSON.stringify for schemas it cannot prove. */
   readonly serialize: Serializer;
   /** Compiled upper bound of the encoded size, when the transport encodes later and has a limit. */
@@ -133,6 +136,7 @@ export class EventBus<M extends EventMap> {
       this.types.set(name, {
         name,
         schema,
+        validate: compileValidator(schema) ?? invalidAlways,
         serialize: serializers.get(name)!,
         sizeBound,
         partitions,
@@ -246,13 +250,16 @@ export class EventBus<M extends EventMap> {
 
   /** Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. */
   private parse(t: TypeState, data: unknown, index: number): unknown {
-    const parsed = t.schema.safeParse(data);
-    if (!parsed.success) {
-      const issues = toIssues(parsed.error);
-      const where = index >= 0 ? ` (item ${index})` : '';
-      throw new ValidationError(`Invalid payload for "${t.name}"${where}: ${formatIssues(issues)}`, issues);
+    let value = t.validate(data);
+    if (value === INVALID) {
+      const parsed = t.schema.safeParse(data);
+      if (!parsed.success) {
+        const issues = toIssues(parsed.error);
+        const where = index >= 0 ? ` (item ${index})` : '';
+        throw new ValidationError(`Invalid payload for "${t.name}"${where}: ${formatIssues(issues)}`, issues);
+      }
+      value = parsed.data;
     }
-    const value = parsed.data;
     let json: string | undefined;
     if (t.encode || (t.sizeBound !== undefined && t.sizeBound(value) > this.maxEventBytes)) {
       json = encodeJson(t, value);
@@ -308,15 +315,20 @@ export class EventBus<M extends EventMap> {
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
     const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
     const schema = t.schema;
+    const check = t.validate;
     const validate = this.config.validateOnConsume;
     const wrapped: DeliveryHandler = (event, ctx) => {
       if (validate) {
-        const r = schema.safeParse(event.data);
-        if (!r.success) {
-          const issues = toIssues(r.error);
-          throw new ValidationError(`Event ${event.id} of "${type}" does not match its schema: ${formatIssues(issues)}`, issues);
+        let data = check(event.data);
+        if (data === INVALID) {
+          const r = schema.safeParse(event.data);
+          if (!r.success) {
+            const issues = toIssues(r.error);
+            throw new ValidationError(`Event ${event.id} of "${type}" does not match its schema: ${formatIssues(issues)}`, issues);
+          }
+          data = r.data;
         }
-        (event as { data: unknown }).data = r.data;
+        (event as { data: unknown }).data = data;
       }
       return (handler as DeliveryHandler)(event, ctx);
     };
@@ -382,6 +394,10 @@ export class EventBus<M extends EventMap> {
 }
 
 function noop(): void {}
+
+function invalidAlways(): typeof INVALID {
+  return INVALID;
+}
 
 function jsonStringify(value: unknown): string {
   return JSON.stringify(value);

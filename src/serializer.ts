@@ -10,10 +10,9 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
+import { CodeGen, defOf, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
-
-type Def = Record<string, any>;
 
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
@@ -26,48 +25,13 @@ function num(n: number): string {
   return Number.isFinite(n) ? '' + n : 'null';
 }
 
-/**
- * Generates one small function per schema node (`new Function`, once per event type) and wires them
- * together through the `f` table. Subclasses say what expression a schema node becomes.
- */
-abstract class CodeGen<F> {
-  protected readonly fns: F[] = [];
-  private readonly seen = new Set<unknown>();
-
-  /** An expression computing the result for the JS expression `v`, or undefined if unsupported. */
-  protected abstract expr(schema: z.ZodType, v: string): string | undefined;
-  /** Names and values of the helpers the generated code may call (besides `f`). */
-  protected abstract helpers(): Record<string, unknown>;
-
-  /** Index of a compiled function for `schema`. */
-  protected fn(schema: z.ZodType): number | undefined {
-    if (this.seen.has(schema)) return undefined; // recursion: leave it to the generic path
-    this.seen.add(schema);
-    const e = this.expr(schema, 'v');
-    this.seen.delete(schema);
-    return e === undefined ? undefined : this.add(`return ${e};`);
-  }
-
-  protected add(body: string): number {
-    const h = this.helpers();
-    const factory = new Function(...Object.keys(h), 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => F;
-    this.fns.push(factory(...Object.values(h), this.fns));
-    return this.fns.length - 1;
-  }
-
-  compile(schema: z.ZodType): F | undefined {
-    const root = this.fn(schema);
-    return root === undefined ? undefined : this.fns[root];
-  }
-}
-
 class Compiler extends CodeGen<Serializer> {
   protected helpers(): Record<string, unknown> {
     return { q: quote, n: num, a: array };
   }
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
-    const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
+    const def = defOf(schema);
     switch (def.type) {
       case 'string':
         return `q(${v})`;
@@ -114,7 +78,7 @@ class Compiler extends CodeGen<Serializer> {
     for (const [key, schema] of Object.entries(shape)) {
       const k = JSON.stringify(key);
       const access = `d[${JSON.stringify(key)}]`;
-      const inner = (schema as unknown as { _zod: { def: Def } })._zod.def;
+      const inner = defOf(schema);
       const optional = inner.type === 'optional';
       const e = this.expr(optional ? inner.innerType : schema, access);
       if (e === undefined) return undefined;
@@ -154,7 +118,7 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
   }
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
-    const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
+    const def = defOf(schema);
     switch (def.type) {
       case 'string':
       case 'enum':

@@ -1,0 +1,162 @@
+/**
+ * Schema-compiled payload validators. zod's `safeParse` allocates a result, a context and issue lists
+ * per call; on the publish path that garbage is most of what a small event costs. `compileValidator`
+ * generates, once per event type, a function that checks a payload and builds the same output zod
+ * would (unknown keys stripped, fields in shape order), or returns {@link INVALID}.
+ *
+ * The compiled check only has to be sound when it accepts: whenever it is unsure (a failing value,
+ * an `undefined` where zod might apply a default, an inherited key) it answers INVALID and the caller
+ * asks zod, which decides and names the issues. Nodes it does not model (refinements, transforms,
+ * string formats, unions, ...) are delegated to that node's own `safeParse`.
+ */
+import type { z } from 'zod';
+import { CodeGen, defOf, type Def } from './codegen.js';
+
+/** Returned by a compiled validator for "not proven valid: ask zod". */
+export const INVALID: unique symbol = Symbol('eventlane.invalid');
+
+export type Validator = (value: unknown) => unknown;
+
+function subParse(schema: z.ZodType, v: unknown): unknown {
+  const r = schema.safeParse(v);
+  return r.success ? r.data : INVALID;
+}
+
+function array(list: unknown, el: Validator): unknown {
+  if (!Array.isArray(list)) return INVALID;
+  const n = list.length;
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const x = list[i];
+    if (x === undefined) return INVALID; // holes and undefined: zod decides
+    const y = el(x);
+    if (y === INVALID) return INVALID;
+    out[i] = y;
+  }
+  return out;
+}
+
+const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
+/** Number nodes whose checks are all "safe integer" (`.int()`, `z.int()`), or none. */
+function numberKind(def: Def): 'finite' | 'int' | undefined {
+  const checks = (def.checks ?? []) as { _zod: { def: Def } }[];
+  const int = def.format === 'safeint' || checks.length > 0;
+  if (def.format !== undefined && def.format !== 'safeint') return undefined;
+  for (const c of checks) {
+    const d = c._zod.def;
+    if (d.check !== 'number_format' || d.format !== 'safeint') return undefined;
+  }
+  return int ? 'int' : 'finite';
+}
+
+class ValidatorCompiler extends CodeGen<Validator> {
+  private readonly consts: unknown[] = [];
+
+  protected helpers(): Record<string, unknown> {
+    return { X: INVALID, c: this.consts, p: subParse, a: array, own: hasOwn };
+  }
+
+  private constant(value: unknown): string {
+    this.consts.push(value);
+    return `c[${this.consts.length - 1}]`;
+  }
+
+  /** Delegates a node to its own `safeParse`. */
+  private delegate(schema: z.ZodType, v: string): string {
+    return `p(${this.constant(schema)}, ${v})`;
+  }
+
+  protected expr(schema: z.ZodType, v: string): string | undefined {
+    const def = defOf(schema);
+    const plain = !def.coerce && !(def.checks?.length > 0);
+    switch (def.type) {
+      case 'string':
+        return plain && def.format === undefined ? `(typeof ${v} === 'string' ? ${v} : X)` : this.delegate(schema, v);
+      case 'number': {
+        const kind = def.coerce ? undefined : numberKind(def);
+        if (kind === 'int') return `(Number.isSafeInteger(${v}) ? ${v} : X)`;
+        if (kind === 'finite') return `(Number.isFinite(${v}) ? ${v} : X)`;
+        return this.delegate(schema, v);
+      }
+      case 'boolean':
+        return plain ? `(typeof ${v} === 'boolean' ? ${v} : X)` : this.delegate(schema, v);
+      case 'null':
+        return `(${v} === null ? null : X)`;
+      case 'enum':
+      case 'literal': {
+        const values = (schema as unknown as { _zod: { values?: Set<unknown> } })._zod.values;
+        return values instanceof Set && plain ? `(${this.constant(values)}.has(${v}) ? ${v} : X)` : this.delegate(schema, v);
+      }
+      case 'nullable':
+      case 'optional': {
+        const inner = this.fn(def.innerType);
+        const none = def.type === 'nullable' ? 'null' : 'undefined';
+        return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;
+      }
+      case 'array': {
+        const el = plain ? this.fn(def.element) : undefined;
+        return el === undefined ? this.delegate(schema, v) : `a(${v}, f[${el}])`;
+      }
+      case 'object': {
+        const fn = plain ? this.object(def) : undefined;
+        return fn === undefined ? this.delegate(schema, v) : `f[${fn}](${v})`;
+      }
+      default:
+        return this.delegate(schema, v);
+    }
+  }
+
+  private object(def: Def): number | undefined {
+    const catchall = def.catchall === undefined ? 'strip' : defOf(def.catchall).type === 'never' ? 'strict' : undefined;
+    if (catchall === undefined) return undefined; // loose/catchall objects: zod's own parse
+    const entries = Object.entries(def.shape as Record<string, z.ZodType>);
+    let body = "if (typeof v !== 'object' || v === null || Array.isArray(v)) return X;\n";
+    if (catchall === 'strict') {
+      const known = this.constant(new Set(entries.map(([k]) => k)));
+      body += `for (var k in v) if (!${known}.has(k)) return X;\n`;
+    }
+    const fields: string[] = [];
+    let optionals = false;
+    entries.forEach(([key, schema], i) => {
+      const k = JSON.stringify(key);
+      const fd = defOf(schema);
+      if (fd.type === 'optional') {
+        optionals = true;
+        const e = this.expr(fd.innerType, `v${i}`);
+        // absent -> absent; own key holding undefined -> kept as undefined; inherited undefined -> zod decides
+        body += `var v${i} = v[${k}], h${i} = true, r${i};\n`;
+        body += `if (v${i} === undefined) { if (own(v, ${k})) r${i} = undefined; else if (${k} in v) return X; else h${i} = false; }\n`;
+        body += `else { r${i} = ${e}; if (r${i} === X) return X; }\n`;
+      } else {
+        // undefined for a required field: zod may apply a default or reject; either way it decides
+        body += `var v${i} = v[${k}]; if (v${i} === undefined) return X;\n`;
+        body += `var r${i} = ${this.expr(schema, `v${i}`)}; if (r${i} === X) return X;\n`;
+      }
+      fields.push(k);
+    });
+    if (!optionals) {
+      body += `return { ${fields.map((k, i) => `${k}: r${i}`).join(', ')} };`;
+    } else {
+      body += 'var o = {};\n';
+      fields.forEach((k, i) => {
+        const fd = defOf(entries[i]![1]);
+        body += fd.type === 'optional' ? `if (h${i}) o[${k}] = r${i};\n` : `o[${k}] = r${i};\n`;
+      });
+      body += 'return o;';
+    }
+    return this.add(body);
+  }
+}
+
+/**
+ * A validator for `schema` that returns the parsed output, or INVALID when zod must decide (then call
+ * `schema.safeParse` for the verdict and its issues). Undefined when code generation is unavailable.
+ */
+export function compileValidator(schema: z.ZodType): Validator | undefined {
+  try {
+    return new ValidatorCompiler().compile(schema);
+  } catch {
+    return undefined;
+  }
+}
