@@ -36,8 +36,12 @@ export class Lane {
   ) {}
 }
 
+const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
+
 class Unit implements PublishUnit {
-  readonly events: OutgoingEvent[] = [];
+  events: OutgoingEvent[] = [];
+  /** Events carried (kept after `release`). */
+  count = 0;
   bytes = 0;
   readonly promise: Promise<void>;
   resolve!: () => void;
@@ -50,6 +54,10 @@ class Unit implements PublishUnit {
       this.resolve = resolve;
       this.reject = reject;
     });
+  }
+
+  release(): void {
+    this.events = RELEASED;
   }
 }
 
@@ -127,6 +135,7 @@ export class Batcher {
       open.units.push(unit);
     }
     unit.events.push(event);
+    unit.count++;
     unit.bytes += size;
     open.events++;
     open.bytes += size;
@@ -206,7 +215,7 @@ export class Batcher {
         const err = res[i];
         if (err) {
           units[i]!.reject(asTransportError(err));
-          this.stats.failedEvents += units[i]!.events.length;
+          this.stats.failedEvents += units[i]!.count;
         } else units[i]!.resolve();
       }
     } else {

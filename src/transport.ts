@@ -37,6 +37,12 @@ export interface PublishUnit {
   readonly events: OutgoingEvent[];
   /** Sum of `json.length` of the events (0 where not encoded). */
   readonly bytes: number;
+  /**
+   * A transport that has encoded the unit (and will not read `events` again) may call this so the
+   * events can be collected while the write is in flight; `events` is empty afterwards. Set on the
+   * batcher's units; optional for units a transport builds itself.
+   */
+  release?(): void;
 }
 
 /**

@@ -58,6 +58,7 @@ async function publishBaseline(
   const key = streamKey(ctx);
   try {
     await ctx.timed(() => send(r, key, payloads));
+    if (ctx.warmup) return { events: n, sent: n, received: null, bytes: n * size, verifiedBy: `${how}; warmup, not read back` };
     return await verified(r, key, n, size, how);
   } finally {
     r.disconnect();
@@ -101,16 +102,27 @@ export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
   );
 }
 
-/** Pre-fills a stream with one entry per event (untimed), then times XREADGROUP COUNT 1000 + XACK until all are read. */
+/**
+ * Pre-fills a stream with one entry per event (untimed), then times XREADGROUP COUNT 1000 + XACK until
+ * all are read, JSON-decoding each event's data. `entries: 'envelope'` writes the same per-event entries
+ * eventlane's `entryMode: 'event'` writes (docs/wire-format.md: v, kind, id, type, source, time, data),
+ * so the loop reads exactly what the library reads; `'minimal'` writes a single `d` field per entry.
+ */
 export async function readGroupAck(ctx: RunContext): Promise<Measured> {
   const { messageCount: n, messageSize: size } = ctx.config;
+  const envelope = ctx.variant.params['entries'] === 'envelope';
   const payloads = sizedPayloads(n, size);
   const r = await open(ctx);
   const key = streamKey(ctx);
   try {
+    const now = Date.now();
     for (let i = 0; i < n; i += 5000) {
       const p = r.pipeline();
-      for (let j = i; j < Math.min(n, i + 5000); j++) p.xadd(key, '*', 'd', JSON.stringify(payloads[j]));
+      for (let j = i; j < Math.min(n, i + 5000); j++) {
+        const data = JSON.stringify(payloads[j]);
+        if (envelope) p.xadd(key, '*', 'v', '1', 'kind', 'event', 'id', `baseline-${j}`, 'type', 'bench.sized', 'source', 'baseline', 'time', now, 'data', data);
+        else p.xadd(key, '*', 'd', data);
+      }
       await p.exec();
     }
     await r.xgroup('CREATE', key, 'g', '0');
@@ -126,7 +138,9 @@ export async function readGroupAck(ctx: RunContext): Promise<Measured> {
         for (let i = 0; i < entries.length; i++) {
           const [id, fields] = entries[i]!;
           ids[i] = id;
-          const e = JSON.parse(fields[1]!) as { id: number };
+          let data = fields[1]!;
+          if (envelope) for (let f = 0; f < fields.length; f += 2) if (fields[f] === 'data') data = fields[f + 1]!;
+          const e = JSON.parse(data) as { id: number };
           received++;
           if (seen[e.id] === 0) {
             seen[e.id] = 1;

@@ -30,6 +30,7 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
         variant: { ...variant, config },
         config,
         iteration: i,
+        warmup: i < req.warmups,
         timed: async (fn) => {
           if (figures) throw new Error('ctx.timed called twice in one iteration');
           const r = await measureWindow(sampler, fn);

@@ -1,6 +1,7 @@
 /**
  * The worker-process runner. For each measured iteration of each variant the parent forks a fresh
- * `node --import tsx --expose-gc benchmarking/lib/child.ts`, which runs the warmup iterations (JIT,
+ * `node --expose-gc child.js` (the compiled benchmark, `npm run benchmark`; `--import tsx child.ts` when
+ * the CLI itself runs from source), which runs the warmup iterations (JIT,
  * connections) and then the measured one, and returns figures over IPC. No heap, JIT or transport state
  * leaks from one measured iteration into the next. `fork: false` runs everything in this process.
  */
@@ -11,7 +12,9 @@ import { cleanupPrefix } from './redis.js';
 import { linkBaselines, summarize } from './stats.js';
 import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
 
-const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+const CHILD = fileURLToPath(new URL(FROM_SOURCE ? './child.ts' : './child.js', import.meta.url));
+const CHILD_ARGS = FROM_SOURCE ? ['--import', 'tsx', '--expose-gc'] : ['--enable-source-maps', '--expose-gc'];
 
 export interface RunOptions {
   fork: boolean;
@@ -26,7 +29,7 @@ export interface RunOptions {
 export function runInChild(req: IterationRequest): Promise<IterationResult[]> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [], {
-      execArgv: ['--import', 'tsx', '--expose-gc'],
+      execArgv: CHILD_ARGS,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     let stderr = '';

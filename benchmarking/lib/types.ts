@@ -166,6 +166,11 @@ export interface RunContext {
   timed<T>(fn: () => Promise<T>): Promise<T>;
   /** Iteration index (warmups first) — handy for unique Redis keys. */
   iteration: number;
+  /**
+   * A warmup iteration: publish-only runners skip their read-back verification, whose memory would
+   * otherwise still be resident when the measured window of the same process starts (peak RSS).
+   */
+  warmup: boolean;
 }
 
 export type Runner = (ctx: RunContext) => Promise<Measured>;

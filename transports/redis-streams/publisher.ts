@@ -132,6 +132,7 @@ export class Publisher {
     }
     if (this.config.entryMode === 'batch') {
       this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type));
+      unit.release?.(); // encoded: the events need not live until Redis replies
       return this.bounded(c.xadd(...args).then(noResult));
     }
     return this.sendMany([unit]);
@@ -187,6 +188,7 @@ export class Publisher {
         }
         counts[u] = evs.length;
       }
+      unit.release?.();
     }
     type Reply = [Error | null, unknown];
     const execs = pipes.map((pipe) =>
