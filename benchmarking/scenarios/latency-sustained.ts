@@ -16,7 +16,7 @@ export const latencySustained: Scenario = {
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
-    return pc.map(([p, k]) =>
+    const rows = pc.map(([p, k]) =>
       variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''} at ${c.rate.toLocaleString('en-US')}/s`, 'sustained', { partitions: p!, consumers: k! }, {}, {
         seed:
           p === 1 && k === 1
@@ -26,8 +26,21 @@ export const latencySustained: Scenario = {
               : undefined,
       }),
     );
+    // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (transport option spinUs;
+    // default 0, so an idle consumer costs no CPU). The seed's C++ consumer polled every 50 us.
+    if (c.transport === 'native' && pc.some(([p, k]) => p === 1 && k === 1)) {
+      rows.push(
+        variant(c, '1p1c-spin', `1 partition / 1 consumer at ${c.rate.toLocaleString('en-US')}/s, consumer spins 200 us (spinUs)`, 'sustained', { partitions: 1, consumers: 1 }, { spinUs: 200 }, {
+          seed: { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' },
+        }),
+      );
+    }
+    return rows;
   },
   runners: {
-    sustained: (ctx) => latencyRun(ctx, { payload: 'trade', open: true }),
+    sustained: (ctx) => {
+      const spinUs = ctx.variant.params['spinUs'];
+      return latencyRun(ctx, { payload: 'trade', open: true, transport: spinUs === undefined ? undefined : { spinUs } });
+    },
   },
 };

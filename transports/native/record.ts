@@ -51,8 +51,9 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
   }
   const lens = lensBuf;
   const chars = charsBuf;
-  let buf = scratch;
-  let off = 0;
+  // All records as one string, written with one utf8Write: a native call per record costs more than
+  // the record. When every byte is ASCII (written bytes = chars) the byte lengths are the char lengths.
+  let all = '';
   let lastTime = -1;
   let timeStr = '';
   for (let i = 0; i < n; i++) {
@@ -64,21 +65,23 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
       timeStr = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
     }
     const plain = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
-    const r = plain ? undefined : encodeEvent(ev, json);
-    // Worst case 3 bytes per UTF-16 unit.
-    const need = (r === undefined ? HEADER + json.length : r.length) * 3;
-    if (buf.length - off < need) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, off + need)) as Utf8Writable;
-      buf.copy(bigger, 0, 0, off);
-      scratch = buf = bigger;
-    }
-    const start = off;
-    const rec = r ?? ev.id + timeStr + '0' + json;
-    off += buf.utf8Write(rec, off); // one call per record beats byte loops over (cons-string) ids
+    const rec = plain ? ev.id + timeStr + '0' + json : encodeEvent(ev, json);
     chars[i] = rec.length;
-    lens[i] = off - start;
+    all += rec;
   }
-  return { bytes: buf.subarray(0, off), lens, chars, n };
+  // Worst case 3 bytes per UTF-16 unit.
+  if (scratch.length < all.length * 3) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, all.length * 3)) as Utf8Writable;
+  const written = scratch.utf8Write(all, 0);
+  if (written === all.length) {
+    lens.set(chars.subarray(0, n));
+  } else {
+    // Some record holds multi-byte characters: byte lengths record by record.
+    for (let i = 0, c = 0; i < n; i++) {
+      lens[i] = Buffer.byteLength(all.slice(c, c + chars[i]!));
+      c += chars[i]!;
+    }
+  }
+  return { bytes: scratch.subarray(0, written), lens, chars, n };
 }
 
 /** A copy of records `from..n` of a batch that outlives the scratch memory. */

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import type { OutgoingEvent } from '../../src/transport.js';
+import { encodeEvents } from '../../transports/native/record.js';
+
+function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
+  return { id: String(i).padStart(26, '0'), type: 't', time: 1_700_000_000_000 + i, key: undefined, data, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined, ...extra };
+}
+
+describe('native record encoding', () => {
+  it('writes a batch as back-to-back UTF-8 records with exact byte and char lengths, ASCII or not', () => {
+    const events = [ev(1, { s: 'plain' }), ev(2, { s: 'é😀日本' }), ev(3, { s: 'x' }, { key: 'ключ' }), ev(4, { s: 'ascii again' })];
+    const b = encodeEvents(events);
+    expect(b.n).toBe(4);
+    const bytes = Buffer.from(b.bytes);
+    let off = 0;
+    const records: string[] = [];
+    for (let i = 0; i < b.n; i++) {
+      const rec = bytes.subarray(off, off + b.lens[i]!).toString('utf8');
+      expect(rec.length).toBe(b.chars[i]);
+      records.push(rec);
+      off += b.lens[i]!;
+    }
+    expect(off).toBe(bytes.length);
+    expect(records[0]).toBe(`${events[0]!.id}${events[0]!.time}0{"s":"plain"}`);
+    expect(records[1]!.endsWith('{"s":"é😀日本"}')).toBe(true);
+    expect(records[2]).toContain('"k":"ключ"');
+    expect(records[3]!.endsWith('{"s":"ascii again"}')).toBe(true);
+  });
+});
