@@ -93,7 +93,7 @@ export class NativeTransport implements Transport {
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     const limit = Math.floor(this.core.arenaBytes / 4);
-    this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
     this.mode = MODE[config.backpressure];
   }
 
@@ -115,8 +115,6 @@ export class NativeTransport implements Transport {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
-    // (lane, partition) rings waiting for room in this write: later units for them queue behind, in order.
-    let blocked: Map<string, Promise<void>> | undefined;
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
@@ -126,12 +124,13 @@ export class NativeTransport implements Transport {
         if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
         for (const group of topic.groups.values()) {
           const ring = `${group.lane}:${unit.partition}`;
-          const before = blocked?.get(ring);
+          const before = this.blocked.get(ring);
           if (before) {
+            // A ring still waiting for room (this write or an earlier one in flight): queue behind it, in order.
             const all = copyBatch(batch);
             const p = before.then(() => this.blockingPush(group, unit, all));
-            blocked!.set(ring, p);
-            waits!.push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+            this.chain(ring, p);
+            (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
             continue;
           }
           const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
@@ -145,7 +144,7 @@ export class NativeTransport implements Transport {
             if (this.mode === PushMode.partial) {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
               const p = this.blockingPush(group, unit, copyBatch(batch, done));
-              (blocked ??= new Map()).set(ring, p.catch(() => {}));
+              this.chain(ring, p);
               (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
             }
           }
@@ -156,6 +155,23 @@ export class NativeTransport implements Transport {
     }
     if (waits) return Promise.all(waits).then(() => results);
     return Promise.resolve(results);
+  }
+
+  /**
+   * Rings (`lane:partition`) with a blocked push in progress, across writes: with several writes in
+   * flight, a later write must not slip events into a ring ahead of an earlier write's remainder.
+   */
+  private readonly blocked = new Map<string, Promise<void>>();
+
+  private chain(ring: string, p: Promise<void>): void {
+    const tail = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.blocked.set(ring, tail);
+    void tail.then(() => {
+      if (this.blocked.get(ring) === tail) this.blocked.delete(ring);
+    });
   }
 
   private mapError(err: unknown): Error {
