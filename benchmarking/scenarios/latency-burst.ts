@@ -17,7 +17,7 @@ export const latencyBurst: Scenario = {
   quick: { iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
-    return pc.map(([p, k]) =>
+    const rows = pc.map(([p, k]) =>
       variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`, 'burst', { partitions: p!, consumers: k! }, {}, {
         seed:
           p === 1 && k === 1
@@ -27,6 +27,16 @@ export const latencyBurst: Scenario = {
               : undefined,
       }),
     );
+    // native: the same 1P/1C with batches of 256. A synchronous burst never yields, so a batch leaves only
+    // when it is full: maxEvents bounds how long the first event of each batch waits.
+    if (c.transport === 'native' && !explicit.has('batchSize') && pc.some(([p, k]) => p === 1 && k === 1)) {
+      rows.push(
+        variant(c, '1p1c-batch256', '1 partition / 1 consumer, batches of 256 (maxEvents)', 'burst', { partitions: 1, consumers: 1, batchSize: 256 }, {}, {
+          seed: { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } },
+        }),
+      );
+    }
+    return rows;
   },
   runners: {
     burst: (ctx) =>
