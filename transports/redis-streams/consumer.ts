@@ -139,14 +139,27 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   async start(): Promise<void> {
-    await this.ensureGroups(this.spec.startFrom);
     if (this.connector.isCluster) {
       // One reader per partition: its two keys share a slot, so one XREADGROUP covers them.
       for (let p = 0; p < this.partitions; p++) this.readers.push(new Reader([2 * p, 2 * p + 1]));
     } else {
       this.readers.push(new Reader(this.streams.map((_, i) => i)));
     }
-    for (const r of this.readers) r.conn = await this.openReader();
+    // Groups are created while the read connections open (both before the first read).
+    const opening = Promise.allSettled(this.readers.map(() => this.openReader()));
+    const created = await this.ensureGroups(this.spec.startFrom).then(
+      () => ({ ok: true as const }),
+      (err: unknown) => ({ ok: false as const, err }),
+    );
+    const opened = await opening;
+    opened.forEach((o, i) => {
+      if (o.status === 'fulfilled') this.readers[i]!.conn = o.value;
+    });
+    const failedOpen = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (!created.ok || failedOpen) {
+      for (const r of this.readers) r.conn?.disconnect();
+      throw created.ok ? failedOpen!.reason : created.err;
+    }
     for (const r of this.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
     this.reclaimTimer = setInterval(() => void this.reclaim(), reclaimMs);
