@@ -1,6 +1,6 @@
 /**
  * Child-process entry of the worker-process runner: the parent forks one of these per measured
- * iteration (`node --import tsx --expose-gc benchmarking/lib/child.ts`), sends an IterationRequest over
+ * iteration (`node --expose-gc .bench-build/benchmarking/lib/child.js`; `--import tsx child.ts` from source), sends an IterationRequest over
  * IPC and gets back `{ ok: true, results }` or `{ ok: false, error }`.
  */
 import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';

@@ -21,7 +21,8 @@ describe('native benchmark paths (worker threads)', () => {
       const r = await runCli(args);
       expect(r.code, r.stderr).toBe(0);
       const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
-      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c']);
+      // plus the native-only 1P/1C tuning row: a spinning consumer (sustained) or batches of 256 (burst)
+      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', scenario === 'latency-sustained' ? '1p1c-spin' : '1p1c-batch256']);
       for (const v of run.variants) {
         expect(v.error).toBeUndefined();
         const it0 = v.iterations[0];

@@ -125,3 +125,28 @@ describe('logging', () => {
     expect(lines.some((l) => l.msg === 'event bus closed')).toBe(true);
   });
 });
+
+describe('payload validation on the publish and consume paths', () => {
+  const orders = defineEvents({
+    'order.placed': z.object({ id: z.number().int(), sku: z.string(), note: z.string().optional() }),
+  });
+
+  it('hands handlers the parsed output: a new object, unknown keys stripped; bad payloads name the field', async () => {
+    const bus = await createEventBus({ service: 's', events: orders, transport: { type: 'memory', name: `validation-${Date.now()}` } });
+    const got: unknown[] = [];
+    await bus.subscribe('order.placed', { group: 'g' }, (e) => void got.push(e.data));
+    const payload = { id: 1, sku: 'A', extra: true } as { id: number; sku: string };
+    await bus.publish('order.placed', payload);
+    payload.sku = 'changed after publish';
+    await bus.publishMany('order.placed', [{ id: 2, sku: 'B', note: 'n' }]);
+    const err = await bus.publish('order.placed', { id: 1.5, sku: 'C' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).issues[0]!.path).toEqual(['id']);
+    await expect(bus.publishMany('order.placed', [{ id: 3, sku: 'D' }, { id: 4 } as never])).rejects.toThrow(/item 1/);
+    await bus.flush();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toEqual([{ id: 1, sku: 'A' }, { id: 2, sku: 'B', note: 'n' }]);
+    expect(got[0]).not.toBe(payload);
+    await bus.close();
+  });
+});
