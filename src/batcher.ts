@@ -11,6 +11,7 @@
  * Per event the hot path is an array push and a few counter updates: one promise per unit (a
  * (type, partition) lane within a batch), one timer or microtask per batch.
  */
+import { Deque } from './deque.js';
 import { BackpressureError, ClosedError, EventlaneError, TransportError } from './errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
 
@@ -85,12 +86,16 @@ export interface BatcherStats {
 export class Batcher {
   private open = new Batch();
   private gen = 0;
-  private readonly ready: Batch[] = [];
+  // Deques: a burst past maxPendingEvents (or of one-event batches) can queue 100,000s here; Array#shift
+  // would make draining them quadratic.
+  private readonly ready = new Deque<Batch>();
   private inFlight = 0;
   private pending = 0;
   private scheduled = false;
   private timer: NodeJS.Timeout | undefined;
-  private readonly waiters: Waiter[] = [];
+  private readonly waiters = new Deque<Waiter>();
+  /** Bulk producers (publishMany) waiting until a whole slice fits. */
+  private readonly roomWaiters = new Deque<{ n: number; resolve: () => void }>();
   private drained: (() => void)[] = [];
   private writableWaiters: (() => void)[] = [];
   private closed = false;
@@ -116,6 +121,29 @@ export class Batcher {
   /** Events buffered or in flight. */
   get pendingEvents(): number {
     return this.pending;
+  }
+
+  /**
+   * Whether `n` more events fit under maxPendingEvents now (always when nothing is buffered, so a call
+   * larger than the bound still goes out, in slices), with no single publisher waiting before them.
+   */
+  fits(n: number): boolean {
+    return this.waiters.length === 0 && this.roomWaiters.length === 0 && (this.pending === 0 || this.pending + n <= this.opts.maxPendingEvents);
+  }
+
+  /**
+   * For bulk producers: resolves once `n` more events fit (see `fits`), in FIFO order with other bulk
+   * producers; `undefined` when they fit now. Then `addFitted` queues them without per-event waiting.
+   */
+  room(n: number): Promise<void> | undefined {
+    if (this.fits(n)) return undefined;
+    return new Promise<void>((resolve) => this.roomWaiters.push({ n, resolve }));
+  }
+
+  /** Queue one event of a slice `room` made space for (no per-event backpressure check). */
+  addFitted(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
+    if (this.closed) return Promise.reject(new ClosedError('publisher'));
+    return this.push(lane, event, size);
   }
 
   /** Queue one event; the promise settles with the fate of the unit that carries it. */
@@ -243,6 +271,17 @@ export class Batcher {
       const w = this.waiters.shift()!;
       w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size));
     }
+    if (this.waiters.length > 0) return; // single publishers first: they waited longer
+    // Bulk producers, in order, as long as their slices fit in what is free now.
+    let free = this.opts.maxPendingEvents - this.pending;
+    while (this.roomWaiters.length > 0) {
+      const r = this.roomWaiters.peek()!;
+      if (this.pending > 0 && r.n > free) break;
+      this.roomWaiters.shift();
+      free -= r.n;
+      r.resolve();
+      if (this.pending === 0) break; // an oversized slice goes alone
+    }
   }
 
   /** Send everything buffered now and resolve when nothing is pending. */
@@ -260,6 +299,8 @@ export class Batcher {
     // Waiting publishers were accepted before close: they go out too.
     while (this.waiters.length > 0 || this.pending > 0) await this.flushAll();
     this.closed = true;
+    // Bulk producers still waiting for room find the batcher closed when they add.
+    while (this.roomWaiters.length > 0) this.roomWaiters.shift()!.resolve();
   }
 }
 

@@ -15,6 +15,7 @@ import {
 } from './config.js';
 import { flat, IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
 import {
+  BackpressureError,
   ClosedError,
   ConfigError,
   PayloadTooLargeError,
@@ -200,6 +201,10 @@ export class EventBus<M extends EventMap> {
     } catch (err) {
       return Promise.reject(err);
     }
+    // onFull 'reject': the whole call is refused up front when it does not fit, so nothing is half-sent.
+    if (this.config.batching.onFull === 'reject' && !this.batcher.fits(n)) {
+      return Promise.reject(new BackpressureError(this.batcher.pendingEvents, this.config.batching.maxPendingEvents, n));
+    }
     return this.enqueueMany(t, values, jsons, keys, fixedKey, options);
   }
 
@@ -222,12 +227,15 @@ export class EventBus<M extends EventMap> {
     for (let start = 0; start < values.length; start += slice) {
       if (start > 0 && this.batcher.saturated) await this.batcher.writable();
       const end = Math.min(values.length, start + slice);
+      // Backpressure per slice, not per event: a call larger than maxPendingEvents paces itself.
+      const room = this.batcher.room(end - start);
+      if (room !== undefined) await room;
       for (let i = start; i < end; i++) {
         const json = jsons[i];
         const ev = this.make(t, values[i], json, options, keys ? keys[i] : fixedKey, now);
         values[i] = undefined;
         jsons[i] = undefined;
-        const p = this.batcher.add(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
+        const p = this.batcher.addFitted(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
         if (p !== last) {
           p.catch(noop); // settled below; marked handled so an early failure is not "unhandled"
           pending.push(p);

@@ -102,10 +102,12 @@ export class ClosedError extends EventlaneError {
 
 /** Too many events are buffered in the client and `batching.onFull` is `'reject'`. */
 export class BackpressureError extends EventlaneError {
-  constructor(pending: number, limit: number) {
+  constructor(pending: number, limit: number, adding = 1) {
     super(
       'ERR_BACKPRESSURE',
-      `${pending} events are already buffered (limit ${limit}); raise batching.maxPendingEvents or set batching.onFull to 'wait'.`,
+      adding > 1
+        ? `${adding} events do not fit: ${pending} are already buffered (limit ${limit}); nothing was sent. Raise batching.maxPendingEvents or set batching.onFull to 'wait'.`
+        : `${pending} events are already buffered (limit ${limit}); raise batching.maxPendingEvents or set batching.onFull to 'wait'.`,
       { retryable: true },
     );
   }

@@ -150,3 +150,53 @@ describe('payload validation on the publish and consume paths', () => {
     await bus.close();
   });
 });
+
+describe('publishMany backpressure', () => {
+  const evs = defineEvents({ n: z.object({ i: z.number().int() }) });
+
+  /** A transport whose writes take a few ms and that records the most events buffered at once. */
+  function slowTransport(counter: { max: number; written: number; bus?: { stats(): { pendingEvents: number } } }): Transport {
+    return {
+      type: 'slow',
+      capabilities: { encoding: 'none', maxInFlight: 2, maxEventBytes: Number.MAX_SAFE_INTEGER },
+      async connect() {},
+      partitionsFor: () => 1,
+      async write(units: readonly PublishUnit[]) {
+        counter.max = Math.max(counter.max, counter.bus?.stats().pendingEvents ?? 0);
+        await new Promise((r) => setTimeout(r, 2));
+        for (const u of units) counter.written += u.events.length;
+      },
+      async subscribe() {
+        throw new Error('not used');
+      },
+      async close() {},
+    } as Transport;
+  }
+
+  it("paces a call larger than maxPendingEvents slice by slice ('wait'), and with many calls at once", async () => {
+    const counter = { max: 0, written: 0 } as { max: number; written: number; bus?: { stats(): { pendingEvents: number } } };
+    registerTransport('slow-pacing', async () => slowTransport(counter));
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-pacing' }, batching: { maxEvents: 500, maxPendingEvents: 2_000 } });
+    counter.bus = bus;
+    const big = Array.from({ length: 30_000 }, (_, i) => ({ i }));
+    await Promise.all([bus.publishMany('n', big), bus.publishMany('n', big.slice(0, 5_000)), bus.publish('n', { i: -1 })]);
+    expect(counter.written).toBe(35_001);
+    expect(counter.max).toBeLessThanOrEqual(2_000 + 500);
+    await bus.close();
+  });
+
+  it("refuses a call that does not fit up front ('reject'): nothing of it is sent", async () => {
+    const counter = { max: 0, written: 0 };
+    registerTransport('slow-reject', async () => slowTransport(counter));
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-reject' }, batching: { maxEvents: 100, maxPendingEvents: 1_000, onFull: 'reject' } });
+    const first = Promise.all(Array.from({ length: 800 }, (_, i) => bus.publish('n', { i }))); // 800 buffered now
+    const err = await bus.publishMany('n', Array.from({ length: 300 }, (_, i) => ({ i }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as { code: string }).code).toBe('ERR_BACKPRESSURE');
+    expect((err as Error).message).toMatch(/300 events do not fit.*nothing was sent/);
+    await first;
+    await bus.flush();
+    expect(counter.written).toBe(800);
+    await bus.close();
+  });
+});
