@@ -110,6 +110,8 @@ export class EventBus<M extends EventMap> {
   private readonly ids = new IdGenerator();
   private readonly batcher: Batcher;
   private readonly subscriptions = new Set<Subscription>();
+  /** publishMany calls still queueing slices. */
+  private readonly bulkCalls = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
   private readonly maxEventBytes: number;
 
@@ -205,7 +207,14 @@ export class EventBus<M extends EventMap> {
     if (this.config.batching.onFull === 'reject' && !this.batcher.fits(n)) {
       return Promise.reject(new BackpressureError(this.batcher.pendingEvents, this.config.batching.maxPendingEvents, n));
     }
-    return this.enqueueMany(t, values, jsons, keys, fixedKey, options);
+    const call = this.enqueueMany(t, values, jsons, keys, fixedKey, options);
+    // close() lets calls accepted before it finish every slice (they may be waiting for room).
+    this.bulkCalls.add(call);
+    call.then(
+      () => this.bulkCalls.delete(call),
+      () => this.bulkCalls.delete(call),
+    );
+    return call;
   }
 
   /**
@@ -394,6 +403,7 @@ export class EventBus<M extends EventMap> {
   }
 
   private async doClose(): Promise<void> {
+    await Promise.allSettled([...this.bulkCalls]);
     await this.batcher.close();
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     await this.transport.close();

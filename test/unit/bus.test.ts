@@ -200,3 +200,31 @@ describe('publishMany backpressure', () => {
     await bus.close();
   });
 });
+
+describe('close() and a publishMany waiting for room', () => {
+  it('sends every slice of a call accepted before close()', async () => {
+    const evs = defineEvents({ n: z.object({ i: z.number().int() }) });
+    let written = 0;
+    registerTransport('slow-close', async () =>
+      ({
+        type: 'slow-close',
+        capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: Number.MAX_SAFE_INTEGER },
+        async connect() {},
+        partitionsFor: () => 1,
+        async write(units: readonly PublishUnit[]) {
+          await new Promise((r) => setTimeout(r, 1));
+          for (const u of units) written += u.events.length;
+        },
+        async subscribe() {
+          throw new Error('not used');
+        },
+        async close() {},
+      }) as Transport,
+    );
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-close' }, batching: { maxEvents: 100, maxPendingEvents: 200 } });
+    const call = bus.publishMany('n', Array.from({ length: 2_000 }, (_, i) => ({ i })));
+    await bus.close();
+    await call;
+    expect(written).toBe(2_000);
+  });
+});
