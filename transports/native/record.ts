@@ -69,8 +69,8 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
     chars[i] = rec.length;
     all += rec;
   }
-  // Worst case 3 bytes per UTF-16 unit.
-  if (scratch.length < all.length * 3) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, all.length * 3)) as Utf8Writable;
+  const size = Buffer.byteLength(all); // one native scan per unit: the exact room, no 3x worst case
+  if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, size)) as Utf8Writable;
   const written = scratch.utf8Write(all, 0);
   if (written === all.length) {
     lens.set(chars.subarray(0, n));
