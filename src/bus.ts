@@ -27,7 +27,7 @@ import type { EventData, EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
-import { compileSizeBound, serializersFor, type Serializer } from './serializer.js';
+import { compileSizeBound, compileSizeEstimate, serializersFor, type Serializer } from './serializer.js';
 import { compileValidator, INVALID, type Validator } from './validator.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
@@ -99,6 +99,8 @@ interface TypeState {
   readonly serialize: Serializer;
   /** Compiled upper bound of the encoded size, when the transport encodes later and has a limit. */
   readonly sizeBound: ((value: unknown) => number) | undefined;
+  /** Compiled estimate of the encoded size, counted toward `batching.maxBytes` when not encoded at publish. */
+  readonly sizeEstimate: ((value: unknown) => number) | undefined;
   readonly partitions: number;
   readonly lanes: Lane[];
   readonly encode: boolean;
@@ -142,6 +144,7 @@ export class EventBus<M extends EventMap> {
         validate: compileValidator(schema) ?? invalidAlways,
         serialize: serializers.get(name)!,
         sizeBound,
+        sizeEstimate: eager ? undefined : compileSizeEstimate(schema),
         partitions,
         lanes,
         // Encode at publish when the transport wants JSON, when only encoding proves the payload
@@ -244,7 +247,7 @@ export class EventBus<M extends EventMap> {
         const ev = this.make(t, values[i], json, options, keys ? keys[i] : fixedKey, now);
         values[i] = undefined;
         jsons[i] = undefined;
-        const p = this.batcher.addFitted(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
+        const p = this.batcher.addFitted(t.lanes[ev.partition]!, ev, sizeOf(t, ev.data, json));
         if (p !== last) {
           p.catch(noop); // settled below; marked handled so an early failure is not "unhandled"
           pending.push(p);
@@ -259,7 +262,7 @@ export class EventBus<M extends EventMap> {
     const value = this.parse(t, data, -1);
     const json = this.parsedJson;
     const ev = this.make(t, value, json, options, key, Date.now());
-    return this.batcher.add(t.lanes[ev.partition]!, ev, json === undefined ? 0 : json.length);
+    return this.batcher.add(t.lanes[ev.partition]!, ev, sizeOf(t, value, json));
   }
 
   /** Set by `parse`: the encoded payload of the value it returned (undefined when not encoded). */
@@ -412,6 +415,12 @@ export class EventBus<M extends EventMap> {
 }
 
 function noop(): void {}
+
+/** What an event counts toward `batching.maxBytes`: its JSON length, or the schema's size estimate. */
+function sizeOf(t: TypeState, value: unknown, json: string | undefined): number {
+  if (json !== undefined) return json.length;
+  return t.sizeEstimate === undefined ? 0 : t.sizeEstimate(value);
+}
 
 function invalidAlways(): typeof INVALID {
   return INVALID;

@@ -113,6 +113,14 @@ function array(list: unknown[], el: Serializer): string {
  * reject an oversized event at publish without encoding it, when the transport encodes later.
  */
 class SizeCompiler extends CodeGen<(v: unknown) => number> {
+  /**
+   * `bound`: a true upper bound (6 bytes per string unit, 24 per number). `estimate`: the likely size of
+   * ASCII-ish JSON (1 byte per string unit, 8 per number), cheap enough to size batches with.
+   */
+  constructor(private readonly mode: 'bound' | 'estimate' = 'bound') {
+    super();
+  }
+
   protected helpers(): Record<string, unknown> {
     return { a: sizeOfArray };
   }
@@ -122,9 +130,9 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
     switch (def.type) {
       case 'string':
       case 'enum':
-        return `(2 + 6 * ${v}.length)`;
+        return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
       case 'number':
-        return '24';
+        return this.mode === 'bound' ? '24' : '8';
       case 'boolean':
         return '5';
       case 'null':
@@ -173,6 +181,18 @@ function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {
 export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number) | undefined {
   try {
     return new SizeCompiler().compile(schema);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An estimate of the encoded size (bytes) of the parsed output of `schema`, or undefined: what the bus
+ * counts toward `batching.maxBytes` when the transport encodes at write time.
+ */
+export function compileSizeEstimate(schema: z.ZodType): ((value: unknown) => number) | undefined {
+  try {
+    return new SizeCompiler('estimate').compile(schema);
   } catch {
     return undefined;
   }

@@ -35,7 +35,10 @@ export interface PublishUnit {
   readonly type: string;
   readonly partition: number;
   readonly events: OutgoingEvent[];
-  /** Sum of `json.length` of the events (0 where not encoded). */
+  /**
+   * Size of the unit's payloads as counted toward `batching.maxBytes`: `json.length` of events encoded at
+   * publish, else the schema's compiled size estimate (0 where the schema has none). A sizing hint only.
+   */
   readonly bytes: number;
   /**
    * A transport that has encoded the unit (and will not read `events` again) may call this so the

@@ -228,3 +228,35 @@ describe('close() and a publishMany waiting for room', () => {
     expect(written).toBe(2_000);
   });
 });
+
+describe('batching.maxBytes when the transport encodes at write time', () => {
+  it('bounds units by the schema-compiled size estimate', async () => {
+    const evs = defineEvents({ doc: z.object({ body: z.string(), n: z.number() }) });
+    const sizes: number[] = [];
+    registerTransport('late-encoder', async () =>
+      ({
+        type: 'late-encoder',
+        capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: Number.MAX_SAFE_INTEGER },
+        async connect() {},
+        partitionsFor: () => 1,
+        async write(units: readonly PublishUnit[]) {
+          for (const u of units) sizes.push(u.events.length, u.bytes);
+        },
+        async subscribe() {
+          throw new Error('not used');
+        },
+        async close() {},
+      }) as Transport,
+    );
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'late-encoder' }, batching: { maxEvents: 1000, maxBytes: 10_000 } });
+    await bus.publishMany('doc', Array.from({ length: 100 }, (_, n) => ({ body: 'x'.repeat(1000), n })));
+    await bus.close();
+    const counts = sizes.filter((_, i) => i % 2 === 0);
+    const bytes = sizes.filter((_, i) => i % 2 === 1);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(100);
+    // each event estimates to ~1,020 bytes: at most 10 per unit under 10,000 bytes
+    expect(Math.max(...counts)).toBeLessThanOrEqual(10);
+    expect(Math.max(...bytes)).toBeLessThanOrEqual(10_000);
+    expect(Math.min(...bytes)).toBeGreaterThan(0);
+  });
+});
