@@ -190,6 +190,35 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(Date.now() - t0).toBeLessThan(3000);
   });
 
+  it('worker consumers: a thread that dies is replaced; the loss is logged with its count', async () => {
+    const errors: { obj: Record<string, unknown>; msg: string }[] = [];
+    const logger = {
+      level: 'error',
+      error: (obj: Record<string, unknown>, msg: string) => void errors.push({ obj, msg }),
+      warn() {},
+      info() {},
+      debug() {},
+      trace() {},
+      fatal() {},
+      child() {
+        return logger;
+      },
+    };
+    const b = await bus({ partitions: 1 }, { logger });
+    const counters = new SharedArrayBuffer(12);
+    const c = new Int32Array(counters);
+    await b.subscribe('tick', { group: 'crash', workers: 1, handler: fixture('crash-handler.mjs'), workerData: { counters, crashAt: 100 } });
+    await b.publishMany('tick', ticks(300));
+    await waitFor(() => errors.some((e) => /lost; starting a new thread/.test(e.msg)), 10_000, 'the crash to be logged');
+    const lost = errors.find((e) => /lost/.test(e.msg))!.obj['lost'] as number;
+    expect(lost).toBeGreaterThanOrEqual(1);
+    // Events published after the replacement started reach the new thread.
+    await sleep(200);
+    await b.publishMany('tick', ticks(100, 1000));
+    await waitFor(() => Atomics.load(c, 1) === 1100, 10_000, 'events after the crash delivered by the new thread');
+    expect(Atomics.load(c, 0)).toBeGreaterThanOrEqual(400 - lost);
+  });
+
   it('worker consumers: failures are retried, then dead-lettered', async () => {
     const b = await bus({ partitions: 2 });
     const counters = new SharedArrayBuffer(8);

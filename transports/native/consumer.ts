@@ -62,6 +62,21 @@ export class PartitionConsumer {
   private curPart = 0;
   /** Set in main-thread mode: how to come back after a handler settles or a retry is due. */
   mainThread = false;
+  /**
+   * Worker threads: a shared cell where the thread publishes how many events it holds (popped or handed
+   * over and not finished). Increases are published at once (pop, retry, hand-over), decreases every 64
+   * events, so the cell is an upper bound; read by the main thread if the thread dies.
+   */
+  heldCell: Int32Array | undefined;
+
+  /** Events this consumer holds and has not finished: the rest of its batch, retries, handlers running. */
+  holding(): number {
+    return this.batch.length - this.batchIdx + this.redo.length + this.timers.size + this.inFlight;
+  }
+
+  private publishHeld(): void {
+    if (this.heldCell !== undefined) Atomics.store(this.heldCell, 0, this.holding());
+  }
 
   constructor(
     private readonly core: PartitionCore,
@@ -82,6 +97,7 @@ export class PartitionConsumer {
   /** Hands events back to this consumer (e.g. left by a previous member), ahead of new ones. */
   give(items: readonly Pending[]): void {
     for (const it of items) this.redo.push(it);
+    this.publishHeld();
     this.wake();
   }
 
@@ -99,12 +115,16 @@ export class PartitionConsumer {
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
       const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs);
-      if (text === null) return undefined;
+      if (text === null) {
+        this.publishHeld();
+        return undefined;
+      }
       this.cursor = (this.cursor + 1) % this.nParts;
       this.batch = [];
       this.batchIdx = 0;
       this.batchPart = this.info[1]!;
       decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.batch);
+      this.publishHeld();
     }
     this.curAttempt = 1;
     this.curPart = this.batchPart;
@@ -172,6 +192,7 @@ export class PartitionConsumer {
       this.wake();
     }, backoffDelay(this.s.backoff, attempt));
     this.timers.set(timer, item);
+    this.publishHeld();
   }
 
   private wake(): void {
@@ -210,6 +231,7 @@ export class PartitionConsumer {
     let n = 0;
     while (!this.stopped) {
       // The stop flag is read before each pop and every 64 events, not per event.
+      if ((n & 63) === 0) this.publishHeld();
       if (((n++ & 63) === 0 || this.batchIdx >= this.batch.length) && shouldStop()) break;
       let env: EventEnvelope | undefined;
       if (this.inFlight < this.s.concurrency) {
@@ -222,11 +244,14 @@ export class PartitionConsumer {
           const attempt = this.curAttempt;
           const partition = this.curPart;
           let r: void | Promise<void>;
+          this.inFlight++; // counted as held while it runs (holding())
           try {
             r = this.handler(env, attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition));
             if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r;
           } catch (err) {
             this.failed(env, attempt, partition, err);
+          } finally {
+            this.inFlight--;
           }
           if ((n & 63) === 0 && performance.now() - lastYield > 5) {
             await yieldMacrotask();

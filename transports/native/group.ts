@@ -35,11 +35,15 @@ class MainMember {
 class ConsumerThread {
   parts: number[] = [];
   alive = true;
+  /** The member it serves (set once the member exists). */
+  member: WorkerMember | undefined;
   stopped: Promise<Pending[]>;
   private resolveStopped!: (left: Pending[]) => void;
   constructor(
     readonly worker: Worker,
     readonly stop: Int32Array,
+    /** Events the thread holds, as it last published them. */
+    readonly held: Int32Array,
   ) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
   }
@@ -52,11 +56,18 @@ class ConsumerThread {
 class WorkerMember {
   readonly kind = 'workers';
   parts: number[] = [];
+  /** Times of recent thread restarts (crash-loop guard). */
+  readonly restarts: number[] = [];
   constructor(
     readonly spec: SubscriptionSpec,
     readonly threads: ConsumerThread[],
+    readonly handlerModule: string,
+    readonly userData: unknown,
   ) {}
 }
+
+/** A thread that dies is replaced, at most this many times per minute per member. */
+const MAX_RESTARTS_PER_MINUTE = 5;
 
 type Member = MainMember | WorkerMember;
 
@@ -130,37 +141,69 @@ export class NativeGroup {
 
   /** Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load. */
   async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown): Promise<TransportSubscription> {
-    const threads: ConsumerThread[] = [];
-    const ready: Promise<void>[] = [];
-    for (let i = 0; i < workers; i++) {
-      const stop = new SharedArrayBuffer(4);
-      const init: WorkerInit = {
-        core: this.core.share(this.lane),
-        settings: this.settings(spec, true),
-        parts: [],
-        handler: handlerModule,
-        userData,
-        stop,
-        waitUs: WORKER_WAIT_US,
-        spinUs: this.o.spinUs,
-        drainMs: spec.drainTimeoutMs,
-      };
-      const worker = spawnConsumerThread(init, handlerModule);
-      const thread = new ConsumerThread(worker, new Int32Array(stop));
-      threads.push(thread);
-      ready.push(this.watch(thread, handlerModule));
-    }
+    const started = Array.from({ length: workers }, () => this.startThread(spec, handlerModule, userData));
+    const threads = started.map((s) => s.thread);
     try {
-      await Promise.all(ready);
+      await Promise.all(started.map((s) => s.ready));
     } catch (err) {
       await Promise.all(threads.map((t) => t.worker.terminate()));
       throw err;
     }
-    const member = new WorkerMember(spec, threads);
+    const member = new WorkerMember(spec, threads, handlerModule, userData);
+    for (const t of threads) t.member = member;
     this.members.push(member);
     this.rebalance();
     let closing: Promise<void> | undefined;
     return { close: () => (closing ??= this.leaveWorkers(member)) };
+  }
+
+  private startThread(spec: SubscriptionSpec, handlerModule: string, userData: unknown): { thread: ConsumerThread; ready: Promise<void> } {
+    const stop = new SharedArrayBuffer(4);
+    const held = new SharedArrayBuffer(4);
+    const init: WorkerInit = {
+      core: this.core.share(this.lane),
+      settings: this.settings(spec, true),
+      parts: [],
+      handler: handlerModule,
+      userData,
+      stop,
+      held,
+      waitUs: WORKER_WAIT_US,
+      spinUs: this.o.spinUs,
+      drainMs: spec.drainTimeoutMs,
+    };
+    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held));
+    return { thread, ready: this.watch(thread, handlerModule) };
+  }
+
+  /**
+   * A thread died without handing its events back (a crash, `process.exit` in a handler): what it held is
+   * lost (logged with the count) and a new thread takes its place, unless the member is gone or the thread
+   * keeps dying (more than MAX_RESTARTS_PER_MINUTE).
+   */
+  private replace(dead: ConsumerThread): void {
+    const member = dead.member;
+    const lost = Atomics.load(dead.held, 0);
+    const group = this.name;
+    if (member === undefined || !this.members.includes(member)) return;
+    const now = Date.now();
+    while (member.restarts.length > 0 && now - member.restarts[0]! > 60_000) member.restarts.shift();
+    if (member.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
+      this.o.logger.error({ group, lost, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
+      return;
+    }
+    member.restarts.push(now);
+    this.o.logger.error({ group, lost }, `native consumer thread died; up to ${lost} event(s) it held are lost; starting a new thread`);
+    const { thread, ready } = this.startThread(member.spec, member.handlerModule, member.userData);
+    thread.member = member;
+    member.threads[member.threads.indexOf(dead)] = thread;
+    ready.then(
+      () => this.rebalance(),
+      (err: unknown) => {
+        thread.finish([]);
+        this.o.logger.error({ group, err: describeError(err) }, 'replacement native consumer thread failed to start');
+      },
+    );
   }
 
   private watch(thread: ConsumerThread, handlerModule: string): Promise<void> {
@@ -188,9 +231,12 @@ export class NativeGroup {
       thread.worker.on('exit', () => {
         if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
         if (thread.alive) {
-          // Died without handing back: let the member's other threads (or other members) take its partitions.
+          // Died without handing back: replace it; meanwhile the member's other threads take its partitions.
           thread.finish([]);
-          if (started) this.rebalance();
+          if (started) {
+            this.replace(thread);
+            this.rebalance();
+          }
         }
       });
     });

@@ -17,6 +17,8 @@ export interface WorkerInit {
   userData: unknown;
   /** Int32Array flag: 1 = stop. */
   stop: SharedArrayBuffer;
+  /** Int32Array cell: events this thread holds (read by the main thread if the thread dies). */
+  held: SharedArrayBuffer;
   waitUs: number;
   spinUs: number;
   drainMs: number;
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
   const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
     port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
   );
+  consumer.heldCell = new Int32Array(init.held);
   consumer.setPartitions(init.parts);
   port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
