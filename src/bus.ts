@@ -305,18 +305,7 @@ export class EventBus<M extends EventMap> {
       if (key !== undefined) partition = partitionForKey(key, t.partitions);
       else partition = t.rr++ % t.partitions;
     }
-    return {
-      id: this.ids.next(now),
-      type: t.name,
-      time: now,
-      key,
-      data: value,
-      json,
-      partition,
-      correlationId: options?.correlationId,
-      causationId: options?.causationId,
-      headers: options?.headers,
-    };
+    return new Outgoing(this.ids.next(now), t.name, now, key, value, json, partition, options);
   }
 
   /**
@@ -415,6 +404,40 @@ export class EventBus<M extends EventMap> {
 }
 
 function noop(): void {}
+
+/**
+ * An event on its way to the transport. Built by a constructor rather than an object literal: V8 tracks
+ * literal allocation sites and, after a phase where many events outlive a young-generation GC (10,000
+ * publishers awaiting at once), may pretenure them, so every later event lands in the old generation.
+ * Measured with 10 interleaved runs each of 10,000 concurrent publishers into noop: literal 2.86M/s mean
+ * (1.90M..4.05M), constructor 3.52M/s (2.41M..4.09M). Fields are assigned, not declared, so the
+ * constructor does plain stores in one fixed order.
+ */
+class Outgoing implements OutgoingEvent {
+  declare readonly id: string;
+  declare readonly type: string;
+  declare readonly time: number;
+  declare readonly key: string | undefined;
+  declare readonly data: unknown;
+  declare readonly json: string | undefined;
+  declare readonly partition: number;
+  declare readonly correlationId: string | undefined;
+  declare readonly causationId: string | undefined;
+  declare readonly headers: EventEnvelope['headers'];
+  constructor(id: string, type: string, time: number, key: string | undefined, data: unknown, json: string | undefined, partition: number, options: Omit<PublishOptions, 'key'> | undefined) {
+    const self = this as { -readonly [K in keyof OutgoingEvent]: OutgoingEvent[K] };
+    self.id = id;
+    self.type = type;
+    self.time = time;
+    self.key = key;
+    self.data = data;
+    self.json = json;
+    self.partition = partition;
+    self.correlationId = options?.correlationId;
+    self.causationId = options?.causationId;
+    self.headers = options?.headers;
+  }
+}
 
 /** What an event counts toward `batching.maxBytes`: its JSON length, or the schema's size estimate. */
 function sizeOf(t: TypeState, value: unknown, json: string | undefined): number {
