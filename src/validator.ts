@@ -2,7 +2,9 @@
  * Schema-compiled payload validators. zod's `safeParse` allocates a result, a context and issue lists
  * per call; on the publish path that garbage is most of what a small event costs. `compileValidator`
  * generates, once per event type, a function that checks a payload and builds the same output zod
- * would (unknown keys stripped, fields in shape order), or returns {@link INVALID}.
+ * would (unknown keys stripped, fields in shape order), or returns {@link INVALID}. Modelled: objects
+ * (strip/strict), strings with length bounds, finite numbers with `.int()` and `>`/`>=`/`<`/`<=` bounds,
+ * booleans, null, enums, literals, arrays, optional, nullable.
  *
  * The compiled check only has to be sound when it accepts: whenever it is unsure (a failing value,
  * an `undefined` where zod might apply a default, an inherited key) it answers INVALID and the caller
@@ -38,16 +40,42 @@ function array(list: unknown, el: Validator): unknown {
 
 const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
-/** Number nodes whose checks are all "safe integer" (`.int()`, `z.int()`), or none. */
-function numberKind(def: Def): 'finite' | 'int' | undefined {
-  const checks = (def.checks ?? []) as { _zod: { def: Def } }[];
-  const int = def.format === 'safeint' || checks.length > 0;
-  if (def.format !== undefined && def.format !== 'safeint') return undefined;
-  for (const c of checks) {
-    const d = c._zod.def;
-    if (d.check !== 'number_format' || d.format !== 'safeint') return undefined;
+type CheckDef = Record<string, any>;
+
+function checksOf(def: Def): CheckDef[] {
+  return ((def.checks ?? []) as { _zod: { def: CheckDef } }[]).map((c) => c._zod.def);
+}
+
+/**
+ * The condition a number node puts on `v`, for the checks modelled exactly (safe integer, `>`/`>=`/`<`/`<=`
+ * with a number bound, no conditional `when`), or undefined (zod decides).
+ */
+function numberCondition(def: Def, v: string): string | undefined {
+  if (def.coerce || (def.format !== undefined && def.format !== 'safeint')) return undefined;
+  let int = def.format === 'safeint';
+  const parts: string[] = [];
+  for (const c of checksOf(def)) {
+    if (c.when !== undefined) return undefined;
+    if (c.check === 'number_format' && c.format === 'safeint') int = true;
+    else if ((c.check === 'greater_than' || c.check === 'less_than') && typeof c.value === 'number' && Number.isFinite(c.value)) {
+      parts.push(`${v} ${c.check === 'greater_than' ? '>' : '<'}${c.inclusive ? '=' : ''} ${c.value}`);
+    } else return undefined;
   }
-  return int ? 'int' : 'finite';
+  return [int ? `Number.isSafeInteger(${v})` : `Number.isFinite(${v})`, ...parts].join(' && ');
+}
+
+/** The condition a string node puts on `v`: length bounds only (no format, no coerce, no transforms). */
+function stringCondition(def: Def, v: string): string | undefined {
+  if (def.coerce || def.format !== undefined) return undefined;
+  const parts = [`typeof ${v} === 'string'`];
+  for (const c of checksOf(def)) {
+    if (c.when !== undefined) return undefined;
+    if (c.check === 'min_length' && Number.isInteger(c.minimum)) parts.push(`${v}.length >= ${c.minimum}`);
+    else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
+    else if (c.check === 'length_equals' && Number.isInteger(c.length)) parts.push(`${v}.length === ${c.length}`);
+    else return undefined;
+  }
+  return parts.join(' && ');
 }
 
 class ValidatorCompiler extends CodeGen<Validator> {
@@ -71,13 +99,13 @@ class ValidatorCompiler extends CodeGen<Validator> {
     const def = defOf(schema);
     const plain = !def.coerce && !(def.checks?.length > 0);
     switch (def.type) {
-      case 'string':
-        return plain && def.format === undefined ? `(typeof ${v} === 'string' ? ${v} : X)` : this.delegate(schema, v);
+      case 'string': {
+        const cond = stringCondition(def, v);
+        return cond === undefined ? this.delegate(schema, v) : `(${cond} ? ${v} : X)`;
+      }
       case 'number': {
-        const kind = def.coerce ? undefined : numberKind(def);
-        if (kind === 'int') return `(Number.isSafeInteger(${v}) ? ${v} : X)`;
-        if (kind === 'finite') return `(Number.isFinite(${v}) ? ${v} : X)`;
-        return this.delegate(schema, v);
+        const cond = numberCondition(def, v);
+        return cond === undefined ? this.delegate(schema, v) : `(${cond} ? ${v} : X)`;
       }
       case 'boolean':
         return plain ? `(typeof ${v} === 'boolean' ? ${v} : X)` : this.delegate(schema, v);

@@ -98,6 +98,36 @@ describe('compileValidator', () => {
     expect(compileValidator(inner)!({ email: 'nope', d: 'x', strict: { a: 'y' } })).toBe(INVALID);
   });
 
+  it('models number bounds and string lengths exactly, at the boundaries', () => {
+    const schema = z.object({
+      amount: z.number().positive(),
+      qty: z.int().nonnegative().max(10),
+      ratio: z.number().gt(0.5).lt(1),
+      code: z.string().length(3),
+      name: z.string().min(1).max(5),
+      tag: z.string().nonempty().optional(),
+    });
+    const base = { amount: 1, qty: 0, ratio: 0.75, code: 'abc', name: 'n' };
+    const { accepted } = agree(schema, [
+      base,
+      { ...base, amount: 1e-9, qty: 10, ratio: 0.9999, name: 'fivec', tag: 'x' },
+      { ...base, amount: 0 },
+      { ...base, amount: -0 },
+      { ...base, qty: 11 },
+      { ...base, qty: -1 },
+      { ...base, qty: 1.5 },
+      { ...base, ratio: 0.5 },
+      { ...base, ratio: 1 },
+      { ...base, code: 'ab' },
+      { ...base, code: 'abcd' },
+      { ...base, name: '' },
+      { ...base, name: 'sixsix' },
+      { ...base, name: 'é😀' },
+      { ...base, tag: '' },
+    ]);
+    expect(accepted).toBe(3);
+  });
+
   it('handles top-level primitives, arrays and recursion', () => {
     agree(z.string(), ['a', 1, null]);
     agree(z.array(z.object({ a: z.number() })), [[{ a: 1, b: 2 }], [{ a: 'x' }], [], 'x']);
