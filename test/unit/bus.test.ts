@@ -151,26 +151,33 @@ describe('payload validation on the publish and consume paths', () => {
   });
 });
 
+/** A publish-only transport for the batching tests below: `write` is the test's. */
+function writeOnly(type: string, maxInFlight: number, write: (units: readonly PublishUnit[]) => Promise<void> | void): Transport {
+  return {
+    type,
+    capabilities: { encoding: 'none', maxInFlight, maxEventBytes: Number.MAX_SAFE_INTEGER },
+    async connect() {},
+    partitionsFor: () => 1,
+    async write(units: readonly PublishUnit[]) {
+      await write(units);
+    },
+    async subscribe() {
+      throw new Error('not used');
+    },
+    async close() {},
+  } as Transport;
+}
+
 describe('publishMany backpressure', () => {
   const evs = defineEvents({ n: z.object({ i: z.number().int() }) });
 
-  /** A transport whose writes take a few ms and that records the most events buffered at once. */
+  /** Writes take a few ms; records the most events buffered at once. */
   function slowTransport(counter: { max: number; written: number; bus?: { stats(): { pendingEvents: number } } }): Transport {
-    return {
-      type: 'slow',
-      capabilities: { encoding: 'none', maxInFlight: 2, maxEventBytes: Number.MAX_SAFE_INTEGER },
-      async connect() {},
-      partitionsFor: () => 1,
-      async write(units: readonly PublishUnit[]) {
-        counter.max = Math.max(counter.max, counter.bus?.stats().pendingEvents ?? 0);
-        await new Promise((r) => setTimeout(r, 2));
-        for (const u of units) counter.written += u.events.length;
-      },
-      async subscribe() {
-        throw new Error('not used');
-      },
-      async close() {},
-    } as Transport;
+    return writeOnly('slow', 2, async (units) => {
+      counter.max = Math.max(counter.max, counter.bus?.stats().pendingEvents ?? 0);
+      await new Promise((r) => setTimeout(r, 2));
+      for (const u of units) counter.written += u.events.length;
+    });
   }
 
   it("paces a call larger than maxPendingEvents slice by slice ('wait'), and with many calls at once", async () => {
@@ -206,20 +213,10 @@ describe('close() and a publishMany waiting for room', () => {
     const evs = defineEvents({ n: z.object({ i: z.number().int() }) });
     let written = 0;
     registerTransport('slow-close', async () =>
-      ({
-        type: 'slow-close',
-        capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: Number.MAX_SAFE_INTEGER },
-        async connect() {},
-        partitionsFor: () => 1,
-        async write(units: readonly PublishUnit[]) {
-          await new Promise((r) => setTimeout(r, 1));
-          for (const u of units) written += u.events.length;
-        },
-        async subscribe() {
-          throw new Error('not used');
-        },
-        async close() {},
-      }) as Transport,
+      writeOnly('slow-close', 1, async (units) => {
+        await new Promise((r) => setTimeout(r, 1));
+        for (const u of units) written += u.events.length;
+      }),
     );
     const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-close' }, batching: { maxEvents: 100, maxPendingEvents: 200 } });
     const call = bus.publishMany('n', Array.from({ length: 2_000 }, (_, i) => ({ i })));
@@ -234,19 +231,9 @@ describe('batching.maxBytes when the transport encodes at write time', () => {
     const evs = defineEvents({ doc: z.object({ body: z.string(), n: z.number() }) });
     const sizes: number[] = [];
     registerTransport('late-encoder', async () =>
-      ({
-        type: 'late-encoder',
-        capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: Number.MAX_SAFE_INTEGER },
-        async connect() {},
-        partitionsFor: () => 1,
-        async write(units: readonly PublishUnit[]) {
-          for (const u of units) sizes.push(u.events.length, u.bytes);
-        },
-        async subscribe() {
-          throw new Error('not used');
-        },
-        async close() {},
-      }) as Transport,
+      writeOnly('late-encoder', 1, (units) => {
+        for (const u of units) sizes.push(u.events.length, u.bytes);
+      }),
     );
     const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'late-encoder' }, batching: { maxEvents: 1000, maxBytes: 10_000 } });
     await bus.publishMany('doc', Array.from({ length: 100 }, (_, n) => ({ body: 'x'.repeat(1000), n })));
