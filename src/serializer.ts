@@ -112,6 +112,13 @@ function array(list: unknown[], el: Serializer): string {
  * a string counts 6 bytes per UTF-16 unit (the worst escape, `\u0000`), a number 24. Lets the bus
  * reject an oversized event at publish without encoding it, when the transport encodes later.
  */
+/**
+ * The bound is at most this many times the estimate, for every value: each term of the bound (6 per string
+ * unit, 24 per number, constants) is at most 6x the estimate's term for it (1 per unit, 8, the same
+ * constants). So an estimate below maxBytes / 6 proves the event small without computing the bound.
+ */
+export const BOUND_PER_ESTIMATE = 6;
+
 class SizeCompiler extends CodeGen<(v: unknown) => number> {
   /**
    * `bound`: a true upper bound (6 bytes per string unit, 24 per number). `estimate`: the likely size of

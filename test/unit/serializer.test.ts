@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { compileSerializer, compileSizeBound } from '../../src/serializer.js';
+import { BOUND_PER_ESTIMATE, compileSerializer, compileSizeBound, compileSizeEstimate } from '../../src/serializer.js';
 
 const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
 const nested = z.object({
@@ -93,5 +93,31 @@ describe('compileSizeBound', () => {
   it('declines what it cannot bound', () => {
     expect(compileSizeBound(z.object({ a: z.unknown() }))).toBeUndefined();
     expect(compileSizeBound(z.record(z.string(), z.string()))).toBeUndefined();
+  });
+});
+
+describe('size estimate vs bound', () => {
+  it('the bound never exceeds BOUND_PER_ESTIMATE x the estimate (the bus skips the bound below maxBytes / 6)', () => {
+    const schema = z.object({
+      s: z.string(),
+      n: z.number(),
+      b: z.boolean(),
+      e: z.enum(['a', 'bcd']),
+      l: z.literal('é'),
+      o: z.string().optional(),
+      x: z.number().nullable(),
+      arr: z.array(z.object({ k: z.string(), v: z.number() })),
+    });
+    const bound = compileSizeBound(schema)!;
+    const estimate = compileSizeEstimate(schema)!;
+    const values = [
+      { s: '', n: 0, b: true, e: 'a', l: 'é', x: null, arr: [] },
+      { s: 'x'.repeat(1000), n: -1.5e300, b: false, e: 'bcd', l: 'é', o: 'é😀', x: 3, arr: [{ k: '', v: 1 }, { k: 'kk', v: 2 }] },
+    ];
+    for (const v of values) {
+      expect(estimate(v)).toBeGreaterThan(0);
+      expect(bound(v)).toBeLessThanOrEqual(BOUND_PER_ESTIMATE * estimate(v));
+      expect(bound(v)).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(v)));
+    }
   });
 });
