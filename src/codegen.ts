@@ -7,6 +7,9 @@ import type { z } from 'zod';
 
 export type Def = Record<string, any>;
 
+/** Wrapper nodes whose parsed output, once present, is the inner schema's (encoders and size bounds see through them). */
+export const TRANSPARENT_WRAPPERS: ReadonlySet<string> = new Set(['default', 'prefault', 'readonly', 'nonoptional']);
+
 /** The zod v4 definition of a schema node. */
 export function defOf(schema: unknown): Def {
   return (schema as { _zod: { def: Def } })._zod.def;
@@ -39,6 +42,12 @@ export abstract class CodeGen<F> {
     const factory = new Function(...Object.keys(h), 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => F;
     this.fns.push(factory(...Object.values(h), this.fns));
     return this.fns.length - 1;
+  }
+
+  /** `a(v, f[el])` over a compiled element function (helper `a` walks the array), or undefined. */
+  protected arrayExpr(def: Def, v: string): string | undefined {
+    const el = this.fn(def.element);
+    return el === undefined ? undefined : `a(${v}, f[${el}])`;
   }
 
   compile(schema: z.ZodType): F | undefined {

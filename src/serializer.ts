@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, type Def } from './codegen.js';
+import { CodeGen, defOf, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -32,6 +32,7 @@ class Compiler extends CodeGen<Serializer> {
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = defOf(schema);
+    if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
       case 'string':
         return `q(${v})`;
@@ -51,15 +52,8 @@ class Compiler extends CodeGen<Serializer> {
         const inner = this.fn(def.innerType);
         return inner === undefined ? undefined : `(${v} === null ? 'null' : f[${inner}](${v}))`;
       }
-      case 'default':
-      case 'prefault':
-      case 'readonly':
-      case 'nonoptional':
-        return this.expr(def.innerType, v);
-      case 'array': {
-        const el = this.fn(def.element);
-        return el === undefined ? undefined : `a(${v}, f[${el}])`;
-      }
+      case 'array':
+        return this.arrayExpr(def, v);
       case 'object': {
         const fn = this.object(def);
         return fn === undefined ? undefined : `f[${fn}](${v})`;
@@ -134,6 +128,7 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = defOf(schema);
+    if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
       case 'string':
       case 'enum':
@@ -151,15 +146,8 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
         const inner = this.fn(def.innerType);
         return inner === undefined ? undefined : `(${v} == null ? 4 : f[${inner}](${v}))`;
       }
-      case 'default':
-      case 'prefault':
-      case 'readonly':
-      case 'nonoptional':
-        return this.expr(def.innerType, v);
-      case 'array': {
-        const el = this.fn(def.element);
-        return el === undefined ? undefined : `a(${v}, f[${el}])`;
-      }
+      case 'array':
+        return this.arrayExpr(def, v);
       case 'object': {
         if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
         const parts = ['2'];

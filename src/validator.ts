@@ -123,8 +123,8 @@ class ValidatorCompiler extends CodeGen<Validator> {
         return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;
       }
       case 'array': {
-        const el = plain ? this.fn(def.element) : undefined;
-        return el === undefined ? this.delegate(schema, v) : `a(${v}, f[${el}])`;
+        const e = plain ? this.arrayExpr(def, v) : undefined;
+        return e === undefined ? this.delegate(schema, v) : e;
       }
       case 'object': {
         const fn = plain ? this.object(def) : undefined;
