@@ -3,8 +3,8 @@
  */
 import type { BenchBus } from './bus.js';
 import { benchBus } from './bus.js';
-import { DeliveryTracker } from './payload.js';
-import type { BenchConfig, Measured } from './types.js';
+import { DeliveryTracker, sizedPayloads } from './payload.js';
+import type { BenchConfig, Measured, RunContext } from './types.js';
 
 export type PublishMode =
   /** `publishers` async loops (usually one) calling publish() and awaiting the promises in groups of `group`. */
@@ -88,4 +88,21 @@ export async function readBack(config: BenchConfig, type: EventType, expected: n
 /** Measured figures of a publish-only run. */
 export function publishMeasured(sent: number, bytesEach: number, check: { received: number; unique?: number; by: string }): Measured {
   return { events: sent, sent, received: check.received, unique: check.unique ?? check.received, bytes: sent * bytesEach, verifiedBy: check.by };
+}
+
+/**
+ * A publish-only iteration: `messageCount` sized payloads made before the window, `drivePublish` timed,
+ * delivery checked by what the transport itself accepted.
+ */
+export async function timedPublish(ctx: RunContext, mode: PublishMode, group: number, publishers: number): Promise<Measured> {
+  const c = ctx.config;
+  const payloads = sizedPayloads(c.messageCount, c.messageSize);
+  const bus = await benchBus(c);
+  try {
+    await ctx.timed(() => drivePublish(bus, 'bench.sized', payloads, mode, group, publishers));
+    const acc = acceptedCount(bus);
+    return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
+  } finally {
+    await bus.close();
+  }
 }

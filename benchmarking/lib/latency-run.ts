@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { BatchingConfig } from '../../src/index.js';
 import { benchBus } from './bus.js';
 import { LatencyRecorder, openLoop } from './latency.js';
-import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads } from './payload.js';
+import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter } from './payload.js';
 import type { Measured, RunContext } from './types.js';
 
 export interface LatencyOptions {
@@ -109,18 +109,13 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const fail = () => {
     failed++;
   };
-  const waitUnique = async (target: number, idleMs: number) => {
-    let last = -1;
-    let idle = performance.now();
-    while (Atomics.load(unique, 0) < target) {
-      const r = Atomics.load(received, 0);
-      if (r !== last) {
-        last = r;
-        idle = performance.now();
-      } else if (performance.now() - idle > idleMs) return;
-      await new Promise((res) => setTimeout(res, 1));
-    }
-  };
+  const waitUnique = (target: number, idleMs: number) =>
+    waitForCounter(
+      () => Atomics.load(unique, 0),
+      () => Atomics.load(received, 0),
+      target,
+      idleMs,
+    );
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);
     for (const w of warm) {

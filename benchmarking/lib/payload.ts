@@ -76,3 +76,20 @@ export class DeliveryTracker {
     }
   }
 }
+
+/**
+ * Waits until `done()` reaches `target` (worker threads count deliveries in shared memory), or until
+ * `progress()` has not moved for `idleMs` (then the caller reports what arrived). Polls every 1 ms.
+ */
+export async function waitForCounter(done: () => number, progress: () => number, target: number, idleMs: number): Promise<void> {
+  let last = -1;
+  let idle = performance.now();
+  while (done() < target) {
+    const p = progress();
+    if (p !== last) {
+      last = p;
+      idle = performance.now();
+    } else if (performance.now() - idle > idleMs) return;
+    await new Promise((res) => setTimeout(res, 1));
+  }
+}

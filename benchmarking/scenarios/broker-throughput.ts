@@ -2,10 +2,8 @@
  * broker-throughput (seed 004, benchmarks 1 and 2): produce 50,000 100-byte events on 4 partitions,
  * consume them back, and producer scaling with 1/2/4/8 concurrent publishers of 10,000 events each.
  */
-import { benchBus } from '../lib/bus.js';
 import { prefillThenConsume } from '../lib/consume-run.js';
-import { acceptedCount, drivePublish, publishMeasured } from '../lib/drive.js';
-import { sizedPayloads } from '../lib/payload.js';
+import { timedPublish } from '../lib/drive.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
 
@@ -39,17 +37,7 @@ export const brokerThroughput: Scenario = {
     return out;
   },
   runners: {
-    async produce({ config: c, timed }) {
-      const payloads = sizedPayloads(c.messageCount, c.messageSize);
-      const bus = await benchBus(c);
-      try {
-        await timed(() => drivePublish(bus, 'bench.sized', payloads, 'publish-groups', 1000, c.publishers));
-        const acc = acceptedCount(bus);
-        return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
-      } finally {
-        await bus.close();
-      }
-    },
+    produce: (ctx) => timedPublish(ctx, 'publish-groups', 1000, ctx.config.publishers),
     consume: (ctx) => prefillThenConsume(ctx),
   },
 };

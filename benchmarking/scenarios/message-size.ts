@@ -4,10 +4,8 @@
  * payloads, so size barely matters there; redis and native move the bytes.)
  */
 import { pipelinedArrays } from '../baselines/redis.js';
-import { benchBus } from '../lib/bus.js';
 import { sweep } from '../lib/config.js';
-import { acceptedCount, drivePublish, publishMeasured } from '../lib/drive.js';
-import { sizedPayloads } from '../lib/payload.js';
+import { timedPublish } from '../lib/drive.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
 
@@ -31,17 +29,7 @@ export const messageSize: Scenario = {
     return out;
   },
   runners: {
-    async produce({ config: c, timed }) {
-      const payloads = sizedPayloads(c.messageCount, c.messageSize);
-      const bus = await benchBus(c);
-      try {
-        await timed(() => drivePublish(bus, 'bench.sized', payloads, 'publish-groups', 1000, 1));
-        const acc = acceptedCount(bus);
-        return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
-      } finally {
-        await bus.close();
-      }
-    },
+    produce: (ctx) => timedPublish(ctx, 'publish-groups', 1000, 1),
     pipelinedArrays: (ctx) => pipelinedArrays(ctx, Number(ctx.variant.params['batch'])),
   },
 };

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { benchBus } from '../lib/bus.js';
-import { tradePayloads, type TradePayload } from '../lib/payload.js';
+import { tradePayloads, waitForCounter, type TradePayload } from '../lib/payload.js';
 import type { Measured, RunContext, Scenario, SeedFigure } from '../lib/types.js';
 import { variant } from './helpers.js';
 
@@ -31,19 +31,8 @@ async function throughputRun(ctx: RunContext): Promise<Measured> {
   const transport = bus.transport as unknown as {
     totals(type: string): { pushed: number; popped: number; droppedNewest: number; droppedOldest: number; rejected: number };
   };
-  const waitFor = async (target: number, idleMs: number) => {
-    let last = -1;
-    let idle = performance.now();
-    for (;;) {
-      const r = Atomics.load(received, 0);
-      if (r >= target) return;
-      if (r !== last) {
-        last = r;
-        idle = performance.now();
-      } else if (performance.now() - idle > idleMs) return;
-      await new Promise((res) => setTimeout(res, 1));
-    }
-  };
+  const count = () => Atomics.load(received, 0);
+  const waitFor = (target: number, idleMs: number) => waitForCounter(count, count, target, idleMs);
   try {
     await bus.subscribe('bench.trade', { group: 'throughput', workers: 1, handler: COUNT_HANDLER, workerData: shared }, undefined as never);
     // Warm-up: worker start-up, module load and the first JIT tiers are not timed.

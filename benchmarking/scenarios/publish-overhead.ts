@@ -2,9 +2,7 @@
  * publish-overhead (issue 2 targets): what the library itself costs per event, through the batcher into
  * the `noop` transport with 128-byte payloads. Also shows what the harness can drive at most.
  */
-import { benchBus } from '../lib/bus.js';
-import { acceptedCount, drivePublish, publishMeasured, type PublishMode } from '../lib/drive.js';
-import { sizedPayloads } from '../lib/payload.js';
+import { timedPublish, type PublishMode } from '../lib/drive.js';
 import type { Scenario } from '../lib/types.js';
 import { variant } from './helpers.js';
 
@@ -31,16 +29,9 @@ export const publishOverhead: Scenario = {
     ];
   },
   runners: {
-    async publish({ variant: v, config: c, timed }) {
-      const payloads = sizedPayloads(c.messageCount, c.messageSize);
-      const bus = await benchBus(c);
-      try {
-        await timed(() => drivePublish(bus, 'bench.sized', payloads, v.params['mode'] as PublishMode, Number(v.params['group'] ?? 1000), v.params['mode'] === 'concurrent' ? c.publishers : 1));
-        const acc = acceptedCount(bus);
-        return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
-      } finally {
-        await bus.close();
-      }
+    publish: (ctx) => {
+      const mode = ctx.variant.params['mode'] as PublishMode;
+      return timedPublish(ctx, mode, Number(ctx.variant.params['group'] ?? 1000), mode === 'concurrent' ? ctx.config.publishers : 1);
     },
   },
 };
