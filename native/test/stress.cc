@@ -65,6 +65,27 @@ void ParseSpan(const uint8_t* a, size_t n, F&& onRecord) {
   }
 }
 
+// Pushes one batch into ring `ring` as room allows, as the addon does: reserve, copy into the arena,
+// commit, wake. `onFull(remaining)` runs whenever nothing could be reserved (wait, evict, ...).
+template <typename OnFull>
+void PushBatch(Lane& lane, uint32_t ring, const std::vector<uint32_t>& lens, const std::string& text, bool allOrNothing, OnFull&& onFull) {
+  Ring& r = lane.ring(ring);
+  uint32_t done = 0;
+  size_t off = 0;
+  while (done < lens.size()) {
+    Reservation res;
+    if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), allOrNothing, &res)) {
+      onFull(r, uint32_t(lens.size() - done));
+      continue;
+    }
+    std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
+    r.Commit(res);
+    lane.Notify(ring);
+    done += res.count;
+    off += res.bytes;
+  }
+}
+
 // Pops batches of at most `max` from `parts` (round-robin from `start`) and hands every record to
 // `onRecord`, until the producers are done and those rings are empty. `which` holds the ring of the
 // records being handed over (for callers that check it).
@@ -115,25 +136,10 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
           text += r;
           sent++;
         }
-        uint32_t done = 0;
-        size_t off = 0;
-        Ring& r = lane.ring(uint32_t(ring));
-        while (done < lens.size()) {
-          Reservation res;
-          if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), cfg.mode == kAllOrNothing, &res)) {
-            if (cfg.mode == kEvictOldest) {
-              if (r.Evict(uint32_t(lens.size() - done)) == 0) std::this_thread::yield();
-              continue;
-            }
-            std::this_thread::yield();  // block: wait for consumers
-            continue;
-          }
-          std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
-          r.Commit(res);
-          lane.Notify(uint32_t(ring));
-          done += res.count;
-          off += res.bytes;
-        }
+        PushBatch(lane, uint32_t(ring), lens, text, cfg.mode == kAllOrNothing, [&](Ring& r, uint32_t remaining) {
+          // drop-oldest makes room by evicting; block waits for consumers
+          if (cfg.mode != kEvictOldest || r.Evict(remaining) == 0) std::this_thread::yield();
+        });
       }
       producersLeft.fetch_sub(1);
       lane.NotifyAll();
@@ -198,21 +204,7 @@ void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
           lens.push_back(uint32_t(r.size()));
           text += r;
         }
-        Ring& r = lane.ring(uint32_t(ring));
-        uint32_t done = 0;
-        size_t off = 0;
-        while (done < lens.size()) {
-          Reservation res;
-          if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), false, &res)) {
-            std::this_thread::yield();
-            continue;
-          }
-          std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
-          r.Commit(res);
-          lane.Notify(uint32_t(ring));
-          done += res.count;
-          off += res.bytes;
-        }
+        PushBatch(lane, uint32_t(ring), lens, text, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
       }
       producersLeft.fetch_sub(1);
     });
