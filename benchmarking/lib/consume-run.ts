@@ -38,15 +38,10 @@ export async function prefillThenConsume(ctx: RunContext, transport: Record<stri
       }
       await tracker.waitAll(10_000);
     });
-    return {
-      events: tracker.unique,
-      sent: payloads.length,
-      received: tracker.received,
-      unique: tracker.unique,
+    return tracker.measured(payloads.length, {
       bytes: tracker.unique * c.messageSize,
       extra: { minPerConsumer: Math.min(...perConsumer), maxPerConsumer: Math.max(...perConsumer) },
-      verifiedBy: 'payload ids counted in the handler',
-    };
+    });
   } finally {
     await bus.close();
   }
@@ -77,14 +72,9 @@ export async function publishAndWork(ctx: RunContext, workMs: number, subscribeE
       publishMs = performance.now() - t0;
       await tracker.waitAll(30_000);
     });
-    return {
-      events: tracker.unique,
-      sent: payloads.length,
-      received: tracker.received,
-      unique: tracker.unique,
+    return tracker.measured(payloads.length, {
       extra: { publishMs: Math.round(publishMs * 10) / 10, minPerConsumer: Math.min(...perConsumer), maxPerConsumer: Math.max(...perConsumer) },
-      verifiedBy: 'payload ids counted in the handler',
-    };
+    });
   } finally {
     await bus.close();
   }

@@ -58,15 +58,7 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
       await tracker.waitAll(10_000);
     });
     const notes = failed ? [`${failed} publish() calls rejected`] : undefined;
-    return {
-      events: tracker.unique,
-      sent: n,
-      received: tracker.received,
-      unique: tracker.unique,
-      latency: rec.summary(openLoopMode ? 'open' : 'closed'),
-      notes,
-      verifiedBy: 'payload ids counted in the handler',
-    };
+    return tracker.measured(n, { latency: rec.summary(openLoopMode ? 'open' : 'closed'), notes });
   } finally {
     await bus.close();
   }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { defineEvents } from '../../src/index.js';
+import type { Measured } from './types.js';
 
 export const benchEvents = defineEvents({
   'bench.sized': z.object({ id: z.number().int(), body: z.string() }),
@@ -64,6 +65,11 @@ export class DeliveryTracker {
     return this.unique >= this.expected;
   }
   /** Resolves when every event arrived, or after `timeoutMs` of no progress. */
+  /** The iteration's figures as counted here: events = distinct payload ids seen in the handler. */
+  measured(sent: number, more: Partial<Measured> = {}): Measured {
+    return { events: this.unique, sent, received: this.received, unique: this.unique, verifiedBy: 'payload ids counted in the handler', ...more };
+  }
+
   async waitAll(timeoutMs = 10_000): Promise<void> {
     let last = -1;
     let idleSince = performance.now();
