@@ -4,8 +4,12 @@
  * each publish() call to handler start (closed loop).
  */
 import { latencyRun } from '../lib/latency-run.js';
-import type { Scenario } from '../lib/types.js';
+import type { Scenario, SeedFigure } from '../lib/types.js';
 import { variant } from './helpers.js';
+
+/** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
+const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } };
+const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 } };
 
 export const latencyBurst: Scenario = {
   name: 'latency-burst',
@@ -19,12 +23,7 @@ export const latencyBurst: Scenario = {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
     const rows = pc.map(([p, k]) =>
       variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`, 'burst', { partitions: p!, consumers: k! }, {}, {
-        seed:
-          p === 1 && k === 1
-            ? { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } }
-            : p === 4 && k === 4
-              ? { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 } }
-              : undefined,
+        seed: p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined,
       }),
     );
     // native: the same 1P/1C with batches of 256. A synchronous burst never yields, so a batch leaves only
@@ -32,7 +31,7 @@ export const latencyBurst: Scenario = {
     if (c.transport === 'native' && !explicit.has('batchSize') && pc.some(([p, k]) => p === 1 && k === 1)) {
       rows.push(
         variant(c, '1p1c-batch256', '1 partition / 1 consumer, batches of 256 (maxEvents)', 'burst', { partitions: 1, consumers: 1, batchSize: 256 }, {}, {
-          seed: { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } },
+          seed: SEED_1P1C,
         }),
       );
     }

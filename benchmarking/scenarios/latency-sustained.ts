@@ -3,8 +3,12 @@
  * latency from each event's intended send time to handler start; 1P/1C and 4P/4C.
  */
 import { latencyRun } from '../lib/latency-run.js';
-import type { Scenario } from '../lib/types.js';
+import type { Scenario, SeedFigure } from '../lib/types.js';
 import { variant } from './helpers.js';
+
+/** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
+const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' };
+const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 } };
 
 export const latencySustained: Scenario = {
   name: 'latency-sustained',
@@ -18,12 +22,7 @@ export const latencySustained: Scenario = {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
     const rows = pc.map(([p, k]) =>
       variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''} at ${c.rate.toLocaleString('en-US')}/s`, 'sustained', { partitions: p!, consumers: k! }, {}, {
-        seed:
-          p === 1 && k === 1
-            ? { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' }
-            : p === 4 && k === 4
-              ? { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 } }
-              : undefined,
+        seed: p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined,
       }),
     );
     // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (transport option spinUs;
@@ -31,7 +30,7 @@ export const latencySustained: Scenario = {
     if (c.transport === 'native' && pc.some(([p, k]) => p === 1 && k === 1)) {
       rows.push(
         variant(c, '1p1c-spin', `1 partition / 1 consumer at ${c.rate.toLocaleString('en-US')}/s, consumer spins 200 us (spinUs)`, 'sustained', { partitions: 1, consumers: 1 }, { spinUs: 200 }, {
-          seed: { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' },
+          seed: SEED_1P1C,
         }),
       );
     }
