@@ -26,4 +26,16 @@ describe('native record encoding', () => {
     expect(records[2]).toContain('"k":"ключ"');
     expect(records[3]!.endsWith('{"s":"ascii again"}')).toBe(true);
   });
+
+  it('grows its scratch memory when multi-byte text is longer in UTF-8 than the room sized for ASCII', () => {
+    // ~3 MB of 3-byte characters: the first write fills the ASCII-sized room and must be redone.
+    const text = '日'.repeat(1 << 20);
+    const events = [ev(1, { s: 'a' }), ev(2, { s: text }), ev(3, { s: 'b' })];
+    const b = encodeEvents(events);
+    const bytes = Buffer.from(b.bytes);
+    expect(bytes.length).toBe(b.lens[0]! + b.lens[1]! + b.lens[2]!);
+    const second = bytes.subarray(b.lens[0]!, b.lens[0]! + b.lens[1]!).toString('utf8');
+    expect(second).toBe(`${events[1]!.id}${events[1]!.time}0${JSON.stringify({ s: text })}`);
+    expect(bytes.subarray(b.lens[0]! + b.lens[1]!).toString('utf8').endsWith('{"s":"b"}')).toBe(true);
+  });
 });

@@ -69,9 +69,17 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
     chars[i] = rec.length;
     all += rec;
   }
-  const size = Buffer.byteLength(all); // one native scan per unit: the exact room, no 3x worst case
-  if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, size)) as Utf8Writable;
-  const written = scratch.utf8Write(all, 0);
+  // Room for the text as ASCII (the common case) and one write; no separate byte-length pass. A write
+  // that (nearly) fills the scratch may have stopped early (multi-byte text): then measure and redo.
+  if (scratch.length < all.length + 4) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, all.length + 4)) as Utf8Writable;
+  let written = scratch.utf8Write(all, 0);
+  if (written + 4 > scratch.length) {
+    const size = Buffer.byteLength(all);
+    if (size > written) {
+      scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, size + 4)) as Utf8Writable;
+      written = scratch.utf8Write(all, 0);
+    }
+  }
   if (written === all.length) {
     lens.set(chars.subarray(0, n));
   } else {
