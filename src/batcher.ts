@@ -24,7 +24,8 @@ export interface BatcherOptions {
   onFull: 'wait' | 'reject';
 }
 
-export type WriteFn = (units: readonly PublishUnit[]) => Promise<WriteResult>;
+/** A write; a result returned directly (not a promise) means it completed synchronously. */
+export type WriteFn = (units: readonly PublishUnit[]) => Promise<WriteResult> | WriteResult;
 
 /** A (type, partition) write lane. The bus keeps one per partition of each event type. */
 export class Lane {
@@ -202,6 +203,9 @@ export class Batcher {
 
   /** Send what is ready (and the open batch) while write slots are free. */
   private flush(): void {
+    // Re-entered from a write that completed synchronously (via settle): the running loop goes on, and
+    // a scheduled flush of a lingering batch stays scheduled.
+    if (this.flushing) return;
     if (this.scheduled) {
       this.scheduled = false;
       if (this.timer !== undefined) {
@@ -210,21 +214,36 @@ export class Batcher {
       }
     }
     if (this.inFlight >= this.opts.maxInFlight) return;
-    this.seal();
-    while (this.inFlight < this.opts.maxInFlight && this.ready.length > 0) this.dispatch(this.ready.shift()!);
+    this.flushing = true;
+    try {
+      this.seal();
+      while (this.inFlight < this.opts.maxInFlight && this.ready.length > 0) {
+        this.dispatch(this.ready.shift()!);
+        // A synchronous write settled already; what its settling admitted leaves too (adaptive step).
+        if (this.ready.length === 0 && this.open.events > 0 && this.opts.maxWaitMs === 0 && this.inFlight < this.opts.maxInFlight) this.seal();
+      }
+    } finally {
+      this.flushing = false;
+    }
   }
+
+  private flushing = false;
 
   private dispatch(batch: Batch): void {
     this.inFlight++;
     this.stats.batches++;
     this.stats.units += batch.units.length;
-    let result: Promise<WriteResult>;
+    let result: Promise<WriteResult> | WriteResult;
     try {
       result = this.write(batch.units);
     } catch (err) {
       result = Promise.reject(err);
     }
-    result.then(
+    if (result === undefined || typeof (result as Promise<WriteResult>).then !== 'function') {
+      this.settle(batch, result as WriteResult, undefined); // completed synchronously: the slot is free again now
+      return;
+    }
+    (result as Promise<WriteResult>).then(
       (res) => this.settle(batch, res, undefined),
       (err: unknown) => this.settle(batch, undefined, err),
     );

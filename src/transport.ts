@@ -144,8 +144,13 @@ export interface Transport {
   connect(): Promise<void>;
   /** Partitions of an event type. Called once per type and cached by the bus. */
   partitionsFor(type: string): number;
-  /** Write units; resolves once the transport has durably accepted them (see {@link WriteResult}). */
-  write(units: readonly PublishUnit[]): Promise<WriteResult>;
+  /**
+   * Write units; resolves once the transport has durably accepted them (see {@link WriteResult}).
+   * A transport that completed the write before returning (in-process) may return the result itself
+   * instead of a promise: the batcher then frees the write slot at once, so a synchronous publish loop
+   * keeps handing full batches to consumers instead of filling every slot and waiting for the loop to end.
+   */
+  write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult;
   subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription>;
   /** Dead letters of a type (and group), oldest first. */
   deadLetters?(type: string, group?: string, limit?: number): Promise<DeadLetter[]>;

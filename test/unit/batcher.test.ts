@@ -156,4 +156,40 @@ describe('Batcher', () => {
     expect(sent).toEqual([1, 2, 3]);
     await expect(b.add(lane, ev(4), 0)).rejects.toBeInstanceOf(ClosedError);
   });
+
+  it('frees a write slot at once when the write completes synchronously, so a synchronous loop keeps sending', async () => {
+    const written: number[][] = [];
+    const failed = new Error('ring full');
+    // In-process transports return the result itself; the third write fails its unit.
+    const write = (units: readonly PublishUnit[]): WriteResult => {
+      written.push(units[0]!.events.map((e) => e.data as number));
+      return written.length === 3 ? [failed] : undefined;
+    };
+    const b = new Batcher(write, opts({ maxEvents: 4, maxInFlight: 1 }));
+    const lane = new Lane('t', 0);
+    const ps: Promise<void>[] = [];
+    for (let i = 0; i < 18; i++) {
+      ps.push(b.add(lane, ev(i), 0));
+      // Each full batch left during the loop, although only one write may be in flight.
+      expect(written).toHaveLength(Math.floor((i + 1) / 4));
+    }
+    expect(b.pendingEvents).toBe(2);
+    const results = await Promise.allSettled(ps);
+    expect(written.flat()).toEqual(Array.from({ length: 18 }, (_, i) => i));
+    expect(results.filter((r) => r.status === 'rejected').length).toBe(4); // events 8..11
+    expect((results[8] as PromiseRejectedResult).reason).toBeInstanceOf(TransportError);
+    expect(b.pendingEvents).toBe(0);
+  });
+
+  it('keeps a lingering batch scheduled when synchronous writes settle around it', async () => {
+    const written: number[][] = [];
+    const b = new Batcher((units) => void written.push(units[0]!.events.map((e) => e.data as number)), opts({ maxEvents: 3, maxWaitMs: 20, maxInFlight: 1 }));
+    const lane = new Lane('t', 0);
+    const ps = [1, 2, 3, 4].map((i) => b.add(lane, ev(i), 0));
+    expect(written).toEqual([[1, 2, 3]]); // full: left at once
+    await tick();
+    expect(written).toHaveLength(1); // event 4 lingers for company
+    await Promise.all(ps); // and leaves when maxWaitMs is up
+    expect(written).toEqual([[1, 2, 3], [4]]);
+  });
 });

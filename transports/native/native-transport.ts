@@ -111,7 +111,8 @@ export class NativeTransport implements Transport {
     return t;
   }
 
-  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+  /** Synchronous when every ring had room (the result itself); a promise when a push must wait (block). */
+  write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
@@ -154,7 +155,7 @@ export class NativeTransport implements Transport {
       }
     }
     if (waits) return Promise.all(waits).then(() => results);
-    return Promise.resolve(results);
+    return results;
   }
 
   /**
