@@ -30,12 +30,16 @@ export async function prefillThenConsume(ctx: RunContext, transport: Record<stri
   try {
     await prefill(bus, payloads);
     await ctx.timed(async () => {
-      for (let k = 0; k < c.consumers; k++) {
-        await bus.subscribe('bench.sized', { group: 'consumers', consumer: `consumer-${k}`, startFrom: '0', concurrency: 1 }, (e) => {
-          perConsumer[k]!++;
-          tracker.mark(e.data.id);
-        });
-      }
+      // Members join together (as a group's instances start together): joined one after another, the first
+      // one could drain a small prefill alone before the next arrived.
+      await Promise.all(
+        Array.from({ length: c.consumers }, (_, k) =>
+          bus.subscribe('bench.sized', { group: 'consumers', consumer: `consumer-${k}`, startFrom: '0', concurrency: 1 }, (e) => {
+            perConsumer[k]!++;
+            tracker.mark(e.data.id);
+          }),
+        ),
+      );
       await tracker.waitAll(10_000);
     });
     return tracker.measured(payloads.length, {

@@ -268,4 +268,37 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await b.close();
     expect(Date.now() - t0).toBeLessThan(3000);
   });
+
+  it('main-thread members that subscribe together share a retained backlog (startFrom 0) by partition', async () => {
+    const b = await bus({ partitions: 4, retain: 10_000 });
+    await b.publishMany('tick', ticks(8000));
+    const per = [0, 0, 0, 0];
+    const seen = new Set<number>();
+    await Promise.all(
+      per.map((_, k) =>
+        b.subscribe('tick', { group: 'late', consumer: `m${k}`, startFrom: '0' }, (e) => {
+          per[k]!++;
+          seen.add(e.data.seq);
+        }),
+      ),
+    );
+    expect(per).toEqual([0, 0, 0, 0]); // nothing is delivered inside subscribe()
+    await waitFor(() => seen.size === 8000, 10_000, 'every retained event');
+    expect(per).toEqual([2000, 2000, 2000, 2000]); // round-robin keys: one partition each
+  });
+
+  it('a main-thread consumer delivers a long backlog in slices, letting the event loop turn', async () => {
+    const b = await bus({ retain: 200_000, capacity: 262_144 });
+    await b.publishMany('tick', ticks(200_000));
+    let handled = 0;
+    let atTimer = -1;
+    await b.subscribe('tick', { group: 'slow', startFrom: '0' }, () => {
+      handled++;
+      for (let i = 0; i < 200; i++) Math.sqrt(i); // a little work per event
+    });
+    setTimeout(() => (atTimer = handled), 0);
+    await waitFor(() => handled === 200_000, 20_000, 'the whole backlog');
+    expect(atTimer).toBeGreaterThanOrEqual(0);
+    expect(atTimer).toBeLessThan(200_000); // the timer ran while the backlog was being delivered
+  });
 });

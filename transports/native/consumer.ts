@@ -39,6 +39,9 @@ interface Active extends Pending {
 
 const yieldMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Longest a main-thread pump delivers before letting the event loop turn. */
+const PUMP_SLICE_MS = 5;
+
 export class PartitionConsumer {
   private parts = new Uint32Array(0);
   private nParts = 0;
@@ -210,19 +213,40 @@ export class PartitionConsumer {
     }
   }
 
-  /** Main thread: delivers what is in the rings now, without waiting. */
+  private resumeScheduled = false;
+
+  /**
+   * Main thread: delivers what is in the rings now, without waiting. A long backlog is delivered in slices
+   * of at most PUMP_SLICE_MS, the rest after an event-loop turn, so I/O, timers and other members keep going.
+   */
   pump(): void {
     if (this.pumping || this.stopped) return;
     this.pumping = true;
+    const until = performance.now() + PUMP_SLICE_MS;
+    let n = 0;
     try {
       while (this.inFlight < this.s.concurrency && !this.stopped) {
         const env = this.next(0, 0);
         if (env === undefined) break;
         this.deliver(env, this.curAttempt, this.curPart);
+        if ((++n & 127) === 0 && performance.now() > until) {
+          this.resumeLater();
+          break;
+        }
       }
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** Main thread: pumps after an event-loop turn (a new member's first pump, a long backlog's next slice). */
+  resumeLater(): void {
+    if (this.resumeScheduled) return;
+    this.resumeScheduled = true;
+    setImmediate(() => {
+      this.resumeScheduled = false;
+      this.pump();
+    });
   }
 
   /** Worker thread: consumes until `shouldStop()`; each wait in the core is bounded by `waitUs`. */

@@ -127,7 +127,9 @@ export class NativeGroup {
     const member = new MainMember(spec, consumer);
     this.members.push(member);
     this.rebalance();
-    consumer.pump();
+    // First delivery after an event-loop turn: members subscribing together all join before a retained
+    // backlog (startFrom '0') is shared out, and no handler runs before subscribe() returns.
+    consumer.resumeLater();
     let closing: Promise<void> | undefined;
     return { close: () => (closing ??= this.leaveMain(member)) };
   }
@@ -277,7 +279,7 @@ export class NativeGroup {
         m.consumer.setPartitions(m.parts);
         const give = this.takeBacklog(m.parts);
         if (give.length) m.consumer.give(give);
-        m.consumer.pump();
+        m.consumer.resumeLater(); // after the turn: members joining together all get their share first
       } else {
         const threads = m.threads.filter((t) => t.alive);
         threads.forEach((t, i) => {
