@@ -49,6 +49,9 @@ export function toEnvelope(ev: OutgoingEvent, source: string): EventEnvelope {
   return env;
 }
 
+/** Longest one pump delivers before letting the event loop turn. */
+const PUMP_SLICE_MS = 5;
+
 export class ConsumerGroup {
   readonly deadLetters: DeadLetter[] = [];
   private readonly queues: Deque<Item>[];
@@ -77,7 +80,9 @@ export class ConsumerGroup {
     const member = new Member(spec, handler);
     this.members.push(member);
     this.rebalance();
-    this.pump();
+    // First delivery after an event-loop turn: members subscribing together all join before queued events
+    // are shared out, and no handler runs inside subscribe().
+    this.resumeLater();
     return { close: () => this.leave(member) };
   }
 
@@ -110,25 +115,46 @@ export class ConsumerGroup {
     this.pump();
   }
 
+  private resumeScheduled = false;
+
+  private resumeLater(): void {
+    if (this.resumeScheduled) return;
+    this.resumeScheduled = true;
+    setImmediate(() => {
+      this.resumeScheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Delivers what is queued, for at most PUMP_SLICE_MS; the rest after an event-loop turn. */
   private pump(): void {
     if (this.pumping) {
       this.again = true;
       return;
     }
     this.pumping = true;
+    const until = performance.now() + PUMP_SLICE_MS;
     try {
       do {
         this.again = false;
-        for (const m of this.members) this.fill(m);
+        for (const m of this.members) {
+          if (!this.fill(m, until)) {
+            this.resumeLater();
+            return;
+          }
+        }
       } while (this.again);
     } finally {
       this.pumping = false;
     }
   }
 
-  private fill(m: Member): void {
+  /** Fills a member's free handler slots; false when the time slice ran out first. */
+  private fill(m: Member, until: number): boolean {
     const parts = m.partitions;
+    let n = 0;
     while (!m.closing && m.inFlight < m.spec.concurrency) {
+      if ((++n & 127) === 0 && performance.now() > until) return false;
       let found = false;
       for (let k = 0; k < parts.length; k++) {
         const idx = (m.cursor + k) % parts.length;
@@ -141,8 +167,9 @@ export class ConsumerGroup {
           break;
         }
       }
-      if (!found) return;
+      if (!found) return true;
     }
+    return true;
   }
 
   private deliver(m: Member, partition: number, item: Item): void {
