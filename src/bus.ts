@@ -29,6 +29,7 @@ import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
 import { BOUND_PER_ESTIMATE, compileSizeBound, compileSizeEstimate, serializersFor, type Serializer } from './serializer.js';
 import { compileValidator, INVALID, type Validator } from './validator.js';
+import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
@@ -487,11 +488,14 @@ export async function createEventBus<M extends EventMap>(config: EventBusConfig<
   const logger = childLogger(givenLogger ?? silentLogger, { lib: 'eventlane', service: parsed.service });
   const factory = await resolveTransport(parsed.transport.type);
   const serializers = serializersFor(events.schemas);
+  const writers = new Map<string, JsonWriter | undefined>();
+  for (const name of events.names) writers.set(name, compileJsonWriter(events.schemas[name]!));
   const transport = await factory(parsed.transport as Record<string, unknown>, {
     service: parsed.service,
     logger,
     eventTypes: events.names,
     serializer: (type) => serializers.get(type) ?? jsonStringify,
+    jsonWriter: (type) => writers.get(type),
   });
   await transport.connect();
   try {

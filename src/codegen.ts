@@ -22,6 +22,8 @@ export function defOf(schema: unknown): Def {
 export abstract class CodeGen<F> {
   protected readonly fns: F[] = [];
   private readonly seen = new Set<unknown>();
+  /** Parameters of the generated functions; `v` is the value. */
+  protected readonly params: string = 'v';
 
   /** An expression computing the result for the JS expression `v`, or undefined if unsupported. */
   protected abstract expr(schema: z.ZodType, v: string): string | undefined;
@@ -39,7 +41,7 @@ export abstract class CodeGen<F> {
 
   protected add(body: string): number {
     const h = this.helpers();
-    const factory = new Function(...Object.keys(h), 'f', `return function (v) {\n${body}\n};`) as (...args: unknown[]) => F;
+    const factory = new Function(...Object.keys(h), 'f', `return function (${this.params}) {\n${body}\n};`) as (...args: unknown[]) => F;
     this.fns.push(factory(...Object.values(h), this.fns));
     return this.fns.length - 1;
   }

@@ -22,6 +22,7 @@ export type {
   DeadLetter,
   BackoffOptions,
 } from './transport.js';
+export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export type { BatchingConfig } from './config.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';
 export type { Logger } from './logger.js';

@@ -5,6 +5,7 @@
  *
  * Register a factory with `registerTransport(type, factory)`; `createEventBus` picks it by `transport.type`.
  */
+import type { JsonWriter } from './json-writer.js';
 import type { Logger } from './logger.js';
 import type { EventEnvelope, EventHeaders } from './envelope.js';
 
@@ -170,6 +171,13 @@ export interface TransportContext {
    * else `JSON.stringify`). Use as `event.json ?? serializer(event.type)(event.data)`.
    */
   serializer(type: string): (data: unknown) => string;
+  /**
+   * A schema-compiled writer of a type's validated payload as JSON bytes straight into a buffer, or
+   * undefined where the schema needs the string encoder. Its bytes equal `serializer(type)(data)` in UTF-8;
+   * it returns `NEEDS_STRING` for a value with strings to escape or non-ASCII text (encode that one with
+   * `serializer`) and `NO_ROOM` when the buffer is too small (see `src/json-writer.ts`).
+   */
+  jsonWriter?(type: string): JsonWriter | undefined;
 }
 
 /**

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { OutgoingEvent } from '../../src/transport.js';
+import { z } from 'zod';
+import { compileJsonWriter } from '../../src/json-writer.js';
+import { compileSerializer } from '../../src/serializer.js';
 import { encodeEvents } from '../../transports/native/record.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
@@ -37,5 +40,21 @@ describe('native record encoding', () => {
     const second = bytes.subarray(b.lens[0]!, b.lens[0]! + b.lens[1]!).toString('utf8');
     expect(second).toBe(`${events[1]!.id}${events[1]!.time}0${JSON.stringify({ s: text })}`);
     expect(bytes.subarray(b.lens[0]! + b.lens[1]!).toString('utf8').endsWith('{"s":"b"}')).toBe(true);
+  });
+
+  it('writes the same records with the compiled JSON writer as with the string encoder, whatever the text', () => {
+    const schema = z.object({ s: z.string(), n: z.number(), tags: z.array(z.string()).optional() });
+    const serialize = compileSerializer(schema)!;
+    const writer = compileJsonWriter(schema)!;
+    const texts = ['plain', 'quote"d', 'é', '😀 wide', 'x'.repeat(5000), 'y'.repeat(40), ''];
+    const events = Array.from({ length: 3000 }, (_, i) =>
+      ev(i, { s: texts[i % texts.length]!, n: i % 3 === 0 ? i / 7 : -i, tags: i % 4 === 0 ? [texts[(i + 1) % texts.length]!] : undefined }, i % 11 === 0 ? { key: `k${i}` } : i % 13 === 0 ? { id: 'short-id' } : {}),
+    );
+    const copy = (b: ReturnType<typeof encodeEvents>) => ({ bytes: Buffer.from(b.bytes), lens: Array.from(b.lens.subarray(0, b.n)), chars: Array.from(b.chars.subarray(0, b.n)) });
+    const viaText = copy(encodeEvents(events, serialize));
+    const viaWriter = copy(encodeEvents(events, serialize, writer));
+    expect(viaWriter.lens).toEqual(viaText.lens);
+    expect(viaWriter.chars).toEqual(viaText.chars);
+    expect(viaWriter.bytes.equals(viaText.bytes)).toBe(true);
   });
 });

@@ -121,7 +121,7 @@ export class NativeTransport implements Transport {
       const topic = this.topic(unit.type);
       let batch: EncodedBatch;
       try {
-        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type));
+        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
         if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
         for (const group of topic.groups.values()) {
           const ring = `${group.lane}:${unit.partition}`;

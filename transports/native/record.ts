@@ -9,6 +9,7 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
+import { NEEDS_STRING, NO_ROOM, type JsonWriter } from '../../src/json-writer.js';
 
 /**
  * A batch of records ready for `PartitionCore.push`: UTF-8 bytes back to back, with each record's byte and
@@ -43,12 +44,18 @@ let scratch = Buffer.allocUnsafeSlow(1 << 20) as Utf8Writable;
 let lensBuf = new Uint32Array(4096);
 let charsBuf = new Uint32Array(4096);
 
-export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data: unknown) => string = JSON.stringify): EncodedBatch {
+/**
+ * Encodes a unit's events as records. With the type's compiled JSON writer (`writer`), records are written
+ * as bytes straight into the scratch memory; events it declines (text to escape or not ASCII, extras) are
+ * encoded as strings. Without one, every record is a string and all are written with one `utf8Write`.
+ */
+export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data: unknown) => string = JSON.stringify, writer?: JsonWriter): EncodedBatch {
   const n = events.length;
   if (lensBuf.length < n) {
     lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
     charsBuf = new Uint32Array(lensBuf.length);
   }
+  if (writer !== undefined) return writeRecords(events, serialize, writer);
   const lens = lensBuf;
   const chars = charsBuf;
   // All records as one string, written with one utf8Write: a native call per record costs more than
@@ -90,6 +97,77 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
     }
   }
   return { bytes: scratch.subarray(0, written), lens, chars, n };
+}
+
+/** Grows the scratch memory to hold `need` bytes, keeping its first `keep` bytes. */
+function growScratch(need: number, keep: number): void {
+  const next = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, need)) as Utf8Writable;
+  scratch.copy(next, 0, 0, keep);
+  scratch = next;
+}
+
+/** Writes `rec` (any text) at `o`, growing the scratch memory as needed; returns the bytes written. */
+function writeText(rec: string, o: number): number {
+  if (o + rec.length * 3 > scratch.length) {
+    const bytes = Buffer.byteLength(rec);
+    if (o + bytes > scratch.length) growScratch(o + bytes + 65_536, o);
+  }
+  return scratch.utf8Write(rec, o);
+}
+
+/** `encodeEvents` with a compiled JSON writer: plain records as bytes, the others as text. */
+function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknown) => string, writer: JsonWriter): EncodedBatch {
+  const n = events.length;
+  const lens = lensBuf;
+  const chars = charsBuf;
+  let o = 0;
+  let lastTime = -1;
+  let timeStr = '';
+  for (let i = 0; i < n; i++) {
+    const ev = events[i]!;
+    const t = ev.time;
+    if (t !== lastTime) {
+      lastTime = t;
+      timeStr = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
+    }
+    const start = o;
+    let end: number = NEEDS_STRING;
+    if (ev.json === undefined && ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined) {
+      for (;;) {
+        end = writeHeader(ev.id, timeStr, start);
+        if (end >= 0) end = writer(ev.data, scratch, end);
+        if (end !== NO_ROOM) break;
+        growScratch(scratch.length * 2, start);
+      }
+    }
+    if (end >= 0) {
+      lens[i] = chars[i] = end - start; // ASCII: bytes = UTF-16 units
+      o = end;
+      continue;
+    }
+    // Text path: extras, an unusual id or time, or a payload the writer declined.
+    const json = ev.json ?? serialize(ev.data);
+    const rec = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined ? ev.id + timeStr + '0' + json : encodeEvent(ev, json);
+    const bytes = writeText(rec, start);
+    lens[i] = bytes;
+    chars[i] = rec.length;
+    o = start + bytes;
+  }
+  return { bytes: scratch.subarray(0, o), lens, chars, n };
+}
+
+/** `<id><time>0` at `o` when the id is ASCII; else NEEDS_STRING (or NO_ROOM). */
+function writeHeader(id: string, time: string, o: number): number {
+  if (o + HEADER > scratch.length) return NO_ROOM;
+  const b = scratch;
+  for (let k = 0; k < ID_LEN; k++) {
+    const c = id.charCodeAt(k);
+    if (c > 0x7e) return NEEDS_STRING;
+    b[o++] = c;
+  }
+  for (let k = 0; k < 13; k++) b[o++] = time.charCodeAt(k);
+  b[o++] = 0x30;
+  return o;
 }
 
 /** A copy of records `from..n` of a batch that outlives the scratch memory. */

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { compileJsonWriter } from '../../src/json-writer.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { BatchEncoder, decodeEntry, Malformed, pushEventFields } from './codec.js';
 
@@ -43,6 +45,20 @@ describe('redis-streams codec', () => {
       });
       expect(got[5]).toMatchObject({ key: 'k-ü', correlationId: 'c', causationId: 'd', headers: { traceparent: 'tp' } });
       expect(got[6]!.key).toBeUndefined();
+    }
+  });
+
+  it('payloads written by the compiled JSON writer are byte for byte what JSON.stringify writes', () => {
+    const schema = z.object({ i: z.number(), text: z.string() });
+    const writer = compileJsonWriter(schema)!;
+    // Non-ASCII payloads go through the string encoder; an estimate of 1 byte makes the buffer grow.
+    const events = Array.from({ length: 500 }, (_, i) => ({ ...ev(i), json: undefined, data: { i: i * 1.5, text: i % 3 === 0 ? 'héllo ✓ 😀' : 'p'.repeat(i % 50) } }));
+    for (const bytes of [1, 100_000]) {
+      const out: unknown[] = [];
+      new BatchEncoder().push(out, 'order.created', 'svc', events, bytes, (d) => JSON.stringify(d), writer);
+      const payloads = out[out.indexOf('payloads') + 1];
+      expect(Buffer.isBuffer(payloads)).toBe(true);
+      expect((payloads as Buffer).toString('utf8')).toBe(JSON.stringify(events.map((e) => e.data)));
     }
   });
 

@@ -5,6 +5,7 @@
  */
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
+import { NO_ROOM, type JsonWriter } from '../../src/json-writer.js';
 
 export const WIRE_VERSION = '1';
 
@@ -22,9 +23,9 @@ export const ID_WIDTH = 26;
  *   ids       the event ids concatenated (each `idw` chars), or a JSON array of strings when `idw` is 0
  *   times     run-length publish times: JSON `[time, count, time, count, ...]`
  *   meta      optional JSON object `{ "<index>": { key?, correlationId?, causationId?, headers? } }`
- * Per event the work is a string append of the id and a time comparison; the payloads are encoded by
- * one `JSON.stringify` over the unit's data (or, for events the bus already encoded, their JSON is
- * written as is into one buffer): nothing is encoded twice.
+ * Per event the work is a string append of the id and a time comparison; the payloads are written into
+ * one buffer by the schema's compiled JSON writer where there is one (events the bus already encoded are
+ * copied as they are), else encoded by one `JSON.stringify` over the unit's data: nothing is encoded twice.
  */
 /** Encodes an event's validated payload to JSON (the bus's schema-compiled serializer). */
 export type Encode = (data: unknown) => string;
@@ -35,7 +36,7 @@ export class BatchEncoder {
    * lengths (the unit's `bytes`): the payload buffer is sized for ASCII JSON and grows (copying) only
    * when multi-byte characters need more room, so no second copy is made in the common case.
    */
-  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[], bytes: number, serialize: Encode): void {
+  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer?: JsonWriter): void {
     const n = events.length;
     let ids = '';
     let fixed = true;
@@ -44,10 +45,10 @@ export class BatchEncoder {
     let times = '[';
     let meta: string | undefined;
     let encoded = false; // some event arrived with its JSON already made by the bus
-    const data: unknown[] = new Array(n);
+    const data: unknown[] | undefined = writer === undefined ? new Array(n) : undefined;
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
-      data[i] = ev.data;
+      if (data !== undefined) data[i] = ev.data;
       if (ev.json !== undefined) encoded = true;
       const id = ev.id;
       if (id.length !== ID_WIDTH) fixed = false;
@@ -63,9 +64,10 @@ export class BatchEncoder {
       }
     }
     times += n > 0 ? t + ',' + run + ']' : ']';
-    // One JSON.stringify over the unit's payloads is V8's fastest path (one flat output, no per-event
-    // call); events the bus already encoded are reused as they are instead.
-    const payloads = encoded ? this.joinEncoded(events, bytes, serialize) : JSON.stringify(data);
+    // With the schema's compiled writer, payload bytes go straight into one buffer (no big string to build,
+    // measure and transcode); otherwise one JSON.stringify over the unit's payloads is V8's fastest path.
+    // Events the bus already encoded are reused as they are.
+    const payloads = encoded || data === undefined ? this.join(events, bytes, serialize, writer) : JSON.stringify(data);
     out.push('v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n);
     if (fixed) out.push('idw', ID_WIDTH, 'ids', ids);
     else out.push('idw', 0, 'ids', JSON.stringify(events.map((e) => e.id)));
@@ -74,35 +76,51 @@ export class BatchEncoder {
     out.push('payloads', payloads);
   }
 
-  /** `[json,json,...]` as UTF-8 from each event's existing JSON (or its encoding), written into one buffer. */
-  private joinEncoded(events: readonly OutgoingEvent[], bytes: number, serialize: Encode): Buffer {
+  /**
+   * `[json,json,...]` as UTF-8 in one buffer: each event's existing JSON, else its payload written by the
+   * compiled writer, else its string encoding. The buffer starts at the unit's size estimate and doubles.
+   */
+  private join(events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer: JsonWriter | undefined): Buffer {
     const n = events.length;
-    let buf = Buffer.allocUnsafe(Math.max(64, (bytes > 0 ? bytes : n * 96) + n + 16));
+    let buf: Buffer = Buffer.allocUnsafe(Math.max(64, (bytes > 0 ? bytes : n * 96) + n + 16));
     let off = 0;
     buf[off++] = 0x5b; // [
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
-      const json = ev.json ?? serialize(ev.data);
-      // Worst case 3 bytes per UTF-16 unit, plus the separator and the closing bracket.
-      if (off + json.length * 3 + 2 > buf.length) {
-        // Only grow when the string might not fit as ASCII, or is not ASCII.
-        if (off + json.length + 2 > buf.length || Buffer.byteLength(json) + off + 2 > buf.length) {
-          const next = Buffer.allocUnsafe(Math.max(buf.length * 2, off + json.length * 3 + 2 + (bytes > off ? bytes - off : 0)));
-          buf.copy(next, 0, 0, off);
-          buf = next;
+      if (i > 0) {
+        if (off + 1 > buf.length) buf = grown(buf, off, off + 1);
+        buf[off++] = 0x2c; // ,
+      }
+      if (ev.json === undefined && writer !== undefined) {
+        let end = writer(ev.data, buf, off);
+        while (end === NO_ROOM) {
+          buf = grown(buf, off, buf.length * 2);
+          end = writer(ev.data, buf, off);
+        }
+        if (end >= 0) {
+          off = end;
+          continue;
         }
       }
-      if (i > 0) buf[off++] = 0x2c; // ,
+      const json = ev.json ?? serialize(ev.data);
+      // Worst case 3 bytes per UTF-16 unit; measured only when that might not fit.
+      if (off + json.length * 3 > buf.length) {
+        const need = off + Buffer.byteLength(json);
+        if (need > buf.length) buf = grown(buf, off, need + (bytes > off ? bytes - off : 0));
+      }
       off += (buf as unknown as Utf8Writer).utf8Write(json, off);
     }
-    if (off + 1 > buf.length) {
-      const next = Buffer.allocUnsafe(off + 1);
-      buf.copy(next, 0, 0, off);
-      buf = next;
-    }
+    if (off + 1 > buf.length) buf = grown(buf, off, off + 1);
     buf[off++] = 0x5d; // ]
     return buf.subarray(0, off);
   }
+}
+
+/** A buffer of at least `need` bytes (and twice the old size) holding the first `keep` bytes of `buf`. */
+function grown(buf: Buffer, keep: number, need: number): Buffer {
+  const next = Buffer.allocUnsafe(Math.max(buf.length * 2, need));
+  buf.copy(next, 0, 0, keep);
+  return next;
 }
 
 function encodeMeta(ev: OutgoingEvent): string {

@@ -6,6 +6,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { ConnectionError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
+import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
@@ -44,6 +45,8 @@ export class Publisher {
     private readonly source: string,
     /** The bus's encoder for a type's payloads (events arrive unencoded: encoding is done here, per write). */
     private readonly serializer: (type: string) => Encode,
+    /** The bus's compiled JSON byte writer for a type's payloads, where the schema allows one. */
+    private readonly writer: (type: string) => JsonWriter | undefined = () => undefined,
   ) {}
 
   partitionsFor(type: string): number {
@@ -131,7 +134,7 @@ export class Publisher {
       return this.bounded(c.xadd(...args).then(noResult));
     }
     if (this.config.entryMode === 'batch') {
-      this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type));
+      this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type));
       unit.release?.(); // encoded: the events need not live until Redis replies
       return this.bounded(c.xadd(...args).then(noResult));
     }
@@ -177,7 +180,7 @@ export class Publisher {
       if (!perEvent || evs.length === 1) {
         const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
         if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
-        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes, serialize);
+        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes, serialize, this.writer(unit.type));
         issue(client, args);
         counts[u] = 1;
       } else {

@@ -64,7 +64,7 @@ export class RedisStreamsTransport implements Transport {
     }
     this.command = clients.pop()!;
     this.pool = clients;
-    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, (type) => this.ctx.serializer(type));
+    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, (type) => this.ctx.serializer(type), (type) => this.ctx.jsonWriter?.(type));
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
   }
 

@@ -1,0 +1,214 @@
+/**
+ * Schema-compiled JSON byte writers. For a schema the serializer can encode, `compileJsonWriter` generates
+ * a function that writes the bytes of `JSON.stringify(value)` straight into a buffer, for the schema's
+ * parsed output: no intermediate strings, so a batch of events is encoded without building, flattening
+ * and transcoding a large string (and without the garbage that leaves).
+ *
+ * Strings of plain printable ASCII are copied as they are; a string that needs an escape or is not ASCII
+ * makes the writer return `NEEDS_STRING`, and the caller encodes that value with the string serializer.
+ * A value that does not fit in the buffer returns `NO_ROOM` (the caller grows the buffer and writes it again).
+ * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
+ */
+import type { z } from 'zod';
+import { CodeGen, defOf, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+
+/** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
+export type JsonWriter = (value: unknown, buf: Buffer, off: number) => number;
+
+/** A string to be escaped, or not ASCII: encode this value with the string serializer instead. */
+export const NEEDS_STRING = -1;
+/** The buffer is too small. */
+export const NO_ROOM = -2;
+
+/** Longest text of a number (`String(-1.2345678901234567e-308)` is 24 characters). */
+const NUMBER_ROOM = 24;
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** Buffer's long-standing direct latin1 writer (skips `write`'s argument handling). */
+interface Latin1Writable {
+  latin1Write(s: string, offset: number): number;
+}
+
+/** Copies a string known to be ASCII; the caller checked the room. */
+function copyAscii(s: string, b: Buffer, o: number): number {
+  for (let i = 0; i < s.length; i++) b[o++] = s.charCodeAt(i);
+  return o;
+}
+
+/** `"s"` for a plain printable ASCII string. */
+function writeString(s: string, b: Buffer, o: number): number {
+  const n = s.length;
+  if (o + n + 2 > b.length) return NO_ROOM;
+  b[o++] = 0x22;
+  if (n > 32) {
+    // Long: one regular-expression scan, then one native copy.
+    if (!PLAIN.test(s)) return NEEDS_STRING;
+    o += (b as unknown as Latin1Writable).latin1Write(s, o);
+  } else {
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return NEEDS_STRING;
+      b[o++] = c;
+    }
+  }
+  b[o++] = 0x22;
+  return o;
+}
+
+/** A finite number as JSON.stringify writes it (small integers digit by digit, others via their string), else `null`. */
+function writeNumber(v: number, b: Buffer, o: number): number {
+  if (o + NUMBER_ROOM > b.length) return NO_ROOM;
+  // Integers below 2^31 with integer arithmetic only (no string); -0 is written "0", as JSON.stringify does.
+  if (v >= 0 && v < 2147483648 && v === (v | 0)) return writeUint31(v, b, o);
+  if (v < 0 && v > -2147483648 && v === (v | 0)) {
+    b[o] = 0x2d;
+    return writeUint31(-v, b, o + 1);
+  }
+  return copyAscii(Number.isFinite(v) ? String(v) : 'null', b, o);
+}
+
+function writeUint31(v: number, b: Buffer, o: number): number {
+  const len = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
+  let p = o + len;
+  do {
+    const q = (v / 10) | 0;
+    b[--p] = 48 + v - q * 10;
+    v = q;
+  } while (v > 0);
+  return o + len;
+}
+
+function writeBoolean(v: boolean, b: Buffer, o: number): number {
+  if (o + 5 > b.length) return NO_ROOM;
+  return copyAscii(v ? 'true' : 'false', b, o);
+}
+
+/** Fixed bytes (field names, `null`). */
+function writeBytes(bytes: Uint8Array, b: Buffer, o: number): number {
+  if (o + bytes.length > b.length) return NO_ROOM;
+  for (let i = 0; i < bytes.length; i++) b[o++] = bytes[i]!;
+  return o;
+}
+
+/** A literal value through JSON.stringify (ASCII only). */
+function writeLiteral(v: unknown, b: Buffer, o: number): number {
+  const s = JSON.stringify(v);
+  if (o + s.length > b.length) return NO_ROOM;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7e) return NEEDS_STRING;
+  return copyAscii(s, b, o);
+}
+
+function writeArray(list: unknown[], el: JsonWriter, b: Buffer, o: number): number {
+  if (o + 2 > b.length) return NO_ROOM;
+  b[o++] = 0x5b;
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0) {
+      if (o + 1 > b.length) return NO_ROOM;
+      b[o++] = 0x2c;
+    }
+    o = el(list[i], b, o);
+    if (o < 0) return o;
+  }
+  if (o + 1 > b.length) return NO_ROOM;
+  b[o++] = 0x5d;
+  return o;
+}
+
+const NULL = Buffer.from('null');
+
+class WriterCompiler extends CodeGen<JsonWriter> {
+  /** Byte constants the generated code copies (field names with their separators). */
+  private readonly consts: Uint8Array[] = [];
+
+  protected override readonly params = 'v, b, o';
+
+  protected helpers(): Record<string, unknown> {
+    return { S: writeString, N: writeNumber, B: writeBoolean, L: writeLiteral, W: writeBytes, A: writeArray, K: this.consts, Z: NULL };
+  }
+
+  /** Statements writing fixed text at `o` (a field name with its separators): unrolled when short. */
+  private put(text: string): string {
+    const bytes = Buffer.from(text, 'utf8');
+    if (bytes.length > 24) {
+      this.consts.push(bytes);
+      return `o = W(K[${this.consts.length - 1}], b, o);\nif (o < 0) return o;\n`;
+    }
+    let code = `if (o + ${bytes.length} > b.length) return -2;\n`;
+    for (const x of bytes) code += `b[o++] = ${x};\n`;
+    return code;
+  }
+
+  protected expr(schema: z.ZodType, v: string): string | undefined {
+    const def = defOf(schema);
+    if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
+    switch (def.type) {
+      case 'string':
+      case 'enum':
+        return `S(${v}, b, o)`;
+      case 'number':
+        return `N(${v}, b, o)`;
+      case 'boolean':
+        return `B(${v}, b, o)`;
+      case 'null':
+        return 'W(Z, b, o)';
+      case 'literal':
+        return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
+          ? `L(${v}, b, o)`
+          : undefined;
+      case 'nullable': {
+        const inner = this.fn(def.innerType);
+        return inner === undefined ? undefined : `(${v} === null ? W(Z, b, o) : f[${inner}](${v}, b, o))`;
+      }
+      case 'array': {
+        const el = this.fn(def.element);
+        return el === undefined ? undefined : `A(${v}, f[${el}], b, o)`;
+      }
+      case 'object': {
+        const fn = this.object(def);
+        return fn === undefined ? undefined : `f[${fn}](${v}, b, o)`;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  private object(def: Def): number | undefined {
+    if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+    const shape = def.shape as Record<string, z.ZodType>;
+    // `st` is the offset after "{": a field is preceded by a comma when something was written since.
+    let body = 'var d = v;\nif (o + 2 > b.length) return -2;\nb[o++] = 123;\nvar st = o;\n';
+    let certain = true; // whether a field was written for sure (no comma check needed)
+    let first = true;
+    for (const [key, schema] of Object.entries(shape)) {
+      const access = `d[${JSON.stringify(key)}]`;
+      const inner = defOf(schema);
+      const optional = inner.type === 'optional';
+      const e = this.expr(optional ? inner.innerType : schema, access);
+      if (e === undefined) return undefined;
+      const k = JSON.stringify(key);
+      const bare = `${k}:`;
+      const comma = `,${k}:`;
+      const sep = first && certain ? this.put(bare) : !first && certain ? this.put(comma) : `if (o > st) {\n${this.put(comma)}} else {\n${this.put(bare)}}\n`;
+      const write = `${sep}o = ${e};\nif (o < 0) return o;\n`;
+      if (optional) {
+        body += `if (${access} !== undefined) {\n${write}}\n`;
+        if (first) certain = false;
+      } else {
+        body += write;
+        first = false;
+        certain = true;
+      }
+    }
+    body += 'if (o + 1 > b.length) return -2;\nb[o++] = 125;\nreturn o;';
+    return this.add(body);
+  }
+}
+
+/** A byte writer for the parsed output of `schema`, or undefined when only the string encoders will do. */
+export function compileJsonWriter(schema: z.ZodType): JsonWriter | undefined {
+  try {
+    return new WriterCompiler().compile(schema);
+  } catch {
+    return undefined; // e.g. code generation disallowed
+  }
+}

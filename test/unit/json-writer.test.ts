@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { compileJsonWriter, NEEDS_STRING, NO_ROOM } from '../../src/json-writer.js';
+
+const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
+const nested = z.object({
+  opt: z.string().optional(),
+  when: z.number(),
+  tags: z.array(z.string()),
+  side: z.enum(['buy', 'sell']),
+  kind: z.literal('limit'),
+  flag: z.boolean(),
+  note: z.string().nullable(),
+  maybe: z.object({ a: z.number(), b: z.array(z.object({ c: z.boolean().optional() })) }).optional(),
+  dflt: z.number().default(3),
+  nil: z.null().optional(),
+  'we"ird key': z.string(),
+});
+const allOptional = z.object({ a: z.string().optional(), b: z.number().optional(), c: z.boolean().optional() });
+
+/** The writer's bytes for a parsed value, or NEEDS_STRING; written after a prefix it must not touch. */
+function written(schema: z.ZodType, value: unknown, room = 1 << 16): string | number {
+  const w = compileJsonWriter(schema)!;
+  const buf = Buffer.alloc(room + 3);
+  buf.write('pre');
+  const end = w(value, buf, 3);
+  if (end < 0) return end;
+  expect(buf.toString('latin1', 0, 3)).toBe('pre');
+  return buf.toString('utf8', 3, end);
+}
+
+/** Every string value inside `v`. */
+function strings(v: unknown): string[] {
+  if (typeof v === 'string') return [v];
+  if (v === null || typeof v !== 'object') return [];
+  return Object.values(v).flatMap(strings);
+}
+
+function same(schema: z.ZodType, input: unknown) {
+  const value = schema.parse(input);
+  expect(written(schema, value)).toBe(JSON.stringify(value));
+}
+
+describe('compileJsonWriter', () => {
+  it('writes the bytes of JSON.stringify for parsed values', () => {
+    same(trade, { id: 1, sym: 'AAPL', px: 150.25, qty: 100 });
+    same(trade, { id: -0, sym: '', px: 1e21, qty: -12_345_678_901_234 });
+    same(trade, { id: 999_999_999_999_999, sym: 'x'.repeat(33), px: -1.5e-7, qty: 1e15 });
+    same(nested, { when: 1, tags: [], side: 'buy', kind: 'limit', flag: false, note: null, 'we"ird key': '' });
+    same(nested, {
+      opt: 'x',
+      when: 1.5,
+      tags: ['a', 'b'],
+      side: 'sell',
+      kind: 'limit',
+      flag: true,
+      note: 'n',
+      maybe: { a: 2, b: [{}, { c: true }] },
+      dflt: 7,
+      nil: null,
+      'we"ird key': 'k',
+      stripped: 'unknown keys are dropped by parse',
+    });
+    same(allOptional, {});
+    same(allOptional, { b: 2 });
+    same(allOptional, { a: 'x', c: false });
+  });
+
+  it('matches JSON.stringify on random values, or asks for the string encoder when a string needs it', () => {
+    const chars = 'aZ09 ~!"\\\n\t\u0001\u007fé☃😀';
+    const str = () => Array.from({ length: Math.floor(Math.random() * (Math.random() < 0.2 ? 80 : 12)) }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
+    let fallbacks = 0;
+    for (let i = 0; i < 3000; i++) {
+      const value = nested.parse({
+        opt: Math.random() < 0.5 ? str() : undefined,
+        when: (Math.random() - 0.5) * 10 ** Math.floor(Math.random() * 30) * (Math.random() < 0.5 ? 1 : 1e-20),
+        tags: Array.from({ length: Math.floor(Math.random() * 3) }, str),
+        side: Math.random() < 0.5 ? 'buy' : 'sell',
+        kind: 'limit',
+        flag: Math.random() < 0.5,
+        note: Math.random() < 0.3 ? null : str(),
+        maybe: Math.random() < 0.5 ? undefined : { a: Math.round(Math.random() * 1e6) * (Math.random() < 0.5 ? -1 : 1), b: [{ c: Math.random() < 0.5 ? undefined : true }] },
+        'we"ird key': str(),
+      });
+      const out = written(nested, value);
+      const json = JSON.stringify(value);
+      if (out === NEEDS_STRING) {
+        fallbacks++;
+        expect(strings(value).some((x) => !/^[\x20\x21\x23-\x5b\x5d-\x7e]*$/.test(x))).toBe(true);
+      } else expect(out).toBe(json);
+    }
+    expect(fallbacks).toBeGreaterThan(0);
+    expect(fallbacks).toBeLessThan(3000);
+  });
+
+  it('reports NO_ROOM instead of writing past the buffer, at every size', () => {
+    const value = nested.parse({ opt: 'o', when: 2.5, tags: ['t1', 't2'], side: 'buy', kind: 'limit', flag: true, note: 'n', maybe: { a: 1, b: [{ c: true }] }, 'we"ird key': 'k' });
+    const json = JSON.stringify(value);
+    const w = compileJsonWriter(nested)!;
+    for (let room = 0; room < json.length + 30; room++) {
+      const buf = Buffer.alloc(room);
+      const end = w(value, buf, 0);
+      if (end === NO_ROOM) continue;
+      expect(end).toBe(json.length);
+      expect(buf.toString('utf8', 0, end)).toBe(json);
+    }
+    expect(w(value, Buffer.alloc(json.length + 24), 0)).toBe(json.length);
+  });
+
+  it('declines schemas it cannot encode exactly, so the caller uses the string encoders', () => {
+    expect(compileJsonWriter(z.object({ d: z.date() }))).toBeUndefined();
+    expect(compileJsonWriter(z.object({ r: z.record(z.string(), z.number()) }))).toBeUndefined();
+    expect(compileJsonWriter(z.object({ u: z.union([z.string(), z.number()]) }))).toBeUndefined();
+    expect(compileJsonWriter(z.object({ a: z.string() }).catchall(z.number()))).toBeUndefined();
+  });
+});
