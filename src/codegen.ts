@@ -15,6 +15,37 @@ export function defOf(schema: unknown): Def {
   return (schema as { _zod: { def: Def } })._zod.def;
 }
 
+/** A field of an object schema, with what is known at compile time about the fields written before it. */
+export interface ShapeField {
+  readonly key: string;
+  /** The field's schema (inside `.optional()` when optional). */
+  readonly schema: z.ZodType;
+  readonly optional: boolean;
+  /** `first`: no field before it was written for sure; `after`: one was; `unknown`: only optional fields came before. */
+  readonly before: 'first' | 'after' | 'unknown';
+}
+
+/**
+ * The fields of an object schema in order, for encoders that write `{"a":..,"b":..}` and must know whether a
+ * comma goes before a field; undefined when a catchall lets unknown keys through.
+ */
+export function shapeFields(def: Def): ShapeField[] | undefined {
+  if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+  const out: ShapeField[] = [];
+  let first = true; // no field written yet for sure
+  let certain = true; // `first` is known at compile time
+  for (const [key, schema] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+    const inner = defOf(schema);
+    const optional = inner.type === 'optional';
+    out.push({ key, schema: optional ? inner.innerType : schema, optional, before: first && certain ? 'first' : certain ? 'after' : 'unknown' });
+    if (!optional) {
+      first = false;
+      certain = true;
+    } else if (first) certain = false;
+  }
+  return out;
+}
+
 /**
  * Generates one small function per schema node (`new Function`, once per event type) and wires them
  * together through the `f` table. Subclasses say what expression a schema node becomes.

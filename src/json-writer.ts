@@ -10,7 +10,7 @@
  * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
 export type JsonWriter = (value: unknown, buf: Buffer, off: number) => number;
@@ -173,31 +173,20 @@ class WriterCompiler extends CodeGen<JsonWriter> {
   }
 
   private object(def: Def): number | undefined {
-    if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
-    const shape = def.shape as Record<string, z.ZodType>;
+    const fields = shapeFields(def);
+    if (fields === undefined) return undefined;
     // `st` is the offset after "{": a field is preceded by a comma when something was written since.
     let body = 'var d = v;\nif (o + 2 > b.length) return -2;\nb[o++] = 123;\nvar st = o;\n';
-    let certain = true; // whether a field was written for sure (no comma check needed)
-    let first = true;
-    for (const [key, schema] of Object.entries(shape)) {
-      const access = `d[${JSON.stringify(key)}]`;
-      const inner = defOf(schema);
-      const optional = inner.type === 'optional';
-      const e = this.expr(optional ? inner.innerType : schema, access);
+    for (const f of fields) {
+      const access = `d[${JSON.stringify(f.key)}]`;
+      const e = this.expr(f.schema, access);
       if (e === undefined) return undefined;
-      const k = JSON.stringify(key);
-      const bare = `${k}:`;
-      const comma = `,${k}:`;
-      const sep = first && certain ? this.put(bare) : !first && certain ? this.put(comma) : `if (o > st) {\n${this.put(comma)}} else {\n${this.put(bare)}}\n`;
+      const k = JSON.stringify(f.key);
+      const bare = this.put(`${k}:`);
+      const comma = this.put(`,${k}:`);
+      const sep = f.before === 'first' ? bare : f.before === 'after' ? comma : `if (o > st) {\n${comma}} else {\n${bare}}\n`;
       const write = `${sep}o = ${e};\nif (o < 0) return o;\n`;
-      if (optional) {
-        body += `if (${access} !== undefined) {\n${write}}\n`;
-        if (first) certain = false;
-      } else {
-        body += write;
-        first = false;
-        certain = true;
-      }
+      body += f.optional ? `if (${access} !== undefined) {\n${write}}\n` : write;
     }
     body += 'if (o + 1 > b.length) return -2;\nb[o++] = 125;\nreturn o;';
     return this.add(body);

@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -64,34 +64,22 @@ class Compiler extends CodeGen<Serializer> {
   }
 
   private object(def: Def): number | undefined {
-    if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
-    const shape = def.shape as Record<string, z.ZodType>;
+    const fields = shapeFields(def);
+    if (fields === undefined) return undefined;
     let body = "var s = '{';\n";
-    let first = true; // no field written yet for sure
-    let certain = true; // `first` is known at compile time
-    for (const [key, schema] of Object.entries(shape)) {
-      const k = JSON.stringify(key);
-      const access = `d[${JSON.stringify(key)}]`;
-      const inner = defOf(schema);
-      const optional = inner.type === 'optional';
-      const e = this.expr(optional ? inner.innerType : schema, access);
+    for (const f of fields) {
+      const access = `d[${JSON.stringify(f.key)}]`;
+      const e = this.expr(f.schema, access);
       if (e === undefined) return undefined;
+      const k = JSON.stringify(f.key);
       const bare = JSON.stringify(`${k}:`); // a JS literal of the JSON key text
       const comma = JSON.stringify(`,${k}:`);
-      const sep = first && certain ? bare : certain ? comma : `(s.length > 1 ? ${comma} : ${bare})`;
-      if (optional) {
-        body += `if (${access} !== undefined) s += ${sep} + ${e};\n`;
-        if (first) certain = false;
-      } else {
-        body += `s += ${sep} + ${e};\n`;
-        first = false;
-        certain = true;
-      }
+      const sep = f.before === 'first' ? bare : f.before === 'after' ? comma : `(s.length > 1 ? ${comma} : ${bare})`;
+      body += f.optional ? `if (${access} !== undefined) s += ${sep} + ${e};\n` : `s += ${sep} + ${e};\n`;
     }
     body += "return s + '}';";
     return this.add(`var d = v;\n${body}`);
   }
-
 }
 
 function array(list: unknown[], el: Serializer): string {

@@ -5,9 +5,11 @@ import { describeConformance } from './suite.js';
 describeConformance({
   name: 'native (addon)',
   transport: () => ({ type: 'native', name: uniqueName('native'), partitions: 4, capacity: 4096, implementation: 'native' }),
+  partitionOwners: { retain: { retain: 10_000 } },
 });
 
 describeConformance({
   name: 'native (JS fallback)',
   transport: () => ({ type: 'native', name: uniqueName('native-js'), partitions: 4, capacity: 4096, implementation: 'js' }),
+  partitionOwners: { retain: { retain: 10_000 } },
 });

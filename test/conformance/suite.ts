@@ -28,6 +28,11 @@ export interface ConformanceTarget {
   teardown?: () => Promise<void>;
   /** How long to wait for deliveries. @default 10000 */
   timeoutMs?: number;
+  /**
+   * In-process transports, whose group members own partitions: transport options that keep 8,000 events for
+   * a group created later. Runs the test of members that subscribe together sharing that backlog.
+   */
+  partitionOwners?: { retain: Record<string, unknown> };
 }
 
 export const conformanceEvents = defineEvents({
@@ -248,5 +253,26 @@ export function describeConformance(target: ConformanceTarget): void {
       await b.subscribe('order.created', subOpts({ group: uniqueName('late'), startFrom: '0' }), (e) => void seen.add(e.data.seq));
       await waitFor(() => seen.size === 20, timeout, 'the late group to read history');
     });
+
+    if (target.partitionOwners) {
+      const retain = target.partitionOwners.retain;
+      it('members that subscribe together share a retained backlog by partition, none inside subscribe()', async () => {
+        const b = await bus({ ...(await target.transport()), partitions: 4, ...retain });
+        await b.publishMany('order.created', orders(8000));
+        const per = [0, 0, 0, 0];
+        const seen = new Set<number>();
+        await Promise.all(
+          per.map((_, k) =>
+            b.subscribe('order.created', subOpts({ group: 'together', consumer: `m${k}`, startFrom: '0' }), (e) => {
+              per[k]!++;
+              seen.add(e.data.seq);
+            }),
+          ),
+        );
+        expect(per).toEqual([0, 0, 0, 0]); // nothing is delivered inside subscribe()
+        await waitFor(() => seen.size === 8000, timeout, 'every retained event');
+        expect(per).toEqual([2000, 2000, 2000, 2000]); // round-robin partitions, one per member
+      });
+    }
   });
 }

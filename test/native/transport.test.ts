@@ -269,24 +269,6 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(Date.now() - t0).toBeLessThan(3000);
   });
 
-  it('main-thread members that subscribe together share a retained backlog (startFrom 0) by partition', async () => {
-    const b = await bus({ partitions: 4, retain: 10_000 });
-    await b.publishMany('tick', ticks(8000));
-    const per = [0, 0, 0, 0];
-    const seen = new Set<number>();
-    await Promise.all(
-      per.map((_, k) =>
-        b.subscribe('tick', { group: 'late', consumer: `m${k}`, startFrom: '0' }, (e) => {
-          per[k]!++;
-          seen.add(e.data.seq);
-        }),
-      ),
-    );
-    expect(per).toEqual([0, 0, 0, 0]); // nothing is delivered inside subscribe()
-    await waitFor(() => seen.size === 8000, 10_000, 'every retained event');
-    expect(per).toEqual([2000, 2000, 2000, 2000]); // round-robin keys: one partition each
-  });
-
   it('a main-thread consumer delivers a long backlog in slices, letting the event loop turn', async () => {
     const b = await bus({ retain: 200_000, capacity: 262_144 });
     await b.publishMany('tick', ticks(200_000));

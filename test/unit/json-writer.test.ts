@@ -1,21 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compileJsonWriter, NEEDS_STRING, NO_ROOM } from '../../src/json-writer.js';
+import { nested as sharedNested, trade } from '../helpers/schemas.js';
 
-const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
-const nested = z.object({
-  opt: z.string().optional(),
-  when: z.number(),
-  tags: z.array(z.string()),
-  side: z.enum(['buy', 'sell']),
-  kind: z.literal('limit'),
-  flag: z.boolean(),
-  note: z.string().nullable(),
-  maybe: z.object({ a: z.number(), b: z.array(z.object({ c: z.boolean().optional() })) }).optional(),
-  dflt: z.number().default(3),
-  nil: z.null().optional(),
-  'we"ird key': z.string(),
-});
+const nested = sharedNested.extend({ nil: z.null().optional() });
 const allOptional = z.object({ a: z.string().optional(), b: z.number().optional(), c: z.boolean().optional() });
 
 /** The writer's bytes for a parsed value, or NEEDS_STRING; written after a prefix it must not touch. */

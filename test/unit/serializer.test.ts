@@ -1,20 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BOUND_PER_ESTIMATE, compileSerializer, compileSizeBound, compileSizeEstimate } from '../../src/serializer.js';
-
-const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
-const nested = z.object({
-  opt: z.string().optional(),
-  when: z.number(),
-  tags: z.array(z.string()),
-  side: z.enum(['buy', 'sell']),
-  kind: z.literal('limit'),
-  flag: z.boolean(),
-  note: z.string().nullable(),
-  maybe: z.object({ a: z.number(), b: z.array(z.object({ c: z.boolean().optional() })) }).optional(),
-  dflt: z.number().default(3),
-  'we"ird key': z.string(),
-});
+import { nested, trade } from '../helpers/schemas.js';
 
 function same(schema: z.ZodType, input: unknown) {
   const ser = compileSerializer(schema)!;
