@@ -132,6 +132,7 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
     }
     const start = o;
     let end: number = NEEDS_STRING;
+    // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
     if (ev.json === undefined && ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined) {
       for (;;) {
         end = writeHeader(ev.id, timeStr, start);
@@ -145,9 +146,8 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
       o = end;
       continue;
     }
-    // Text path: extras, an unusual id or time, or a payload the writer declined.
-    const json = ev.json ?? serialize(ev.data);
-    const rec = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined ? ev.id + timeStr + '0' + json : encodeEvent(ev, json);
+    // Text path (also for a payload or id the writer declined).
+    const rec = encodeEvent(ev, ev.json ?? serialize(ev.data));
     const bytes = writeText(rec, start);
     lens[i] = bytes;
     chars[i] = rec.length;
