@@ -25,7 +25,7 @@ async function countStored(r: Redis, key: string): Promise<{ received: number; u
   for (;;) {
     const page = await r.xrange(key, start, '+', 'COUNT', 1000);
     for (const [, fields] of page) {
-      const v = JSON.parse(fields[1]!) as { id: number } | { id: number }[];
+      const v = JSON.parse(dataField(fields)) as { id: number } | { id: number }[];
       for (const e of Array.isArray(v) ? v : [v]) {
         received++;
         seen.add(e.id);
@@ -76,10 +76,31 @@ export function pipelinedArrays(ctx: RunContext, batch: number): Promise<Measure
   });
 }
 
+/** The JSON of an entry's `data` field (envelope entries), or of its first field (one-field entries). */
+function dataField(fields: string[]): string {
+  for (let f = 0; f + 1 < fields.length; f += 2) if (fields[f] === 'data') return fields[f + 1]!;
+  return fields[1]!;
+}
+
+/**
+ * The XADD arguments of one event. `entries: 'envelope'` (the variant param) writes what eventlane's
+ * per-event entries hold (docs/wire-format.md: v, kind, id, type, source, time, data) with the library's
+ * default trimming (`MAXLEN ~ 1000000`), so the loop does the same work as the library; otherwise a
+ * single `d` field.
+ */
+function eventArgs(ctx: RunContext, key: string, payload: unknown, i: number): (string | number)[] {
+  const data = JSON.stringify(payload);
+  if (ctx.variant.params['entries'] !== 'envelope') return [key, '*', 'd', data];
+  return [key, 'MAXLEN', '~', 1_000_000, '*', 'v', '1', 'kind', 'event', 'id', `baseline-${i}`, 'type', 'bench.sized', 'source', 'baseline', 'time', Date.now(), 'data', data];
+}
+
+type Xadd = (...args: (string | number)[]) => Promise<unknown>;
+
 /** One publisher awaiting one XADD per event. */
 export function awaitedXadd(ctx: RunContext): Promise<Measured> {
   return publishBaseline(ctx, 'awaited XADD per event', async (r, key, payloads) => {
-    for (let i = 0; i < payloads.length; i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
+    const xadd = r.xadd.bind(r) as unknown as Xadd;
+    for (let i = 0; i < payloads.length; i++) await xadd(...eventArgs(ctx, key, payloads[i], i));
   });
 }
 
@@ -90,11 +111,12 @@ export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
     ctx,
     `auto-pipelined XADD, ${publishers} concurrent publishers`,
     async (r, key, payloads) => {
+      const xadd = r.xadd.bind(r) as unknown as Xadd;
       const n = payloads.length;
       const per = Math.ceil(n / publishers);
       await Promise.all(
         Array.from({ length: publishers }, async (_, p) => {
-          for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await r.xadd(key, '*', 'd', JSON.stringify(payloads[i]));
+          for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await xadd(...eventArgs(ctx, key, payloads[i], i));
         }),
       );
     },

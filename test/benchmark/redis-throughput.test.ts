@@ -68,7 +68,8 @@ describe('Redis throughput agrees with Redis itself', () => {
         expect(it0.throughput / redisThroughput).toBeLessThan(1.33);
         expect(it0.durationMs).toBeGreaterThanOrEqual(biggest.spanMs - 2);
       }
-      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['unbatched-1p', 'ioredis-awaited-xadd']);
+      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['unbatched-1p', 'ioredis-awaited-xadd-envelope', 'ioredis-awaited-xadd-minimal']);
+      expect(run.variants[0].baseline).toBe('ioredis-awaited-xadd-envelope');
       expect(run.variants[0].ratios.vsBaseline).toBeGreaterThan(0);
     } finally {
       client.disconnect();
