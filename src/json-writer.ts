@@ -143,8 +143,9 @@ class WriterCompiler extends CodeGen<JsonWriter> {
     if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
       case 'string':
-      case 'enum':
         return `S(${v}, b, o)`;
+      case 'enum': // string values, or a TypeScript enum's numbers
+        return Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string') ? `S(${v}, b, o)` : `L(${v}, b, o)`;
       case 'number':
         return `N(${v}, b, o)`;
       case 'boolean':

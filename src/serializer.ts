@@ -42,8 +42,8 @@ class Compiler extends CodeGen<Serializer> {
         return `(${v} ? 'true' : 'false')`;
       case 'null':
         return `'null'`;
-      case 'enum':
-        return `q(${v})`;
+      case 'enum': // string values, or a TypeScript enum's numbers
+        return Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string') ? `q(${v})` : `JSON.stringify(${v})`;
       case 'literal':
         return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
           ? `JSON.stringify(${v})`
@@ -118,8 +118,13 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
     const def = defOf(schema);
     if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
-      case 'string':
       case 'enum':
+        if (!Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string')) {
+          // A TypeScript enum's numbers (and strings): the longest value's JSON, known at compile time.
+          return String(Math.max(...Object.values(def.entries as Record<string, unknown>).map((x) => Buffer.byteLength(JSON.stringify(x)) * (this.mode === 'bound' ? 6 : 1))));
+        }
+        return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
+      case 'string':
         return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
       case 'number':
         return this.mode === 'bound' ? '24' : '8';

@@ -49,6 +49,8 @@ describe('compileJsonWriter', () => {
       'we"ird key': 'k',
       stripped: 'unknown keys are dropped by parse',
     });
+    same(z.object({ n: z.enum({ A: 0, B: 1 }), m: z.enum({ X: 'x', Y: 2 }) }), { n: 1, m: 2 });
+    same(z.object({ n: z.enum({ A: 0, B: 1 }), m: z.enum({ X: 'x', Y: 2 }) }), { n: 0, m: 'x' });
     same(allOptional, {});
     same(allOptional, { b: 2 });
     same(allOptional, { a: 'x', c: false });

@@ -12,6 +12,7 @@ function same(schema: z.ZodType, input: unknown) {
 describe('compileSerializer', () => {
   it('writes exactly what JSON.stringify writes for parsed values', () => {
     same(trade, { id: 1, sym: 'AAPL', px: 150.25, qty: 100 });
+    same(z.object({ n: z.enum({ A: 0, B: 1 }), m: z.enum({ X: 'x', Y: 2 }) }), { n: 1, m: 'x' });
     same(trade, { id: -0, sym: 'quote"back\\slash\nnew ü ☃ \u2028', px: 1e21, qty: 0 });
     same(nested, { when: 1, tags: [], side: 'buy', kind: 'limit', flag: false, note: null, 'we"ird key': '' });
     same(nested, {
@@ -75,6 +76,16 @@ describe('compileSizeBound', () => {
       });
       expect(bound(value)).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(value)));
     }
+  });
+
+  it('sizes TypeScript enums (numbers) from their values', () => {
+    const schema = z.object({ n: z.enum({ A: 0, B: 12345 }), m: z.enum({ X: 'x', Y: 2 }) });
+    const value = schema.parse({ n: 12345, m: 'x' });
+    const bytes = Buffer.byteLength(JSON.stringify(value));
+    expect(compileSizeBound(schema)!(value)).toBeGreaterThanOrEqual(bytes);
+    const estimate = compileSizeEstimate(schema)!(value);
+    expect(Number.isFinite(estimate)).toBe(true);
+    expect(compileSizeBound(schema)!(value)).toBeLessThanOrEqual(estimate * BOUND_PER_ESTIMATE);
   });
 
   it('declines what it cannot bound', () => {
