@@ -68,12 +68,16 @@ export async function runScenario(
   const variants = scenario.variants(runConfig, explicit).filter((v) => !opts.kinds || opts.kinds.includes(v.kind));
   opts.onStart?.(variants.reduce((a, v) => a + Math.max(1, v.config.iterations), 0));
   const results: VariantResult[] = [];
+  // Rounds: iteration i of every variant before iteration i + 1 of any, so a library row and its baseline
+  // alternate and a machine that drifts over minutes (this VM does) biases neither side of a ratio.
+  const all: IterationResult[][] = variants.map(() => []);
+  const errors: (string | undefined)[] = variants.map(() => undefined);
+  const rounds = Math.max(...variants.map((v) => Math.max(1, v.config.iterations)), 0);
   try {
-    for (const variant of variants) {
-      const all: IterationResult[] = [];
-      let error: string | undefined;
-      const measuredRuns = Math.max(1, variant.config.iterations);
-      for (let i = 0; i < measuredRuns; i++) {
+    for (let i = 0; i < rounds; i++) {
+      for (let k = 0; k < variants.length; k++) {
+        const variant = variants[k]!;
+        if (errors[k] !== undefined || i >= Math.max(1, variant.config.iterations)) continue;
         const req: IterationRequest = {
           scenario: scenario.name,
           variant: { ...variant, config: { ...variant.config, keyPrefix: `${runConfig.keyPrefix}${variant.id}:${i}:` } },
@@ -81,15 +85,14 @@ export async function runScenario(
           measured: variant.config.iterations === 0 ? 0 : 1,
         };
         try {
-          all.push(...(opts.fork ? await runInChild(req) : await runIterationsHere(scenario, req)));
+          all[k]!.push(...(opts.fork ? await runInChild(req) : await runIterationsHere(scenario, req)));
         } catch (err) {
-          error = firstLine(err);
+          errors[k] = firstLine(err);
         }
         opts.onStep?.(`${scenario.name} / ${variant.label}`);
-        if (error) break;
       }
-      results.push(summarize(variant, all, error));
     }
+    variants.forEach((v, k) => results.push(summarize(v, all[k]!, errors[k])));
   } finally {
     if (config.transport === 'redis' && !opts.keepKeys) await cleanupPrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
   }
