@@ -275,16 +275,7 @@ export class EventBus<M extends EventMap> {
 
   /** Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. */
   private parse(t: TypeState, data: unknown, index: number): unknown {
-    let value = t.validate(data);
-    if (value === INVALID) {
-      const parsed = t.schema.safeParse(data);
-      if (!parsed.success) {
-        const issues = toIssues(parsed.error);
-        const where = index >= 0 ? ` (item ${index})` : '';
-        throw new ValidationError(`Invalid payload for "${t.name}"${where}: ${formatIssues(issues)}`, issues);
-      }
-      value = parsed.data;
-    }
+    const value = validated(t, data, () => `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`);
     let json: string | undefined;
     // One compiled walk per event in the common case: the bound is at most BOUND_PER_ESTIMATE x the
     // estimate, so it is only computed when the estimate alone cannot rule the event out.
@@ -336,22 +327,9 @@ export class EventBus<M extends EventMap> {
     const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
     const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
-    const schema = t.schema;
-    const check = t.validate;
     const validate = this.config.validateOnConsume;
     const wrapped: DeliveryHandler = (event, ctx) => {
-      if (validate) {
-        let data = check(event.data);
-        if (data === INVALID) {
-          const r = schema.safeParse(event.data);
-          if (!r.success) {
-            const issues = toIssues(r.error);
-            throw new ValidationError(`Event ${event.id} of "${type}" does not match its schema: ${formatIssues(issues)}`, issues);
-          }
-          data = r.data;
-        }
-        (event as { data: unknown }).data = data;
-      }
+      if (validate) (event as { data: unknown }).data = validated(t, event.data, () => `Event ${event.id} of "${type}" does not match its schema`);
       return (handler as DeliveryHandler)(event, ctx);
     };
     const inner: TransportSubscription = await this.transport.subscribe(
@@ -450,6 +428,19 @@ class Outgoing implements OutgoingEvent {
     self.causationId = options?.causationId;
     self.headers = options?.headers;
   }
+}
+
+/**
+ * The parsed output of `data`: the compiled validator's, or zod's where it answers INVALID. Throws a
+ * ValidationError (`what`: the message's start) naming zod's issues when the payload is invalid.
+ */
+function validated(t: TypeState, data: unknown, what: () => string): unknown {
+  const value = t.validate(data);
+  if (value !== INVALID) return value;
+  const parsed = t.schema.safeParse(data);
+  if (parsed.success) return parsed.data;
+  const issues = toIssues(parsed.error);
+  throw new ValidationError(`${what()}: ${formatIssues(issues)}`, issues);
 }
 
 function invalidAlways(): typeof INVALID {
