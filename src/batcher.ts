@@ -203,9 +203,12 @@ export class Batcher {
 
   /** Send what is ready (and the open batch) while write slots are free. */
   private flush(): void {
-    // Re-entered from a write that completed synchronously (via settle): the running loop goes on, and
-    // a scheduled flush of a lingering batch stays scheduled.
-    if (this.flushing) return;
+    // Re-entered from a write that completed synchronously (its settle asked for a flush): the running
+    // loop goes round again, and a scheduled flush of a lingering batch stays scheduled.
+    if (this.flushing) {
+      this.flushAgain = true;
+      return;
+    }
     if (this.scheduled) {
       this.scheduled = false;
       if (this.timer !== undefined) {
@@ -216,18 +219,19 @@ export class Batcher {
     if (this.inFlight >= this.opts.maxInFlight) return;
     this.flushing = true;
     try {
-      this.seal();
-      while (this.inFlight < this.opts.maxInFlight && this.ready.length > 0) {
-        this.dispatch(this.ready.shift()!);
-        // A synchronous write settled already; what its settling admitted leaves too (adaptive step).
-        if (this.ready.length === 0 && this.open.events > 0 && this.opts.maxWaitMs === 0 && this.inFlight < this.opts.maxInFlight) this.seal();
-      }
+      do {
+        this.flushAgain = false;
+        this.seal();
+        while (this.inFlight < this.opts.maxInFlight && this.ready.length > 0) this.dispatch(this.ready.shift()!);
+      } while (this.flushAgain && this.inFlight < this.opts.maxInFlight);
     } finally {
       this.flushing = false;
+      this.flushAgain = false;
     }
   }
 
   private flushing = false;
+  private flushAgain = false;
 
   private dispatch(batch: Batch): void {
     this.inFlight++;
