@@ -83,9 +83,14 @@ export abstract class CodeGen<F> {
     return el === undefined ? undefined : `a(${v}, f[${el}])`;
   }
 
+  /** The compiled function for `schema`, or undefined: unsupported nodes, or code generation disallowed. */
   compile(schema: z.ZodType): F | undefined {
-    const root = this.fn(schema);
-    return root === undefined ? undefined : this.fns[root];
+    try {
+      const root = this.fn(schema);
+      return root === undefined ? undefined : this.fns[root];
+    } catch {
+      return undefined; // e.g. `new Function` forbidden (CSP, --disallow-code-generation-from-strings)
+    }
   }
 }
 

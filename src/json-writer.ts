@@ -11,6 +11,7 @@
  */
 import type { z } from 'zod';
 import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { PLAIN } from './serializer.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
 export type JsonWriter = (value: unknown, buf: Buffer, off: number) => number;
@@ -22,7 +23,6 @@ export const NO_ROOM = -2;
 
 /** Longest text of a number (`String(-1.2345678901234567e-308)` is 24 characters). */
 const NUMBER_ROOM = 24;
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** Buffer's long-standing direct latin1 writer (skips `write`'s argument handling). */
 interface Latin1Writable {
@@ -196,9 +196,5 @@ class WriterCompiler extends CodeGen<JsonWriter> {
 
 /** A byte writer for the parsed output of `schema`, or undefined when only the string encoders will do. */
 export function compileJsonWriter(schema: z.ZodType): JsonWriter | undefined {
-  try {
-    return new WriterCompiler().compile(schema);
-  } catch {
-    return undefined; // e.g. code generation disallowed
-  }
+  return new WriterCompiler().compile(schema);
 }

@@ -14,7 +14,8 @@ import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './c
 
 export type Serializer = (value: unknown) => string;
 
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** Text JSON.stringify writes as it is: printable ASCII without `"` and `\\`. */
+export const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** JSON for a string, skipping escape work for short plain-ASCII strings. */
 function quote(s: string): string {
@@ -167,11 +168,7 @@ function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {
 
 /** An upper bound on the encoded size (bytes) of the parsed output of `schema`, or undefined. */
 export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number) | undefined {
-  try {
-    return new SizeCompiler().compile(schema);
-  } catch {
-    return undefined;
-  }
+  return new SizeCompiler().compile(schema);
 }
 
 /**
@@ -179,20 +176,12 @@ export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number
  * counts toward `batching.maxBytes` when the transport encodes at write time.
  */
 export function compileSizeEstimate(schema: z.ZodType): ((value: unknown) => number) | undefined {
-  try {
-    return new SizeCompiler('estimate').compile(schema);
-  } catch {
-    return undefined;
-  }
+  return new SizeCompiler('estimate').compile(schema);
 }
 
 /** A fast encoder for the parsed output of `schema`, or undefined when only `JSON.stringify` will do. */
 export function compileSerializer(schema: z.ZodType): Serializer | undefined {
-  try {
-    return new Compiler().compile(schema);
-  } catch {
-    return undefined; // e.g. code generation disallowed: fall back to JSON.stringify
-  }
+  return new Compiler().compile(schema);
 }
 
 /** One encoder per event type: compiled where the schema allows, `JSON.stringify` otherwise. */

@@ -182,9 +182,5 @@ class ValidatorCompiler extends CodeGen<Validator> {
  * `schema.safeParse` for the verdict and its issues). Undefined when code generation is unavailable.
  */
 export function compileValidator(schema: z.ZodType): Validator | undefined {
-  try {
-    return new ValidatorCompiler().compile(schema);
-  } catch {
-    return undefined;
-  }
+  return new ValidatorCompiler().compile(schema);
 }
