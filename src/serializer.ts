@@ -14,7 +14,7 @@ import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './c
 
 export type Serializer = (value: unknown) => string;
 
-/** Text JSON.stringify writes as it is: printable ASCII without `"` and `\\`. */
+/** Text JSON.stringify writes as it is: printable ASCII without `"` and `\`. */
 export const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** JSON for a string, skipping escape work for short plain-ASCII strings. */

@@ -61,16 +61,10 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
   // All records as one string, written with one utf8Write: a native call per record costs more than
   // the record. When every byte is ASCII (written bytes = chars) the byte lengths are the char lengths.
   let all = '';
-  let lastTime = -1;
-  let timeStr = '';
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
     const json = ev.json ?? serialize(ev.data);
-    const t = ev.time;
-    if (t !== lastTime) {
-      lastTime = t;
-      timeStr = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
-    }
+    const timeStr = timeText(ev.time);
     const plain = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
     const rec = plain ? ev.id + timeStr + '0' + json : encodeEvent(ev, json);
     chars[i] = rec.length;
@@ -99,6 +93,18 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
   return { bytes: scratch.subarray(0, written), lens, chars, n };
 }
 
+let lastTime = -1;
+let lastTimeText = '';
+
+/** A publish time's 13 digits for the fixed header, or '' when it does not fit there (cached: a unit's events mostly share one). */
+function timeText(t: number): string {
+  if (t !== lastTime) {
+    lastTime = t;
+    lastTimeText = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
+  }
+  return lastTimeText;
+}
+
 /** Grows the scratch memory to hold `need` bytes, keeping its first `keep` bytes. */
 function growScratch(need: number, keep: number): void {
   const next = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, need)) as Utf8Writable;
@@ -121,15 +127,9 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
   const lens = lensBuf;
   const chars = charsBuf;
   let o = 0;
-  let lastTime = -1;
-  let timeStr = '';
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
-    const t = ev.time;
-    if (t !== lastTime) {
-      lastTime = t;
-      timeStr = Number.isInteger(t) && t >= 1e12 && t < 1e13 ? String(t) : '';
-    }
+    const timeStr = timeText(ev.time);
     const start = o;
     let end: number = NEEDS_STRING;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
