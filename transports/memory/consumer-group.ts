@@ -4,6 +4,7 @@
  */
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
+import { DELIVERY_SLICE_MS, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
@@ -49,9 +50,6 @@ export function toEnvelope(ev: OutgoingEvent, source: string): EventEnvelope {
   return env;
 }
 
-/** Longest one pump delivers before letting the event loop turn. */
-const PUMP_SLICE_MS = 5;
-
 export class ConsumerGroup {
   readonly deadLetters: DeadLetter[] = [];
   private readonly queues: Deque<Item>[];
@@ -82,7 +80,7 @@ export class ConsumerGroup {
     this.rebalance();
     // First delivery after an event-loop turn: members subscribing together all join before queued events
     // are shared out, and no handler runs inside subscribe().
-    this.resumeLater();
+    this.nextTurn.request();
     return { close: () => this.leave(member) };
   }
 
@@ -115,31 +113,22 @@ export class ConsumerGroup {
     this.pump();
   }
 
-  private resumeScheduled = false;
+  private readonly nextTurn = new NextTurn(() => this.pump());
 
-  private resumeLater(): void {
-    if (this.resumeScheduled) return;
-    this.resumeScheduled = true;
-    setImmediate(() => {
-      this.resumeScheduled = false;
-      this.pump();
-    });
-  }
-
-  /** Delivers what is queued, for at most PUMP_SLICE_MS; the rest after an event-loop turn. */
+  /** Delivers what is queued, for at most DELIVERY_SLICE_MS; the rest after an event-loop turn. */
   private pump(): void {
     if (this.pumping) {
       this.again = true;
       return;
     }
     this.pumping = true;
-    const until = performance.now() + PUMP_SLICE_MS;
+    const until = performance.now() + DELIVERY_SLICE_MS;
     try {
       do {
         this.again = false;
         for (const m of this.members) {
           if (!this.fill(m, until)) {
-            this.resumeLater();
+            this.nextTurn.request();
             return;
           }
         }

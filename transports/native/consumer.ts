@@ -6,6 +6,7 @@
  */
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
+import { DELIVERY_SLICE_MS, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
@@ -39,8 +40,6 @@ interface Active extends Pending {
 
 const yieldMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Longest a main-thread pump delivers before letting the event loop turn. */
-const PUMP_SLICE_MS = 5;
 
 export class PartitionConsumer {
   private parts = new Uint32Array(0);
@@ -213,16 +212,14 @@ export class PartitionConsumer {
     }
   }
 
-  private resumeScheduled = false;
-
   /**
    * Main thread: delivers what is in the rings now, without waiting. A long backlog is delivered in slices
-   * of at most PUMP_SLICE_MS, the rest after an event-loop turn, so I/O, timers and other members keep going.
+   * of at most DELIVERY_SLICE_MS, the rest after an event-loop turn, so I/O, timers and other members keep going.
    */
   pump(): void {
     if (this.pumping || this.stopped) return;
     this.pumping = true;
-    const until = performance.now() + PUMP_SLICE_MS;
+    const until = performance.now() + DELIVERY_SLICE_MS;
     let n = 0;
     try {
       while (this.inFlight < this.s.concurrency && !this.stopped) {
@@ -241,13 +238,10 @@ export class PartitionConsumer {
 
   /** Main thread: pumps after an event-loop turn (a new member's first pump, a long backlog's next slice). */
   resumeLater(): void {
-    if (this.resumeScheduled) return;
-    this.resumeScheduled = true;
-    setImmediate(() => {
-      this.resumeScheduled = false;
-      this.pump();
-    });
+    this.nextTurn.request();
   }
+
+  private readonly nextTurn = new NextTurn(() => this.pump());
 
   /** Worker thread: consumes until `shouldStop()`; each wait in the core is bounded by `waitUs`. */
   async run(shouldStop: () => boolean, waitUs: number, spinUs: number): Promise<void> {
