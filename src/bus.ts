@@ -275,7 +275,7 @@ export class EventBus<M extends EventMap> {
 
   /** Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. */
   private parse(t: TypeState, data: unknown, index: number): unknown {
-    const value = validated(t, data, () => `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`);
+    const value = validated(t, data, index, undefined);
     let json: string | undefined;
     // One compiled walk per event in the common case: the bound is at most BOUND_PER_ESTIMATE x the
     // estimate, so it is only computed when the estimate alone cannot rule the event out.
@@ -329,7 +329,7 @@ export class EventBus<M extends EventMap> {
     const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
     const validate = this.config.validateOnConsume;
     const wrapped: DeliveryHandler = (event, ctx) => {
-      if (validate) (event as { data: unknown }).data = validated(t, event.data, () => `Event ${event.id} of "${type}" does not match its schema`);
+      if (validate) (event as { data: unknown }).data = validated(t, event.data, -1, event.id);
       return (handler as DeliveryHandler)(event, ctx);
     };
     const inner: TransportSubscription = await this.transport.subscribe(
@@ -432,15 +432,17 @@ class Outgoing implements OutgoingEvent {
 
 /**
  * The parsed output of `data`: the compiled validator's, or zod's where it answers INVALID. Throws a
- * ValidationError (`what`: the message's start) naming zod's issues when the payload is invalid.
+ * ValidationError naming zod's issues when the payload is invalid: a published one (`index` in a
+ * publishMany call, or -1), or a consumed event (`eventId`). Nothing is allocated unless it fails.
  */
-function validated(t: TypeState, data: unknown, what: () => string): unknown {
+function validated(t: TypeState, data: unknown, index: number, eventId: string | undefined): unknown {
   const value = t.validate(data);
   if (value !== INVALID) return value;
   const parsed = t.schema.safeParse(data);
   if (parsed.success) return parsed.data;
   const issues = toIssues(parsed.error);
-  throw new ValidationError(`${what()}: ${formatIssues(issues)}`, issues);
+  const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
+  throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
 }
 
 function invalidAlways(): typeof INVALID {
