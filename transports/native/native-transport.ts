@@ -116,6 +116,10 @@ export class NativeTransport implements Transport {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
+    // A push waiting for room: the write settles after it, and its failure fails unit `u`.
+    const awaitPush = (u: number, p: Promise<void>): void => {
+      (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+    };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
@@ -131,7 +135,7 @@ export class NativeTransport implements Transport {
             const all = copyBatch(batch);
             const p = before.then(() => this.blockingPush(group, unit, all));
             this.chain(ring, p);
-            (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+            awaitPush(u, p);
             continue;
           }
           const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
@@ -146,7 +150,7 @@ export class NativeTransport implements Transport {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
               const p = this.blockingPush(group, unit, copyBatch(batch, done));
               this.chain(ring, p);
-              (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+              awaitPush(u, p);
             }
           }
         }
