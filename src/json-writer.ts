@@ -10,7 +10,7 @@
  * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 import { PLAIN } from './serializer.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
@@ -195,6 +195,8 @@ class WriterCompiler extends CodeGen<JsonWriter> {
 }
 
 /** A byte writer for the parsed output of `schema`, or undefined when only the string encoders will do. */
+const writers = new WeakMap<z.ZodType, JsonWriter | null>();
+
 export function compileJsonWriter(schema: z.ZodType): JsonWriter | undefined {
-  return new WriterCompiler().compile(schema);
+  return compiledOnce(writers, schema, () => new WriterCompiler().compile(schema));
 }

@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -166,9 +166,13 @@ function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {
   return n;
 }
 
+const sizeBounds = new WeakMap<z.ZodType, ((value: unknown) => number) | null>();
+const sizeEstimates = new WeakMap<z.ZodType, ((value: unknown) => number) | null>();
+const serializers = new WeakMap<z.ZodType, Serializer | null>();
+
 /** An upper bound on the encoded size (bytes) of the parsed output of `schema`, or undefined. */
 export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number) | undefined {
-  return new SizeCompiler().compile(schema);
+  return compiledOnce(sizeBounds, schema, () => new SizeCompiler().compile(schema));
 }
 
 /**
@@ -176,12 +180,12 @@ export function compileSizeBound(schema: z.ZodType): ((value: unknown) => number
  * counts toward `batching.maxBytes` when the transport encodes at write time.
  */
 export function compileSizeEstimate(schema: z.ZodType): ((value: unknown) => number) | undefined {
-  return new SizeCompiler('estimate').compile(schema);
+  return compiledOnce(sizeEstimates, schema, () => new SizeCompiler('estimate').compile(schema));
 }
 
 /** A fast encoder for the parsed output of `schema`, or undefined when only `JSON.stringify` will do. */
 export function compileSerializer(schema: z.ZodType): Serializer | undefined {
-  return new Compiler().compile(schema);
+  return compiledOnce(serializers, schema, () => new Compiler().compile(schema));
 }
 
 /** One encoder per event type: compiled where the schema allows, `JSON.stringify` otherwise. */

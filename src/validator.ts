@@ -12,7 +12,7 @@
  * string formats, unions, ...) are delegated to that node's own `safeParse`.
  */
 import type { z } from 'zod';
-import { CodeGen, defOf, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, type Def } from './codegen.js';
 
 /** Returned by a compiled validator for "not proven valid: ask zod". */
 export const INVALID: unique symbol = Symbol('eventlane.invalid');
@@ -181,6 +181,8 @@ class ValidatorCompiler extends CodeGen<Validator> {
  * A validator for `schema` that returns the parsed output, or INVALID when zod must decide (then call
  * `schema.safeParse` for the verdict and its issues). Undefined when code generation is unavailable.
  */
+const validators = new WeakMap<z.ZodType, Validator | null>();
+
 export function compileValidator(schema: z.ZodType): Validator | undefined {
-  return new ValidatorCompiler().compile(schema);
+  return compiledOnce(validators, schema, () => new ValidatorCompiler().compile(schema));
 }

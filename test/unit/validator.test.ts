@@ -137,3 +137,18 @@ describe('compileValidator', () => {
     expect(agree(tree, [{ v: 1, kids: [{ v: 2, kids: [] }] }, { v: 1, kids: [{ v: 'x', kids: [] }] }]).accepted).toBe(1);
   });
 });
+
+describe('compiled functions are made once per schema', () => {
+  it('returns the same validator, serializer, size functions and writer for the same schema object', async () => {
+    const { compileSerializer, compileSizeBound, compileSizeEstimate } = await import('../../src/serializer.js');
+    const { compileJsonWriter } = await import('../../src/json-writer.js');
+    const a = z.object({ id: z.number(), name: z.string() });
+    const b = z.object({ id: z.number(), name: z.string() });
+    for (const compile of [compileValidator, compileSerializer, compileSizeBound, compileSizeEstimate, compileJsonWriter] as ((s: z.ZodType) => unknown)[]) {
+      const first = compile(a);
+      expect(first).toBeTypeOf('function');
+      expect(compile(a)).toBe(first); // a second bus over the same definitions reuses it
+      expect(compile(b)).not.toBe(first); // an equal but distinct schema compiles its own
+    }
+  });
+});

@@ -26,20 +26,19 @@ import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } 
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import type { Client, Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
+import { sendWire } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
 type ReadReply = [string, RawEntry[]][] | null;
 
 /** Loose command surface shared by Redis and Cluster (ioredis' typings do not cover variadic calls well). */
 interface Cmd {
-  xack(key: string, group: string, ...ids: string[]): Promise<number>;
   xdel(key: string, ...ids: string[]): Promise<number>;
   xadd(key: string, ...args: (string | number)[]): Promise<string>;
   xgroup(...args: (string | number)[]): Promise<unknown>;
   xclaim(...args: (string | number)[]): Promise<unknown>;
   xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
   xpending(...args: (string | number)[]): Promise<unknown>;
-  xreadgroup(...args: (string | number)[]): Promise<ReadReply>;
 }
 
 class Entry {
@@ -118,7 +117,7 @@ export class RedisConsumer implements TransportSubscription {
     private readonly handler: DeliveryHandler,
     private readonly config: ResolvedConfig,
     private readonly connector: Connector,
-    command: Client,
+    private readonly command: Client,
     private readonly partitions: number,
     private readonly logger: Logger,
   ) {
@@ -274,8 +273,7 @@ export class RedisConsumer implements TransportSubscription {
     args.push('STREAMS');
     for (const i of r.streams) args.push(this.streams[i]!.key);
     for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
-    const conn = r.conn as unknown as Cmd;
-    const p = conn.xreadgroup(...args);
+    const p = sendWire<ReadReply>(r.conn!, 'xreadgroup', args);
     const limit = (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
     return new Promise<ReadReply>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -557,7 +555,7 @@ export class RedisConsumer implements TransportSubscription {
       if (s.acks.length === 0) continue;
       const ids = s.acks;
       s.acks = [];
-      const p = this.cmd.xack(s.key, this.spec.group, ...ids).then(
+      const p = sendWire<number>(this.command, 'xack', [s.key, this.spec.group, ...ids]).then(
         () => (s.retry ? this.cmd.xdel(s.key, ...ids) : 0),
         (e: unknown) => this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XACK failed; entries will be redelivered'),
       );

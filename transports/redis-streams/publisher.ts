@@ -11,6 +11,7 @@ import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
+import { queueWire, sendWire } from './wire-command.js';
 
 interface TypeInfo {
   keys: string[];
@@ -125,18 +126,17 @@ export class Publisher {
 
   /** The common shapes (one lane per write; an awaited single publish). */
   private sendOne(client: Client, t: TypeInfo, unit: PublishUnit): Promise<WriteResult> {
-    const c = client as unknown as { xadd(...a: unknown[]): Promise<unknown>; pipeline(): ChainableCommander };
     const args: unknown[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
     const evs = unit.events;
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(c.xadd(...args).then(noResult));
+      return this.bounded(sendWire(client, 'xadd', args).then(noResult));
     }
     if (this.config.entryMode === 'batch') {
       this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type));
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(c.xadd(...args).then(noResult));
+      return this.bounded(sendWire(client, 'xadd', args).then(noResult));
     }
     return this.sendMany([unit]);
   }
@@ -157,7 +157,7 @@ export class Publisher {
     const issue = (client: Client, args: unknown[]): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
-        replies.push((client as unknown as { xadd(...a: unknown[]): Promise<unknown> }).xadd(...args));
+        replies.push(sendWire(client, 'xadd', args));
         return;
       }
       let pn = pipeOf.get(client);
@@ -168,7 +168,7 @@ export class Publisher {
         pipeOf.set(client, pn);
       }
       slots.push([pn, pipeLen[pn]!++]);
-      (pipes[pn] as unknown as { xadd(...a: unknown[]): void }).xadd(...args);
+      queueWire(pipes[pn]!, 'xadd', args);
     };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;

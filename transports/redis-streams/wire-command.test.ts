@@ -1,0 +1,43 @@
+import { Command } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { encodeCommand } from './wire-command.js';
+
+/** ioredis's own request bytes for the same command (numbers become strings as ioredis does). */
+function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer {
+  const cmd = new Command(name, args);
+  void cmd.promise;
+  const w = cmd.toWritable({});
+  return typeof w === 'string' ? Buffer.from(w, 'utf8') : w;
+}
+
+function ours(name: string, args: (string | number | Buffer)[]): Buffer {
+  return encodeCommand(name, args.map((a) => (typeof a === 'number' ? String(a) : a)));
+}
+
+describe('encodeCommand (RESP request bytes)', () => {
+  const cases: [string, (string | number | Buffer)[]][] = [
+    ['xadd', ['s:{t}:0', 'MAXLEN', '~', 1000000, '*', 'v', '1', 'data', '{"id":1,"body":"xx"}']],
+    ['xack', ['k', 'g', '1700000000000-0', '1700000000000-1']],
+    ['xreadgroup', ['GROUP', 'g', 'c', 'COUNT', 1000, 'BLOCK', 5000, 'STREAMS', 'a', 'b', '>', '>']],
+    ['xadd', ['k', '*', 'empty', '', 'multi', 'héllo ✓ 😀', 'buf', Buffer.from('[{"a":1}]'), 'emptybuf', Buffer.alloc(0)]],
+    ['ping', []],
+    ['xadd', ['k', '*', 'long', 'y'.repeat(10_000), 'n', 1234567890]],
+  ];
+  for (const [name, args] of cases) {
+    it(`${name} with ${args.length} arguments is byte-identical to ioredis`, () => {
+      expect(ours(name, args).equals(ioredisBytes(name, args))).toBe(true);
+    });
+  }
+
+  it('lengths of 9, 10, 99, 100 and more bytes are framed exactly', () => {
+    for (const len of [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65_536]) {
+      const args = ['k', 'x'.repeat(len), 'é'.repeat(len)];
+      expect(ours('set', args).equals(ioredisBytes('set', args))).toBe(true);
+    }
+  });
+
+  it('handles more arguments than its reusable length table holds', () => {
+    const args = Array.from({ length: 500 }, (_, i) => `id-${i}`);
+    expect(ours('xack', args).equals(ioredisBytes('xack', args))).toBe(true);
+  });
+});
