@@ -16,6 +16,7 @@
  *     than maxDeliveries times without an ack go to the DLQ. Held entries are kept alive with XCLAIM JUSTID.
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
+import type { Command } from 'ioredis';
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
 import type { EventEnvelope } from '../../src/envelope.js';
@@ -26,7 +27,7 @@ import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } 
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import type { Client, Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
-import { sendWire } from './wire-command.js';
+import { send, sendWire, wireCommand } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
 type ReadReply = [string, RawEntry[]][] | null;
@@ -72,6 +73,9 @@ interface StreamInfo {
 class Reader {
   conn: Client | undefined;
   drainPending = true;
+  /** The read outstanding on `conn`, and when the watchdog gives up on it (ms). */
+  reading: Command | undefined;
+  readDeadline = 0;
   readonly lastIds: string[];
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
@@ -100,10 +104,12 @@ export class RedisConsumer implements TransportSubscription {
   private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
   private ackScheduled = false;
-  private readonly ackPromises = new Set<Promise<unknown>>();
+  private acksInFlight = 0;
+  private acksIdle: (() => void) | undefined;
   private avgEvents = 1;
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
+  private watchdogTimer: NodeJS.Timeout | undefined;
   private reclaiming = false;
   private readonly prefetch: number;
   private readonly cmd: Cmd;
@@ -161,6 +167,8 @@ export class RedisConsumer implements TransportSubscription {
     }
     for (const r of this.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
+    this.watchdogTimer = setInterval(() => this.watch(), Math.max(50, Math.min(1000, Math.floor(this.opts.watchdogMs / 4))));
+    this.watchdogTimer.unref();
     this.reclaimTimer = setInterval(() => void this.reclaim(), reclaimMs);
     this.reclaimTimer.unref();
     this.keepaliveTimer = setInterval(() => this.keepalive(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
@@ -207,6 +215,7 @@ export class RedisConsumer implements TransportSubscription {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
           // the process is redelivered alone and only its own delivery count grows.
           const reply = await this.read(r, r.lastIds, false, 1);
+          r.reading = undefined;
           if (this.closing) break;
           let any = false;
           const started: Entry[] = [];
@@ -232,6 +241,7 @@ export class RedisConsumer implements TransportSubscription {
           const next = ahead ?? this.read(r, undefined, true);
           ahead = undefined;
           const reply = await next;
+          r.reading = undefined;
           if (this.closing) break;
           if (reply) {
             if (r.conn !== undefined && this.heldEvents < this.prefetch) {
@@ -243,6 +253,7 @@ export class RedisConsumer implements TransportSubscription {
         }
         failures = 0;
       } catch (err) {
+        r.reading = undefined;
         if (this.closing) break;
         ahead = undefined;
         const msg = err instanceof Error ? err.message : String(err);
@@ -264,7 +275,7 @@ export class RedisConsumer implements TransportSubscription {
     }
   }
 
-  /** One XREADGROUP, with a watchdog that replaces the connection if the reply never comes. */
+  /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
   private read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
     const room = this.prefetch - this.heldEvents;
     const count = fixedCount ?? Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.avgEvents)));
@@ -273,36 +284,30 @@ export class RedisConsumer implements TransportSubscription {
     args.push('STREAMS');
     for (const i of r.streams) args.push(this.streams[i]!.key);
     for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
-    const p = sendWire<ReadReply>(r.conn!, 'xreadgroup', args);
-    const limit = (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
-    return new Promise<ReadReply>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // The reply never came (half-open connection, lost reconnect): drop this connection.
-        this.logger.warn({ group: this.spec.group, ms: limit }, 'blocking read outlived its watchdog; replacing the connection');
-        p.catch(noop);
-        const old = r.conn;
-        r.conn = undefined;
-        old?.disconnect();
-        this.openReader().then(
-          (c) => {
-            if (this.closing || r.conn !== undefined) c.disconnect();
-            else r.conn = c;
-            reject(new Error('read watchdog fired'));
-          },
-          (e: unknown) => reject(e),
-        );
-      }, limit);
-      p.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      );
-    });
+    const cmd = wireCommand(r.conn!, 'xreadgroup', args);
+    r.reading = cmd;
+    r.readDeadline = Date.now() + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
+    return send<ReadReply>(r.conn!, cmd);
+  }
+
+  /**
+   * The read watchdog (on an interval, not a timer per read): a read outstanding past its deadline
+   * (half-open connection, lost reconnect) is failed and its connection dropped; the read loop opens
+   * a new one and goes back to draining its pending entries.
+   */
+  private watch(): void {
+    const now = Date.now();
+    for (const r of this.readers) {
+      const cmd = r.reading;
+      // A reply that came while the loop was busy elsewhere is not a hang (ioredis marks it resolved).
+      if (cmd === undefined || (cmd as { isResolved?: boolean }).isResolved === true || now < r.readDeadline || this.closing) continue;
+      this.logger.warn({ group: this.spec.group, ms: now - r.readDeadline + this.opts.blockMs + this.opts.watchdogMs }, 'blocking read outlived its watchdog; replacing the connection');
+      r.reading = undefined;
+      const old = r.conn;
+      r.conn = undefined;
+      old?.disconnect();
+      cmd.reject(new Error('read watchdog fired'));
+    }
   }
 
   /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
@@ -555,14 +560,30 @@ export class RedisConsumer implements TransportSubscription {
       if (s.acks.length === 0) continue;
       const ids = s.acks;
       s.acks = [];
-      const p = sendWire<number>(this.command, 'xack', [s.key, this.spec.group, ...ids]).then(
-        () => (s.retry ? this.cmd.xdel(s.key, ...ids) : 0),
-        (e: unknown) => this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XACK failed; entries will be redelivered'),
-      );
-      this.ackPromises.add(p);
-      void p.finally(() => this.ackPromises.delete(p));
+      this.acksInFlight++;
+      ids.unshift(s.key, this.spec.group);
+      sendWire<number>(this.command, 'xack', ids, [s.key]).then(s.retry ? () => this.deleteAcked(s, ids) : this.ackSettled, (e: unknown) => {
+        this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
+        this.ackSettled();
+      });
     }
   }
+
+  /** Retry-stream entries are deleted once acked (`ids` is the XACK's arguments: key, group, ids). */
+  private deleteAcked(s: StreamInfo, ids: string[]): void {
+    this.cmd.xdel(s.key, ...ids.slice(2)).then(this.ackSettled, (e: unknown) => {
+      this.logger.debug({ err: describeError(e), stream: s.key }, 'XDEL of acked retry entries failed');
+      this.ackSettled();
+    });
+  }
+
+  private readonly ackSettled = (): void => {
+    if (--this.acksInFlight === 0 && this.acksIdle !== undefined) {
+      const idle = this.acksIdle;
+      this.acksIdle = undefined;
+      idle();
+    }
+  };
 
   // ---------------------------------------------------------------- reclaim and keepalive
 
@@ -679,6 +700,7 @@ export class RedisConsumer implements TransportSubscription {
     this.closing = true;
     this.signalClose();
     clearInterval(this.reclaimTimer);
+    clearInterval(this.watchdogTimer);
     // Abort blocking reads; anything Redis delivered meanwhile stays pending and is reclaimed later.
     for (const r of this.readers) {
       r.conn?.disconnect();
@@ -700,7 +722,7 @@ export class RedisConsumer implements TransportSubscription {
     clearInterval(this.keepaliveTimer);
     this.queue.clear();
     this.flushAcks();
-    await Promise.allSettled([...this.ackPromises]);
+    if (this.acksInFlight > 0) await new Promise<void>((resolve) => (this.acksIdle = resolve));
     await Promise.allSettled(this.loops);
   }
 }

@@ -11,10 +11,12 @@ import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
-import { queueWire, sendWire } from './wire-command.js';
+import { queueWire, sendWire, type WireArg } from './wire-command.js';
 
 interface TypeInfo {
   keys: string[];
+  /** `[key]` per partition: all ioredis needs to see of an XADD (the slot, in a cluster). */
+  routes: string[][];
   /** Pool connection of each partition: a lane always writes through the same connection, so two
    * writes of one lane in flight at once reach Redis in order (per-key order). */
   conns: number[];
@@ -64,6 +66,7 @@ export class Publisher {
       const base = this.types.size;
       t = {
         keys: Array.from({ length: n }, (_, p) => streamKey(this.config.prefix, type, p)),
+        routes: Array.from({ length: n }, (_, p) => [streamKey(this.config.prefix, type, p)]),
         conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', maxLen] : undefined,
         minIdAgeMs,
@@ -126,17 +129,17 @@ export class Publisher {
 
   /** The common shapes (one lane per write; an awaited single publish). */
   private sendOne(client: Client, t: TypeInfo, unit: PublishUnit): Promise<WriteResult> {
-    const args: unknown[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
+    const args: WireArg[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
     const evs = unit.events;
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(sendWire(client, 'xadd', args).then(noResult));
+      return this.bounded(sendWire(client, 'xadd', args, t.routes[unit.partition]).then(noResult));
     }
     if (this.config.entryMode === 'batch') {
       this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type));
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(sendWire(client, 'xadd', args).then(noResult));
+      return this.bounded(sendWire(client, 'xadd', args, t.routes[unit.partition]).then(noResult));
     }
     return this.sendMany([unit]);
   }
@@ -154,10 +157,10 @@ export class Publisher {
     const pipes: ChainableCommander[] = [];
     const pipeLen: number[] = [];
     const pipeOf = new Map<Client, number>();
-    const issue = (client: Client, args: unknown[]): void => {
+    const issue = (client: Client, args: WireArg[], route: string[]): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
-        replies.push(sendWire(client, 'xadd', args));
+        replies.push(sendWire(client, 'xadd', args, route));
         return;
       }
       let pn = pipeOf.get(client);
@@ -168,7 +171,7 @@ export class Publisher {
         pipeOf.set(client, pn);
       }
       slots.push([pn, pipeLen[pn]!++]);
-      queueWire(pipes[pn]!, 'xadd', args);
+      queueWire(pipes[pn]!, 'xadd', args, route);
     };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
@@ -178,16 +181,16 @@ export class Publisher {
       const evs = unit.events;
       const serialize = this.serializer(unit.type);
       if (!perEvent || evs.length === 1) {
-        const args: unknown[] = this.xaddArgs(t, unit.partition, minId);
+        const args: WireArg[] = this.xaddArgs(t, unit.partition, minId);
         if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
         else this.encoder.push(args, unit.type, this.source, evs, unit.bytes, serialize, this.writer(unit.type));
-        issue(client, args);
+        issue(client, args, t.routes[unit.partition]!);
         counts[u] = 1;
       } else {
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
           pushEventFields(args, evs[i]!, this.source, serialize);
-          issue(client, args);
+          issue(client, args, t.routes[unit.partition]!);
         }
         counts[u] = evs.length;
       }

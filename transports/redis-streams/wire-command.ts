@@ -37,17 +37,17 @@ function writeLength(buf: Buffer, off: number, n: number): number {
   return end + 2;
 }
 
-/**
- * RESP request bytes: `*<n+1>` then `$<len>` + bytes for the name and each argument. Arguments are
- * strings or Buffers (ioredis turned numbers into strings before asking for the bytes).
- */
-export function encodeCommand(name: string, args: readonly unknown[]): Buffer {
+/** A command argument: numbers are sent as their decimal text, as ioredis does. */
+export type WireArg = string | number | Buffer;
+
+/** RESP request bytes: `*<n+1>` then `$<len>` + bytes for the name and each argument. */
+export function encodeCommand(name: string, args: readonly WireArg[]): Buffer {
   const n = args.length;
   if (lens.length < n) lens = new Int32Array(Math.max(n, lens.length * 2));
   let size = 1 + digits(n + 1) + 2 + 1 + digits(name.length) + 2 + name.length + 2;
   for (let i = 0; i < n; i++) {
-    const a = args[i];
-    const len = typeof a === 'string' ? Buffer.byteLength(a) : (a as Buffer).length;
+    const a = args[i]!;
+    const len = typeof a === 'string' ? Buffer.byteLength(a) : typeof a === 'number' ? String(a).length : a.length;
     lens[i] = len;
     size += 1 + digits(len) + 2 + len + 2;
   }
@@ -61,12 +61,13 @@ export function encodeCommand(name: string, args: readonly unknown[]): Buffer {
   buf[off++] = 13;
   buf[off++] = 10;
   for (let i = 0; i < n; i++) {
-    const a = args[i];
+    const a = args[i]!;
     const len = lens[i]!;
     buf[off++] = 0x24;
     off = writeLength(buf, off, len);
     if (typeof a === 'string') w.utf8Write(a, off, len);
-    else buf.set(a as Buffer, off);
+    else if (typeof a === 'number') w.latin1Write(String(a), off, len);
+    else buf.set(a, off);
     off += len;
     buf[off++] = 13;
     buf[off++] = 10;
@@ -74,30 +75,44 @@ export function encodeCommand(name: string, args: readonly unknown[]): Buffer {
   return buf;
 }
 
+/**
+ * A command whose request bytes were encoded when it was made (so the caller's argument array may be
+ * reused at once). ioredis sees only `route`, the arguments it needs to find the keys (cluster slot).
+ * With a client-side `keyPrefix` the bytes are encoded from ioredis's prefixed arguments instead.
+ */
 class WireCommand extends Command {
+  private readonly bytes: Buffer | undefined;
+  constructor(name: string, args: readonly WireArg[], route: readonly WireArg[], keyPrefix: string | undefined) {
+    super(name, (keyPrefix ? args : route) as string[], keyPrefix ? { keyPrefix, replyEncoding: 'utf8' } : { replyEncoding: 'utf8' });
+    this.bytes = keyPrefix ? undefined : encodeCommand(name, args);
+  }
+
   override toWritable(): Buffer {
-    return encodeCommand(this.name, this.args);
+    return this.bytes ?? encodeCommand(this.name, this.args as WireArg[]);
   }
 }
 
-/** What ioredis's own command methods pass along from the client's options. */
-function commandOptions(target: Client | ChainableCommander): { keyPrefix?: string; replyEncoding: 'utf8' } {
-  const keyPrefix = (target as { options?: { keyPrefix?: string } }).options?.keyPrefix;
-  return keyPrefix ? { keyPrefix, replyEncoding: 'utf8' } : { replyEncoding: 'utf8' };
+function keyPrefixOf(target: Client | ChainableCommander): string | undefined {
+  return (target as { options?: { keyPrefix?: string } }).options?.keyPrefix || undefined;
 }
 
-function wire(target: Client | ChainableCommander, name: string, args: unknown[]): Command {
-  return new WireCommand(name, args as string[], commandOptions(target));
+/** A command for `target`; `route` defaults to all of `args` (pass `[key]` when the key comes first). */
+export function wireCommand(target: Client | ChainableCommander, name: string, args: readonly WireArg[], route: readonly WireArg[] = args): Command {
+  return new WireCommand(name, args, route, keyPrefixOf(target));
 }
 
-/** Sends `name args` on a client; the reply decodes as with ioredis's own `client[name](...args)`. */
-export function sendWire<T>(client: Client, name: string, args: unknown[]): Promise<T> {
-  const cmd = wire(client, name, args);
+/** Sends a command made by `wireCommand`; the reply decodes as with ioredis's own `client[name](...args)`. */
+export function send<T>(client: Client, cmd: Command): Promise<T> {
   void (client as unknown as { sendCommand(c: Command): unknown }).sendCommand(cmd);
   return cmd.promise as Promise<T>;
 }
 
-/** Queues `name args` on a pipeline (its reply comes with the pipeline's `exec`). */
-export function queueWire(pipe: ChainableCommander, name: string, args: unknown[]): void {
-  (pipe as unknown as { sendCommand(c: Command): unknown }).sendCommand(wire(pipe, name, args));
+/** `send(client, wireCommand(client, name, args, route))`. */
+export function sendWire<T>(client: Client, name: string, args: readonly WireArg[], route?: readonly WireArg[]): Promise<T> {
+  return send<T>(client, wireCommand(client, name, args, route));
+}
+
+/** Queues a command on a pipeline (its reply comes with the pipeline's `exec`). */
+export function queueWire(pipe: ChainableCommander, name: string, args: readonly WireArg[], route?: readonly WireArg[]): void {
+  (pipe as unknown as { sendCommand(c: Command): unknown }).sendCommand(wireCommand(pipe, name, args, route));
 }
