@@ -210,6 +210,7 @@ describe('redis-streams: options', () => {
     await expect(makeBus(server.url, { entryMode: 'lines' })).rejects.toThrow(/transport\.entryMode/);
     await expect(makeBus(server.url, { prefix: 'a{b' })).rejects.toThrow(/transport\.prefix/);
     await expect(makeBus(server.url, { bogus: 1 })).rejects.toThrow(/bogus/);
+    await expect(makeBus(server.url, { redisOptions: { keyPrefix: 'x:' } })).rejects.toThrow(/transport\.redisOptions.*use transport\.prefix/);
   });
 
   it('invalid subscribe options name the field', async () => {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { compileJsonWriter } from '../../src/json-writer.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { BatchEncoder, decodeEntry, Malformed, pushEventFields } from './codec.js';
+import { encodeCommand } from './wire-command.js';
 
 function ev(i: number, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
   const data = { i, text: i % 3 === 0 ? 'héllo ✓ 😀' : 'plain' };
@@ -23,6 +24,37 @@ function ev(i: number, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
 
 const asStrings = (out: unknown[]) => out.map((v) => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v)));
 
+/** The arguments of a RESP request (`*n` then n bulk strings); throws unless the bytes are exactly that. */
+function parseRequest(buf: Buffer): string[] {
+  let off = 0;
+  const line = (prefix: string): number => {
+    expect(String.fromCharCode(buf[off]!)).toBe(prefix);
+    const end = buf.indexOf('\r\n', off, 'latin1');
+    const n = Number(buf.toString('latin1', off + 1, end));
+    expect(String(n)).toBe(buf.toString('latin1', off + 1, end)); // no padding, no sign
+    off = end + 2;
+    return n;
+  };
+  const out: string[] = [];
+  for (let k = line('*'); k > 0; k--) {
+    const len = line('$');
+    out.push(buf.toString('utf8', off, off + len));
+    expect(buf.toString('latin1', off + len, off + len + 2)).toBe('\r\n');
+    off += len + 2;
+  }
+  expect(off).toBe(buf.length);
+  return out;
+}
+
+/** The entry fields of a batch XADD request made with head `key *`. */
+function entryFields(request: Buffer): string[] {
+  const args = parseRequest(request);
+  expect(args.slice(0, 3)).toEqual(['xadd', 'k', '*']);
+  // The special-purpose builder writes exactly what the generic encoder writes for the same arguments.
+  expect(request.equals(encodeCommand('xadd', args.slice(1)))).toBe(true);
+  return args.slice(3);
+}
+
 describe('redis-streams codec', () => {
   it('batch entries round-trip: payloads, ids, time runs, meta, non-ASCII', () => {
     const events = Array.from({ length: 95 }, (_, i) =>
@@ -34,9 +66,9 @@ describe('redis-streams codec', () => {
       [events, events.reduce((n, e) => n + e.json!.length, 0)],
       [unencoded, 0], // encoded at write time by the serializer
     ] as const) {
-      const out: unknown[] = [];
-      new BatchEncoder().push(out, 'order.created', 'svc', batch, bytes, (d) => JSON.stringify(d));
-      const d = decodeEntry('1-0', asStrings(out), 'x');
+      const fields = entryFields(new BatchEncoder().request(['k', '*'], 'order.created', 'svc', batch, bytes, (d) => JSON.stringify(d)));
+      expect(fields.filter((_, i) => i % 2 === 0)).toEqual(['v', 'kind', 'type', 'source', 'count', 'idw', 'ids', 'times', 'meta', 'payloads']); // docs/wire-format.md order
+      const d = decodeEntry('1-0', fields, 'x');
       expect(d).not.toBeInstanceOf(Malformed);
       const got = (d as Exclude<typeof d, Malformed>).events;
       expect(got).toHaveLength(95);
@@ -54,18 +86,28 @@ describe('redis-streams codec', () => {
     // Non-ASCII payloads go through the string encoder; an estimate of 1 byte makes the buffer grow.
     const events = Array.from({ length: 500 }, (_, i) => ({ ...ev(i), json: undefined, data: { i: i * 1.5, text: i % 3 === 0 ? 'héllo ✓ 😀' : 'p'.repeat(i % 50) } }));
     for (const bytes of [1, 100_000]) {
-      const out: unknown[] = [];
-      new BatchEncoder().push(out, 'order.created', 'svc', events, bytes, (d) => JSON.stringify(d), writer);
-      const payloads = out[out.indexOf('payloads') + 1];
-      expect(Buffer.isBuffer(payloads)).toBe(true);
-      expect((payloads as Buffer).toString('utf8')).toBe(JSON.stringify(events.map((e) => e.data)));
+      const fields = entryFields(new BatchEncoder().request(['k', '*'], 'order.created', 'svc', events, bytes, (d) => JSON.stringify(d), writer));
+      expect(fields[fields.indexOf('payloads') + 1]).toBe(JSON.stringify(events.map((e) => e.data)));
+    }
+  });
+
+  it('frames payloads of every length exactly, whatever the size estimate', () => {
+    const schema = z.object({ i: z.number(), text: z.string() });
+    const writer = compileJsonWriter(schema)!;
+    for (const len of [0, 1, 5, 50, 500, 5_000, 50_000]) {
+      for (const n of [1, 2, 3]) {
+        const events = Array.from({ length: n }, (_, i) => ({ ...ev(i), json: undefined, data: { i, text: 'x'.repeat(len) } }));
+        for (const bytes of [0, 1, n * (len + 20), 10_000_000]) {
+          const fields = entryFields(new BatchEncoder().request(['k', '*'], 't', 's', events, bytes, JSON.stringify, writer));
+          expect(fields.at(-1)).toBe(JSON.stringify(events.map((e) => e.data)));
+        }
+      }
     }
   });
 
   it('ids of other widths are stored as a JSON array', () => {
-    const out: unknown[] = [];
-    new BatchEncoder().push(out, 't', 's', [ev(1, { id: 'a' }), ev(2, { id: 'bb' })], 0, JSON.stringify);
-    const d = decodeEntry('1-0', asStrings(out), 't') as { events: { id: string }[] };
+    const fields = entryFields(new BatchEncoder().request(['k', '*'], 't', 's', [ev(1, { id: 'a' }), ev(2, { id: 'bb' })], 0, JSON.stringify));
+    const d = decodeEntry('1-0', fields, 't') as { events: { id: string }[] };
     expect(d.events.map((e) => e.id)).toEqual(['a', 'bb']);
   });
 

@@ -1,11 +1,12 @@
 /**
- * Wire codec, version 1 (see docs/wire-format.md). Publishing encodes once: the bus hands us each
- * event's `JSON.stringify(data)` and a batch entry's `events` field is built by string concatenation.
- * Consuming decodes a batch entry with one `JSON.parse`.
+ * Wire codec, version 1 (see docs/wire-format.md). Publishing encodes once: a batch entry's whole XADD
+ * request is written into one buffer (payloads by the schema's compiled JSON writer where there is
+ * one). Consuming decodes a batch entry with one `JSON.parse` of its payloads.
  */
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type JsonWriter } from '../../src/json-writer.js';
+import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
 
 export const WIRE_VERSION = '1';
 
@@ -23,33 +24,34 @@ export const ID_WIDTH = 26;
  *   ids       the event ids concatenated (each `idw` chars), or a JSON array of strings when `idw` is 0
  *   times     run-length publish times: JSON `[time, count, time, count, ...]`
  *   meta      optional JSON object `{ "<index>": { key?, correlationId?, causationId?, headers? } }`
- * Per event the work is a string append of the id and a time comparison; the payloads are written into
- * one buffer by the schema's compiled JSON writer where there is one (events the bus already encoded are
- * copied as they are), else encoded by one `JSON.stringify` over the unit's data: nothing is encoded twice.
+ * as the whole XADD request (RESP bytes), written into one buffer: the ids go in as bytes, and the
+ * payloads are written by the schema's compiled JSON writer where there is one (events the bus already
+ * encoded are copied as they are), else by their string encoder: nothing is encoded twice, and no
+ * string is built for the ids or the payloads.
  */
 /** Encodes an event's validated payload to JSON (the bus's schema-compiled serializer). */
 export type Encode = (data: unknown) => string;
 
+/** Room left for the payloads' length header `$<len>\r\n` (any length a Buffer can have). */
+const LENGTH_ROOM = 1 + 16 + 2;
+
 export class BatchEncoder {
   /**
-   * Field/value pairs of one batch entry (appended to `out`). `bytes` is the sum of the events' JSON
-   * lengths (the unit's `bytes`): the payload buffer is sized for ASCII JSON and grows (copying) only
-   * when multi-byte characters need more room, so no second copy is made in the common case.
+   * `XADD <head...> v 1 kind batch ... payloads [...]` as RESP bytes. `head` is the key, the trimming
+   * arguments and `*`. `bytes` is the sum of the events' JSON lengths (the unit's `bytes`), the
+   * payloads' first size estimate.
    */
-  push(out: unknown[], type: string, source: string, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer?: JsonWriter): void {
+  request(head: readonly WireArg[], type: string, source: string, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer?: JsonWriter): Buffer {
     const n = events.length;
-    let ids = '';
     let fixed = true;
     let t = n > 0 ? events[0]!.time : 0;
     let run = 0;
     let times = '[';
     let meta: string | undefined;
-    let encoded = false; // some event arrived with its JSON already made by the bus
-    const data: unknown[] | undefined = writer === undefined ? new Array(n) : undefined;
+    // One rope of the ids, written with one call (faster than a write per id).
+    let ids = '';
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
-      if (data !== undefined) data[i] = ev.data;
-      if (ev.json !== undefined) encoded = true;
       const id = ev.id;
       if (id.length !== ID_WIDTH) fixed = false;
       ids += id;
@@ -64,63 +66,75 @@ export class BatchEncoder {
       }
     }
     times += n > 0 ? t + ',' + run + ']' : ']';
-    // With the schema's compiled writer, payload bytes go straight into one buffer (no big string to build,
-    // measure and transcode); otherwise one JSON.stringify over the unit's payloads is V8's fastest path.
-    // Events the bus already encoded are reused as they are.
-    const payloads = encoded || data === undefined ? this.join(events, bytes, serialize, writer) : JSON.stringify(data);
-    out.push('v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n);
-    if (fixed) out.push('idw', ID_WIDTH, 'ids', ids);
-    else out.push('idw', 0, 'ids', JSON.stringify(events.map((e) => e.id)));
-    out.push('times', times);
-    if (meta !== undefined) out.push('meta', meta + '}');
-    out.push('payloads', payloads);
+    const fields: WireArg[] = ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n, 'idw', fixed ? ID_WIDTH : 0];
+    if (!fixed) ids = JSON.stringify(events.map((e) => e.id));
+    const idsLen = Buffer.byteLength(ids);
+    const more: WireArg[] = ['times', times];
+    if (meta !== undefined) more.push('meta', meta + '}');
+    more.push('payloads');
+    const args = 1 + head.length + fields.length + 2 + more.length + 1;
+    let size = 1 + digits(args) + 2 + bulkBytes(4) + bulkBytes(3) + bulkBytes(idsLen) + LENGTH_ROOM + (bytes > 0 ? bytes : n * 96) + n + 4;
+    for (const a of head) size += bulkBytes(argBytes(a));
+    for (const a of fields) size += bulkBytes(argBytes(a));
+    for (const a of more) size += bulkBytes(argBytes(a));
+    const w = new RespWriter(size);
+    w.header(0x2a, args);
+    w.bulk('xadd', 4);
+    for (const a of head) w.bulk(a, argBytes(a));
+    for (const a of fields) w.bulk(a, argBytes(a));
+    w.bulk('ids', 3);
+    w.bulk(ids, idsLen);
+    for (const a of more) w.bulk(a, argBytes(a));
+    // The payloads' length is known once they are written: leave room for its header, then close the
+    // gap by moving everything before it (the request so far, a few hundred bytes plus the ids).
+    const lengthAt = w.off;
+    w.off += LENGTH_ROOM;
+    this.payloads(w, events, bytes, serialize, writer);
+    const len = w.off - lengthAt - LENGTH_ROOM;
+    const gap = LENGTH_ROOM - (1 + digits(len) + 2);
+    w.reserve(2);
+    w.crlf();
+    const end = w.off;
+    w.buf.copyWithin(gap, 0, lengthAt);
+    w.off = lengthAt + gap;
+    w.header(0x24, len);
+    return w.buf.subarray(gap, end);
   }
 
   /**
-   * `[json,json,...]` as UTF-8 in one buffer: each event's existing JSON, else its payload written by the
-   * compiled writer, else its string encoding. The buffer starts at the unit's size estimate and doubles.
+   * `[json,json,...]` as UTF-8 at the writer's offset: each event's existing JSON, else its payload
+   * written by the compiled writer, else its string encoding.
    */
-  private join(events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer: JsonWriter | undefined): Buffer {
+  private payloads(w: RespWriter, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer: JsonWriter | undefined): void {
     const n = events.length;
-    let buf: Buffer = Buffer.allocUnsafe(Math.max(64, (bytes > 0 ? bytes : n * 96) + n + 16));
-    let off = 0;
-    buf[off++] = 0x5b; // [
+    const start = w.off;
+    w.reserve(1);
+    w.buf[w.off++] = 0x5b; // [
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
       if (i > 0) {
-        if (off + 1 > buf.length) buf = grown(buf, off, off + 1);
-        buf[off++] = 0x2c; // ,
+        w.reserve(1);
+        w.buf[w.off++] = 0x2c; // ,
       }
       if (ev.json === undefined && writer !== undefined) {
-        let end = writer(ev.data, buf, off);
+        let end = writer(ev.data, w.buf, w.off);
         while (end === NO_ROOM) {
-          buf = grown(buf, off, buf.length * 2);
-          end = writer(ev.data, buf, off);
+          w.reserve(w.buf.length - w.off + 1); // doubles
+          end = writer(ev.data, w.buf, w.off);
         }
         if (end >= 0) {
-          off = end;
+          w.off = end;
           continue;
         }
       }
       const json = ev.json ?? serialize(ev.data);
       // Worst case 3 bytes per UTF-16 unit; measured only when that might not fit.
-      if (off + json.length * 3 > buf.length) {
-        const need = off + Buffer.byteLength(json);
-        if (need > buf.length) buf = grown(buf, off, need + (bytes > off ? bytes - off : 0));
-      }
-      off += (buf as unknown as Utf8Writer).utf8Write(json, off);
+      if (w.off + json.length * 3 > w.buf.length) w.reserve(Buffer.byteLength(json) + Math.max(0, bytes - (w.off - start)));
+      w.off += (w.buf as unknown as Utf8Writer).utf8Write(json, w.off);
     }
-    if (off + 1 > buf.length) buf = grown(buf, off, off + 1);
-    buf[off++] = 0x5d; // ]
-    return buf.subarray(0, off);
+    w.reserve(1);
+    w.buf[w.off++] = 0x5d; // ]
   }
-}
-
-/** A buffer of at least `need` bytes (and twice the old size) holding the first `keep` bytes of `buf`. */
-function grown(buf: Buffer, keep: number, need: number): Buffer {
-  const next = Buffer.allocUnsafe(Math.max(buf.length * 2, need));
-  buf.copy(next, 0, 0, keep);
-  return next;
 }
 
 function encodeMeta(ev: OutgoingEvent): string {

@@ -42,8 +42,14 @@ export const redisStreamsConfigSchema = z
       })
       .strict()
       .optional(),
-    /** Extra ioredis options for every connection (advanced; the transport's own settings win). */
-    redisOptions: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Extra ioredis options for every connection (advanced; the transport's own settings win). Not
+     * `keyPrefix`: use `prefix` (the transport names its keys itself and matches them in replies).
+     */
+    redisOptions: z
+      .record(z.string(), z.unknown())
+      .refine((o) => o['keyPrefix'] === undefined, { message: 'keyPrefix is not supported here; use transport.prefix' })
+      .optional(),
     /** Key prefix: streams are `<prefix>:{<type>:<partition>}`. */
     prefix: z
       .string()

@@ -284,7 +284,7 @@ export class RedisConsumer implements TransportSubscription {
     args.push('STREAMS');
     for (const i of r.streams) args.push(this.streams[i]!.key);
     for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
-    const cmd = wireCommand(r.conn!, 'xreadgroup', args);
+    const cmd = wireCommand('xreadgroup', args);
     r.reading = cmd;
     r.readDeadline = Date.now() + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
     return send<ReadReply>(r.conn!, cmd);

@@ -3,7 +3,7 @@
  * entry per event in `entryMode: 'event'`); all entries of a write go out in one pipeline on one
  * connection of a small pool. Pool connections never run blocking reads.
  */
-import type { ChainableCommander } from 'ioredis';
+import type { ChainableCommander, Command } from 'ioredis';
 import { ConnectionError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
@@ -11,7 +11,7 @@ import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
-import { queueWire, sendWire, type WireArg } from './wire-command.js';
+import { queue, rawCommand, send, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo {
   keys: string[];
@@ -134,12 +134,12 @@ export class Publisher {
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(sendWire(client, 'xadd', args, t.routes[unit.partition]).then(noResult));
+      return this.bounded(send(client, wireCommand('xadd', args, t.routes[unit.partition]!)).then(noResult));
     }
     if (this.config.entryMode === 'batch') {
-      this.encoder.push(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type));
+      const cmd = rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type)), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(sendWire(client, 'xadd', args, t.routes[unit.partition]).then(noResult));
+      return this.bounded(send(client, cmd).then(noResult));
     }
     return this.sendMany([unit]);
   }
@@ -157,10 +157,10 @@ export class Publisher {
     const pipes: ChainableCommander[] = [];
     const pipeLen: number[] = [];
     const pipeOf = new Map<Client, number>();
-    const issue = (client: Client, args: WireArg[], route: string[]): void => {
+    const issue = (client: Client, cmd: Command): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
-        replies.push(sendWire(client, 'xadd', args, route));
+        replies.push(send(client, cmd));
         return;
       }
       let pn = pipeOf.get(client);
@@ -171,7 +171,7 @@ export class Publisher {
         pipeOf.set(client, pn);
       }
       slots.push([pn, pipeLen[pn]!++]);
-      queueWire(pipes[pn]!, 'xadd', args, route);
+      queue(pipes[pn]!, cmd);
     };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
@@ -182,15 +182,17 @@ export class Publisher {
       const serialize = this.serializer(unit.type);
       if (!perEvent || evs.length === 1) {
         const args: WireArg[] = this.xaddArgs(t, unit.partition, minId);
-        if (evs.length === 1) pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
-        else this.encoder.push(args, unit.type, this.source, evs, unit.bytes, serialize, this.writer(unit.type));
-        issue(client, args, t.routes[unit.partition]!);
+        const route = t.routes[unit.partition]!;
+        if (evs.length === 1) {
+          pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
+          issue(client, wireCommand('xadd', args, route));
+        } else issue(client, rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, serialize, this.writer(unit.type)), route));
         counts[u] = 1;
       } else {
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
           pushEventFields(args, evs[i]!, this.source, serialize);
-          issue(client, args, t.routes[unit.partition]!);
+          issue(client, wireCommand('xadd', args, t.routes[unit.partition]!));
         }
         counts[u] = evs.length;
       }

@@ -1,11 +1,16 @@
 /**
  * The hot commands (XADD, XREADGROUP, XACK) as ioredis `Command`s whose request bytes are written
- * into one Buffer, instead of ioredis's per-argument string concatenation (a dozen cons strings per
- * argument, flattened and transcoded again by the socket write). Replies, queues, reconnects and
- * cluster routing stay ioredis's: only `toWritable` differs.
+ * into one Buffer when the command is made, instead of ioredis's per-argument string concatenation
+ * (a dozen cons strings per argument, flattened and transcoded again by the socket write). ioredis
+ * sees only the arguments it needs to find the key (cluster slot); replies, queues, reconnects and
+ * cluster routing stay ioredis's. (A client-side `redisOptions.keyPrefix` is refused by the config:
+ * the bytes would not carry it.)
  */
 import { Command, type ChainableCommander } from 'ioredis';
 import type { Client } from './connection.js';
+
+/** A command argument: numbers are sent as their decimal text, as ioredis does. */
+export type WireArg = string | number | Buffer;
 
 /** Buffer's long-standing direct writers (skip `write`'s argument juggling). */
 interface DirectWrite {
@@ -13,10 +18,7 @@ interface DirectWrite {
   latin1Write(s: string, offset: number, length: number): number;
 }
 
-/** Byte lengths of the current command's arguments (reused; encoding is synchronous). */
-let lens = new Int32Array(64);
-
-function digits(n: number): number {
+export function digits(n: number): number {
   let d = 1;
   while (n >= 10) {
     n = Math.floor(n / 10);
@@ -25,94 +27,126 @@ function digits(n: number): number {
   return d;
 }
 
-/** Writes `n` (>= 0) in decimal at `off`, then CRLF; returns the offset after it. */
-function writeLength(buf: Buffer, off: number, n: number): number {
-  const end = off + digits(n);
-  for (let p = end - 1; p >= off; p--) {
-    buf[p] = 48 + (n % 10);
-    n = Math.floor(n / 10);
-  }
-  buf[end] = 13;
-  buf[end + 1] = 10;
-  return end + 2;
+/** Byte length of an argument's content. */
+export function argBytes(a: WireArg): number {
+  return typeof a === 'string' ? Buffer.byteLength(a) : typeof a === 'number' ? String(a).length : a.length;
 }
 
-/** A command argument: numbers are sent as their decimal text, as ioredis does. */
-export type WireArg = string | number | Buffer;
+/** Bytes of an argument as a RESP bulk string: `$<len>\r\n<content>\r\n`. */
+export function bulkBytes(len: number): number {
+  return 1 + digits(len) + 2 + len + 2;
+}
+
+/**
+ * Appends RESP to a growing buffer. `reserve` makes room; writes assume it was made. Bytes before
+ * `off` are kept when the buffer grows.
+ */
+export class RespWriter {
+  buf: Buffer;
+  off = 0;
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, size));
+  }
+
+  reserve(extra: number): void {
+    if (this.off + extra <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.off + extra));
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
+
+  /** `<prefix><n>\r\n` (prefix `*` for an array, `$` for a bulk string header). */
+  header(prefix: number, n: number): void {
+    const buf = this.buf;
+    buf[this.off++] = prefix;
+    const end = this.off + digits(n);
+    for (let p = end - 1; p >= this.off; p--) {
+      buf[p] = 48 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    buf[end] = 13;
+    buf[end + 1] = 10;
+    this.off = end + 2;
+  }
+
+  crlf(): void {
+    this.buf[this.off++] = 13;
+    this.buf[this.off++] = 10;
+  }
+
+  /** One bulk string of `len` content bytes (`argBytes(a)`). */
+  bulk(a: WireArg, len: number): void {
+    this.header(0x24, len);
+    const w = this.buf as unknown as DirectWrite;
+    if (typeof a === 'string') w.utf8Write(a, this.off, len);
+    else if (typeof a === 'number') w.latin1Write(String(a), this.off, len);
+    else this.buf.set(a, this.off);
+    this.off += len;
+    this.crlf();
+  }
+}
+
+/** Byte lengths of the current command's arguments (reused; encoding is synchronous). */
+let lens = new Int32Array(64);
 
 /** RESP request bytes: `*<n+1>` then `$<len>` + bytes for the name and each argument. */
 export function encodeCommand(name: string, args: readonly WireArg[]): Buffer {
   const n = args.length;
   if (lens.length < n) lens = new Int32Array(Math.max(n, lens.length * 2));
-  let size = 1 + digits(n + 1) + 2 + 1 + digits(name.length) + 2 + name.length + 2;
+  let size = 1 + digits(n + 1) + 2 + bulkBytes(name.length);
   for (let i = 0; i < n; i++) {
-    const a = args[i]!;
-    const len = typeof a === 'string' ? Buffer.byteLength(a) : typeof a === 'number' ? String(a).length : a.length;
+    const len = argBytes(args[i]!);
     lens[i] = len;
-    size += 1 + digits(len) + 2 + len + 2;
+    size += bulkBytes(len);
   }
-  const buf = Buffer.allocUnsafe(size);
-  const w = buf as unknown as DirectWrite;
-  buf[0] = 0x2a; // *
-  let off = writeLength(buf, 1, n + 1);
-  buf[off++] = 0x24; // $
-  off = writeLength(buf, off, name.length);
-  off += w.latin1Write(name, off, name.length);
-  buf[off++] = 13;
-  buf[off++] = 10;
-  for (let i = 0; i < n; i++) {
-    const a = args[i]!;
-    const len = lens[i]!;
-    buf[off++] = 0x24;
-    off = writeLength(buf, off, len);
-    if (typeof a === 'string') w.utf8Write(a, off, len);
-    else if (typeof a === 'number') w.latin1Write(String(a), off, len);
-    else buf.set(a, off);
-    off += len;
-    buf[off++] = 13;
-    buf[off++] = 10;
-  }
-  return buf;
+  const w = new RespWriter(size);
+  w.header(0x2a, n + 1);
+  w.bulk(name, name.length);
+  for (let i = 0; i < n; i++) w.bulk(args[i]!, lens[i]!);
+  return w.buf.subarray(0, w.off);
 }
 
-/**
- * A command whose request bytes were encoded when it was made (so the caller's argument array may be
- * reused at once). ioredis sees only `route`, the arguments it needs to find the keys (cluster slot).
- * With a client-side `keyPrefix` the bytes are encoded from ioredis's prefixed arguments instead.
- */
+/** A command whose request bytes were made up front; ioredis sees only `route` (to find the key). */
 class WireCommand extends Command {
-  private readonly bytes: Buffer | undefined;
-  constructor(name: string, args: readonly WireArg[], route: readonly WireArg[], keyPrefix: string | undefined) {
-    super(name, (keyPrefix ? args : route) as string[], keyPrefix ? { keyPrefix, replyEncoding: 'utf8' } : { replyEncoding: 'utf8' });
-    this.bytes = keyPrefix ? undefined : encodeCommand(name, args);
+  constructor(
+    name: string,
+    route: readonly WireArg[],
+    private readonly bytes: Buffer,
+  ) {
+    super(name, route as string[], { replyEncoding: 'utf8' });
   }
 
   override toWritable(): Buffer {
-    return this.bytes ?? encodeCommand(this.name, this.args as WireArg[]);
+    return this.bytes;
   }
 }
 
-function keyPrefixOf(target: Client | ChainableCommander): string | undefined {
-  return (target as { options?: { keyPrefix?: string } }).options?.keyPrefix || undefined;
+/**
+ * A command from its arguments (encoded now, so the caller may reuse the array); `route` defaults to
+ * all of them (pass `[key]` when the key comes first).
+ */
+export function wireCommand(name: string, args: readonly WireArg[], route: readonly WireArg[] = args): Command {
+  return new WireCommand(name, route, encodeCommand(name, args));
 }
 
-/** A command for `target`; `route` defaults to all of `args` (pass `[key]` when the key comes first). */
-export function wireCommand(target: Client | ChainableCommander, name: string, args: readonly WireArg[], route: readonly WireArg[] = args): Command {
-  return new WireCommand(name, args, route, keyPrefixOf(target));
+/** A command from request bytes made elsewhere (`route`: the arguments that locate its key). */
+export function rawCommand(name: string, bytes: Buffer, route: readonly WireArg[]): Command {
+  return new WireCommand(name, route, bytes);
 }
 
-/** Sends a command made by `wireCommand`; the reply decodes as with ioredis's own `client[name](...args)`. */
+/** Sends a command; the reply decodes as with ioredis's own `client[name](...args)`. */
 export function send<T>(client: Client, cmd: Command): Promise<T> {
   void (client as unknown as { sendCommand(c: Command): unknown }).sendCommand(cmd);
   return cmd.promise as Promise<T>;
 }
 
-/** `send(client, wireCommand(client, name, args, route))`. */
+/** `send(client, wireCommand(name, args, route))`. */
 export function sendWire<T>(client: Client, name: string, args: readonly WireArg[], route?: readonly WireArg[]): Promise<T> {
-  return send<T>(client, wireCommand(client, name, args, route));
+  return send<T>(client, wireCommand(name, args, route));
 }
 
 /** Queues a command on a pipeline (its reply comes with the pipeline's `exec`). */
-export function queueWire(pipe: ChainableCommander, name: string, args: readonly WireArg[], route?: readonly WireArg[]): void {
-  (pipe as unknown as { sendCommand(c: Command): unknown }).sendCommand(wireCommand(pipe, name, args, route));
+export function queue(pipe: ChainableCommander, cmd: Command): void {
+  (pipe as unknown as { sendCommand(c: Command): unknown }).sendCommand(cmd);
 }
