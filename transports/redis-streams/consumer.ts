@@ -76,6 +76,8 @@ class Reader {
   /** The read outstanding on `conn`, and when the watchdog gives up on it (ms). */
   reading: Command | undefined;
   readDeadline = 0;
+  /** COUNT of the last read: a reply that filled it means a backlog. */
+  lastCount = 0;
   readonly lastIds: string[];
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
@@ -244,7 +246,12 @@ export class RedisConsumer implements TransportSubscription {
           r.reading = undefined;
           if (this.closing) break;
           if (reply) {
-            if (r.conn !== undefined && this.heldEvents < this.prefetch) {
+            // A full reply means a backlog: read ahead, so Redis prepares the next one while handlers run.
+            // A short one means the reader is caught up: the next read waits until the handlers that
+            // finish at once have, and their acks go out with it (one write, not two, per event at low rates).
+            let got = 0;
+            for (const [, entries] of reply) got += entries.length;
+            if (got >= r.lastCount && r.conn !== undefined && this.heldEvents < this.prefetch) {
               ahead = this.read(r, undefined, true);
               ahead.catch(noop); // observed when awaited on the next turn
             }
@@ -285,9 +292,20 @@ export class RedisConsumer implements TransportSubscription {
     for (const i of r.streams) args.push(this.streams[i]!.key);
     for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
     const cmd = wireCommand('xreadgroup', args);
+    const conn = r.conn!;
     r.reading = cmd;
+    r.lastCount = count;
     r.readDeadline = Date.now() + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
-    return send<ReadReply>(r.conn!, cmd);
+    // Acks waiting for this reader's streams go first on the same connection, in the same write.
+    const stream = (conn as { stream?: { cork(): void; uncork(): void } }).stream;
+    if (block && this.ackScheduled && stream !== undefined) {
+      stream.cork();
+      for (const i of r.streams) this.sendAcks(this.streams[i]!, conn);
+      const p = send<ReadReply>(conn, cmd);
+      stream.uncork();
+      return p;
+    }
+    return send<ReadReply>(conn, cmd);
   }
 
   /**
@@ -556,17 +574,20 @@ export class RedisConsumer implements TransportSubscription {
 
   private flushAcks(): void {
     this.ackScheduled = false;
-    for (const s of this.streams) {
-      if (s.acks.length === 0) continue;
-      const ids = s.acks;
-      s.acks = [];
-      this.acksInFlight++;
-      ids.unshift(s.key, this.spec.group);
-      sendWire<number>(this.command, 'xack', ids, [s.key]).then(s.retry ? () => this.deleteAcked(s, ids) : this.ackSettled, (e: unknown) => {
-        this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
-        this.ackSettled();
-      });
-    }
+    for (const s of this.streams) this.sendAcks(s, this.command);
+  }
+
+  /** One XACK of what stream `s` has finished, on `conn` (the command connection, or an idle reader's). */
+  private sendAcks(s: StreamInfo, conn: Client): void {
+    if (s.acks.length === 0) return;
+    const ids = s.acks;
+    s.acks = [];
+    this.acksInFlight++;
+    ids.unshift(s.key, this.spec.group);
+    sendWire<number>(conn, 'xack', ids, [s.key]).then(s.retry ? () => this.deleteAcked(s, ids) : this.ackSettled, (e: unknown) => {
+      this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
+      this.ackSettled();
+    });
   }
 
   /** Retry-stream entries are deleted once acked (`ids` is the XACK's arguments: key, group, ids). */
