@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { BatchingConfig } from '../../src/index.js';
 import { benchBus } from './bus.js';
 import { LatencyRecorder, openLoop } from './latency.js';
-import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter } from './payload.js';
+import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter, type TickPayload } from './payload.js';
 import type { Measured, RunContext } from './types.js';
 
 export interface LatencyOptions {
@@ -103,7 +103,9 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const workers = c.consumers;
   const payloads = tickPayloads(n);
   // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured.
-  const warm = tickPayloads(Math.max(64, workers * 16), n);
+  // Warm-up events as on the main thread (WARM_EVENTS, sent the same way), and at least enough to start
+  // every worker.
+  const warm = tickPayloads(Math.max(64, workers * 16, Math.min(n, WARM_EVENTS)), n);
   const total = n + warm.length;
   const epoch = hrNs();
   const shared = {
@@ -129,33 +131,32 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       target,
       idleMs,
     );
+  const openLoopMode = o.open && c.rate > 0;
+  const send = async (list: TickPayload[]) => {
+    if (openLoopMode) {
+      // openLoop's intended times are performance.now() ms; map them onto the hrtime clock once.
+      const hr0 = hrNs() - epoch;
+      const perf0 = performance.now();
+      await openLoop(list.length, c.rate, (i, intended) => {
+        const p = list[i]!;
+        p.t = Math.round(hr0 + (intended - perf0) * 1e6);
+        bus.publish('bench.tick', p).catch(fail);
+      });
+    } else {
+      for (const p of list) {
+        p.t = hrNs() - epoch;
+        bus.publish('bench.tick', p).catch(fail);
+      }
+    }
+  };
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);
-    for (const w of warm) {
-      w.t = hrNs() - epoch;
-      bus.publish('bench.tick', w).catch(fail);
-    }
+    await send(warm);
     await waitUnique(warm.length, 30_000);
     Atomics.store(received, 0, 0);
     Atomics.store(unique, 0, 0);
-    const openLoopMode = o.open && c.rate > 0;
     await ctx.timed(async () => {
-      if (openLoopMode) {
-        // openLoop's intended times are performance.now() ms; map them onto the hrtime clock once.
-        const hr0 = hrNs() - epoch;
-        const perf0 = performance.now();
-        await openLoop(n, c.rate, (i, intended) => {
-          const p = payloads[i]!;
-          p.t = Math.round(hr0 + (intended - perf0) * 1e6);
-          bus.publish('bench.tick', p).catch(fail);
-        });
-      } else {
-        for (let i = 0; i < n; i++) {
-          const p = payloads[i]!;
-          p.t = hrNs() - epoch;
-          bus.publish('bench.tick', p).catch(fail);
-        }
-      }
+      await send(payloads);
       await waitUnique(n, 10_000);
     });
     const rec = new LatencyRecorder();
@@ -168,7 +169,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       received: Atomics.load(received, 0),
       unique: Atomics.load(unique, 0),
       latency: rec.summary(openLoopMode ? 'open' : 'closed'),
-      extra: { workers, payloadBytes: bytes },
+      extra: { workers, payloadBytes: bytes, warmupEvents: warm.length },
       notes,
       verifiedBy: 'payload ids counted by the worker handlers in shared memory',
     };
