@@ -94,7 +94,6 @@ export abstract class CodeGen<F> {
   }
 }
 
-
 /**
  * `make()` once per schema object (per cache): buses built from the same event definitions share the
  * compiled functions, and with them what the JIT learnt, instead of compiling cold copies.

@@ -194,9 +194,9 @@ class WriterCompiler extends CodeGen<JsonWriter> {
   }
 }
 
-/** A byte writer for the parsed output of `schema`, or undefined when only the string encoders will do. */
 const writers = new WeakMap<z.ZodType, JsonWriter | null>();
 
+/** A byte writer for the parsed output of `schema`, or undefined when only the string encoders will do (made once per schema object). */
 export function compileJsonWriter(schema: z.ZodType): JsonWriter | undefined {
   return compiledOnce(writers, schema, () => new WriterCompiler().compile(schema));
 }

@@ -177,12 +177,13 @@ class ValidatorCompiler extends CodeGen<Validator> {
   }
 }
 
+const validators = new WeakMap<z.ZodType, Validator | null>();
+
 /**
  * A validator for `schema` that returns the parsed output, or INVALID when zod must decide (then call
  * `schema.safeParse` for the verdict and its issues). Undefined when code generation is unavailable.
+ * Made once per schema object.
  */
-const validators = new WeakMap<z.ZodType, Validator | null>();
-
 export function compileValidator(schema: z.ZodType): Validator | undefined {
   return compiledOnce(validators, schema, () => new ValidatorCompiler().compile(schema));
 }

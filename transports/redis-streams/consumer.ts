@@ -73,8 +73,9 @@ interface StreamInfo {
 class Reader {
   conn: Client | undefined;
   drainPending = true;
-  /** The read outstanding on `conn`, and when the watchdog gives up on it (ms). */
+  /** The read outstanding on `conn`, when it was sent and when the watchdog gives up on it (ms). */
   reading: Command | undefined;
+  readSince = 0;
   readDeadline = 0;
   /** COUNT of the last read: a reply that filled it means a backlog. */
   lastCount = 0;
@@ -295,7 +296,8 @@ export class RedisConsumer implements TransportSubscription {
     const conn = r.conn!;
     r.reading = cmd;
     r.lastCount = count;
-    r.readDeadline = Date.now() + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
+    r.readSince = Date.now();
+    r.readDeadline = r.readSince + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
     // Acks waiting for this reader's streams go first on the same connection, in the same write.
     const stream = (conn as { stream?: { cork(): void; uncork(): void } }).stream;
     if (block && this.ackScheduled && stream !== undefined) {
@@ -319,7 +321,7 @@ export class RedisConsumer implements TransportSubscription {
       const cmd = r.reading;
       // A reply that came while the loop was busy elsewhere is not a hang (ioredis marks it resolved).
       if (cmd === undefined || (cmd as { isResolved?: boolean }).isResolved === true || now < r.readDeadline || this.closing) continue;
-      this.logger.warn({ group: this.spec.group, ms: now - r.readDeadline + this.opts.blockMs + this.opts.watchdogMs }, 'blocking read outlived its watchdog; replacing the connection');
+      this.logger.warn({ group: this.spec.group, ms: now - r.readSince }, 'blocking read outlived its watchdog; replacing the connection');
       r.reading = undefined;
       const old = r.conn;
       r.conn = undefined;
