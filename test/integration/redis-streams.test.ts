@@ -57,6 +57,24 @@ describe('redis-streams: wire format round trip', () => {
     expect(times.filter((_: number, i: number) => i % 2 === 1).reduce((a: number, b: number) => a + b, 0)).toBe(payloads.length);
   });
 
+  it('a caught-up consumer acks as it goes: one-at-a-time publishes leave nothing pending, none redelivered', async () => {
+    // Each reply holds one entry (fewer than COUNT), so the acks ride with the next read on the read connection.
+    const prefix = uniquePrefix('caughtup');
+    const b = await bus({ partitions: 1 }, prefix);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead, minIdleMs: 60_000 }, (e) => void seen.push(e.data.seq));
+    const admin = await (b.transport as RedisStreamsTransport).admin();
+    for (const o of orders(30)) {
+      const before = seen.length;
+      await b.publish('order.created', o);
+      await waitFor(() => seen.length === before + 1, 5000, `event ${o.seq}`);
+    }
+    await waitFor(async () => (await admin.pending('order.created', 'g')).total === 0, 2000, 'no pending entries');
+    expect(seen).toEqual(orders(30).map((o) => o.seq));
+    await sleep(300); // nothing comes back
+    expect(seen).toHaveLength(30);
+  });
+
   it('per-event entries: one entry per event, readable without eventlane', async () => {
     const prefix = uniquePrefix('event');
     const b = await bus({ partitions: 1, entryMode: 'event' }, prefix);
