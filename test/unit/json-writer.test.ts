@@ -56,6 +56,13 @@ describe('compileJsonWriter', () => {
     same(allOptional, { a: 'x', c: false });
   });
 
+  it('writes integers as JSON.stringify does at every digit count and sign', () => {
+    const n = z.object({ v: z.number() });
+    const values = [0, -0, 2 ** 31 - 1, -(2 ** 31) + 1, 2 ** 31, -(2 ** 31)];
+    for (let p = 1; p <= 1e9; p *= 10) values.push(p - 1, p, p + 1, -p, -(p - 1), 2 * p - 1);
+    for (const v of values) same(n, { v });
+  });
+
   it('matches JSON.stringify on random values, or asks for the string encoder when a string needs it', () => {
     const chars = 'aZ09 ~!"\\\n\t\u0001\u007fé☃😀';
     const str = () => Array.from({ length: Math.floor(Math.random() * (Math.random() < 0.2 ? 80 : 12)) }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
