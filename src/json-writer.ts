@@ -24,9 +24,13 @@ export const NO_ROOM = -2;
 /** Longest text of a number (`String(-1.2345678901234567e-308)` is 24 characters). */
 const NUMBER_ROOM = 24;
 
-/** Buffer's long-standing direct latin1 writer (skips `write`'s argument handling). */
-interface Latin1Writable {
-  latin1Write(s: string, offset: number): number;
+/**
+ * A Buffer with its long-standing direct writers (they skip `write`'s argument handling); every byte
+ * writer of the library (JSON writers, native records, Redis requests) uses these.
+ */
+export interface DirectBuffer extends Buffer {
+  utf8Write(s: string, offset: number, length?: number): number;
+  latin1Write(s: string, offset: number, length?: number): number;
 }
 
 /** Copies a string known to be ASCII; the caller checked the room. */
@@ -43,7 +47,7 @@ function writeString(s: string, b: Buffer, o: number): number {
   if (n > 32) {
     // Long: one regular-expression scan, then one native copy.
     if (!PLAIN.test(s)) return NEEDS_STRING;
-    o += (b as unknown as Latin1Writable).latin1Write(s, o);
+    o += (b as DirectBuffer).latin1Write(s, o);
   } else {
     for (let i = 0; i < n; i++) {
       const c = s.charCodeAt(i);

@@ -9,7 +9,7 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
-import { NEEDS_STRING, NO_ROOM, type JsonWriter } from '../../src/json-writer.js';
+import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 
 /**
  * A batch of records ready for `PartitionCore.push`: UTF-8 bytes back to back, with each record's byte and
@@ -33,14 +33,10 @@ interface Extras {
   t?: number;
 }
 
-interface Utf8Writable extends Buffer {
-  utf8Write(s: string, offset: number): number;
-}
-
 const ID_LEN = 26;
 const HEADER = ID_LEN + 13 + 1;
 const NO_ID = ' '.repeat(ID_LEN);
-let scratch = Buffer.allocUnsafeSlow(1 << 20) as Utf8Writable;
+let scratch = Buffer.allocUnsafeSlow(1 << 20) as DirectBuffer;
 /** `scratch` as a DataView: headers are copied four bytes at a time. */
 let scratchView = viewOf(scratch);
 
@@ -49,7 +45,7 @@ function viewOf(b: Buffer): DataView {
 }
 
 function setScratch(b: Buffer): void {
-  scratch = b as Utf8Writable;
+  scratch = b as DirectBuffer;
   scratchView = viewOf(b);
 }
 let lensBuf = new Uint32Array(4096);
@@ -123,7 +119,7 @@ function timeText(t: number): string {
 
 /** Grows the scratch memory to hold `need` bytes, keeping its first `keep` bytes. */
 function growScratch(need: number, keep: number): void {
-  const next = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, need)) as Utf8Writable;
+  const next = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, need)) as DirectBuffer;
   scratch.copy(next, 0, 0, keep);
   setScratch(next);
 }
@@ -138,7 +134,7 @@ function writeText(rec: string, o: number): number {
 }
 
 /** The unit's ids back to back (26 bytes each), when they are all ASCII: see `writeRecords`. */
-let idScratch = Buffer.allocUnsafeSlow(ID_LEN * 4096) as Utf8Writable;
+let idScratch = Buffer.allocUnsafeSlow(ID_LEN * 4096) as DirectBuffer;
 let idView = viewOf(idScratch);
 
 /**
@@ -155,7 +151,7 @@ function writeIds(events: readonly OutgoingEvent[]): boolean {
     ids += id.length === ID_LEN ? id : NO_ID;
   }
   if (idScratch.length < ids.length * 3) {
-    idScratch = Buffer.allocUnsafeSlow(ids.length * 3) as Utf8Writable;
+    idScratch = Buffer.allocUnsafeSlow(ids.length * 3) as DirectBuffer;
     idView = viewOf(idScratch);
   }
   return idScratch.utf8Write(ids, 0) === ids.length;

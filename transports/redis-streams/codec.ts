@@ -5,15 +5,10 @@
  */
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
-import { NO_ROOM, type JsonWriter } from '../../src/json-writer.js';
+import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
 
 export const WIRE_VERSION = '1';
-
-/** Buffer's undocumented but long-standing direct utf8 writer (skips `write`'s argument juggling). */
-interface Utf8Writer {
-  utf8Write(s: string, offset: number): number;
-}
 
 /** Width of eventlane ids; a batch whose ids all have it stores them concatenated. */
 export const ID_WIDTH = 26;
@@ -130,7 +125,7 @@ export class BatchEncoder {
       const json = ev.json ?? serialize(ev.data);
       // Worst case 3 bytes per UTF-16 unit; measured only when that might not fit.
       if (w.off + json.length * 3 > w.buf.length) w.reserve(Buffer.byteLength(json) + Math.max(0, bytes - (w.off - start)));
-      w.off += (w.buf as unknown as Utf8Writer).utf8Write(json, w.off);
+      w.off += (w.buf as DirectBuffer).utf8Write(json, w.off);
     }
     w.reserve(1);
     w.buf[w.off++] = 0x5d; // ]

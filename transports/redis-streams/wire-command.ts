@@ -7,16 +7,11 @@
  * the bytes would not carry it.)
  */
 import { Command, type ChainableCommander } from 'ioredis';
+import type { DirectBuffer } from '../../src/json-writer.js';
 import type { Client } from './connection.js';
 
 /** A command argument: numbers are sent as their decimal text, as ioredis does. */
 export type WireArg = string | number | Buffer;
-
-/** Buffer's long-standing direct writers (skip `write`'s argument juggling). */
-interface DirectWrite {
-  utf8Write(s: string, offset: number, length: number): number;
-  latin1Write(s: string, offset: number, length: number): number;
-}
 
 export function digits(n: number): number {
   let d = 1;
@@ -78,7 +73,7 @@ export class RespWriter {
   /** One bulk string of `len` content bytes (`argBytes(a)`). */
   bulk(a: WireArg, len: number): void {
     this.header(0x24, len);
-    const w = this.buf as unknown as DirectWrite;
+    const w = this.buf as DirectBuffer;
     if (typeof a === 'string') w.utf8Write(a, this.off, len);
     else if (typeof a === 'number') w.latin1Write(String(a), this.off, len);
     else this.buf.set(a, this.off);
