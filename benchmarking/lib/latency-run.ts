@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import type { BatchingConfig } from '../../src/index.js';
 import { benchBus } from './bus.js';
-import { LatencyRecorder, openLoop } from './latency.js';
+import { LatencyRecorder, paced } from './latency.js';
 import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter, type TickPayload } from './payload.js';
 import type { Measured, RunContext } from './types.js';
 
@@ -45,19 +45,11 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
     failed++;
   };
   const openLoopMode = o.open && c.rate > 0;
-  const send = async (from: number, count: number) => {
-    if (openLoopMode) {
-      await openLoop(count, c.rate, (i, intended) => {
-        sendAt[from + i] = intended;
-        bus.publish(type as 'bench.sized', payloads[from + i] as never).catch(fail);
-      });
-    } else {
-      for (let i = from; i < from + count; i++) {
-        sendAt[i] = performance.now();
-        bus.publish(type as 'bench.sized', payloads[i] as never).catch(fail);
-      }
-    }
-  };
+  const send = (from: number, count: number) =>
+    paced(count, openLoopMode ? c.rate : 0, (i, at) => {
+      sendAt[from + i] = at;
+      bus.publish(type as 'bench.sized', payloads[from + i] as never).catch(fail);
+    });
   try {
     for (let k = 0; k < c.consumers; k++) {
       await bus.subscribe(type, { group: 'latency', consumer: `consumer-${k}`, concurrency: 1 }, (e) => {
@@ -132,22 +124,15 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       idleMs,
     );
   const openLoopMode = o.open && c.rate > 0;
-  const send = async (list: TickPayload[]) => {
-    if (openLoopMode) {
-      // openLoop's intended times are performance.now() ms; map them onto the hrtime clock once.
-      const hr0 = hrNs() - epoch;
-      const perf0 = performance.now();
-      await openLoop(list.length, c.rate, (i, intended) => {
-        const p = list[i]!;
-        p.t = Math.round(hr0 + (intended - perf0) * 1e6);
-        bus.publish('bench.tick', p).catch(fail);
-      });
-    } else {
-      for (const p of list) {
-        p.t = hrNs() - epoch;
-        bus.publish('bench.tick', p).catch(fail);
-      }
-    }
+  const send = (list: TickPayload[]) => {
+    // Send times are performance.now() ms; map them onto the hrtime clock once.
+    const hr0 = hrNs() - epoch;
+    const perf0 = performance.now();
+    return paced(list.length, openLoopMode ? c.rate : 0, (i, at) => {
+      const p = list[i]!;
+      p.t = Math.round(hr0 + (at - perf0) * 1e6);
+      bus.publish('bench.tick', p).catch(fail);
+    });
   };
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);

@@ -40,6 +40,18 @@ export class LatencyRecorder {
 }
 
 /**
+ * Calls `send(i, atMs)` for i in [0, count): open loop at `rate` per second when `rate > 0` (`atMs` is
+ * the intended send time), else as one synchronous burst (`atMs` is performance.now() at the call).
+ */
+export async function paced(count: number, rate: number, send: (i: number, atMs: number) => void): Promise<void> {
+  if (rate > 0) {
+    await openLoop(count, rate, send);
+    return;
+  }
+  for (let i = 0; i < count; i++) send(i, performance.now());
+}
+
+/**
  * Calls `send(i, intendedMs)` for i in [0, count) at `rate` per second, each as soon as its intended
  * time has come. Uses setImmediate when the next send is near (timers are too coarse for 100 us
  * spacing) and setTimeout when it is more than 2 ms away. Resolves after the last send.
