@@ -143,7 +143,7 @@ function encodeMeta(ev: OutgoingEvent): string {
 
 /** Appends the field/value pairs of a per-event entry to `out`. */
 export function pushEventFields(out: (string | number)[], ev: OutgoingEvent, source: string, serialize: Encode = JSON.stringify): void {
-  out.push('v', WIRE_VERSION, 'kind', 'event', 'id', ev.id, 'type', ev.type, 'source', source, 'time', ev.time, 'data', ev.json ?? serialize(ev.data));
+  out.push('v', WIRE_VERSION, 'kind', 'event', 'id', ev.id, 'type', ev.type, 'source', source, 'time', String(ev.time), 'data', ev.json ?? serialize(ev.data));
   if (ev.key !== undefined) out.push('key', ev.key);
   if (ev.correlationId !== undefined) out.push('correlationId', ev.correlationId);
   if (ev.causationId !== undefined) out.push('causationId', ev.causationId);

@@ -68,7 +68,7 @@ export class Publisher {
         keys: Array.from({ length: n }, (_, p) => streamKey(this.config.prefix, type, p)),
         routes: Array.from({ length: n }, (_, p) => [streamKey(this.config.prefix, type, p)]),
         conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
-        trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', maxLen] : undefined,
+        trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', String(maxLen)] : undefined,
         minIdAgeMs,
       };
       this.types.set(type, t);

@@ -10,7 +10,7 @@ import { Command, type ChainableCommander } from 'ioredis';
 import type { DirectBuffer } from '../../src/json-writer.js';
 import type { Client } from './connection.js';
 
-/** A command argument: numbers are sent as their decimal text, as ioredis does. */
+/** A command argument: numbers are sent as their decimal text, as ioredis does (converted twice here: pass text on hot paths). */
 export type WireArg = string | number | Buffer;
 
 export function digits(n: number): number {
