@@ -1,8 +1,8 @@
 /**
  * The `native` transport: events of each (type, consumer group) go through per-partition lock-free rings
  * in the partition core (the N-API addon, or its SharedArrayBuffer fallback). One core call per unit and
- * group. The last `retain` events of each partition are also kept (as encoded batches, no copy) so a group
- * created later with `startFrom: '0'` can read them.
+ * group. The last `retain` events of each partition are also kept (`History`) so a group created later
+ * with `startFrom: '0'` can read them.
  */
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
@@ -23,6 +23,7 @@ import type {
 import { createCore, PushMode, toRingStats, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
+import { History } from './history.js';
 import { copyBatch, encodeEvents, type EncodedBatch } from './record.js';
 
 const MODE = {
@@ -32,22 +33,12 @@ const MODE = {
   error: PushMode.allOrNothing,
 } as const;
 
-/** Encoded units kept per partition for groups that start from '0'. */
-class History {
-  readonly chunks: EncodedBatch[] = [];
-  events = 0;
-  add(b: EncodedBatch, limit: number): void {
-    this.chunks.push(copyBatch(b));
-    this.events += b.n;
-    while (this.chunks.length > 1 && this.events - this.chunks[0]!.n >= limit) this.events -= this.chunks.shift()!.n;
-  }
-}
-
 class Topic {
   readonly groups = new Map<string, NativeGroup>();
+  /** Per partition; empty when nothing is retained. */
   readonly history: History[];
-  constructor(partitions: number) {
-    this.history = Array.from({ length: partitions }, () => new History());
+  constructor(partitions: number, retain: number) {
+    this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
   }
 }
 
@@ -107,7 +98,7 @@ export class NativeTransport implements Transport {
 
   private topic(type: string): Topic {
     let t = this.topics.get(type);
-    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions)));
+    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions, this.config.retain)));
     return t;
   }
 
@@ -126,7 +117,7 @@ export class NativeTransport implements Transport {
       let batch: EncodedBatch;
       try {
         batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
-        if (this.config.retain > 0) topic.history[unit.partition]!.add(batch, this.config.retain);
+        topic.history[unit.partition]?.add(batch);
         for (const group of topic.groups.values()) {
           const ring = `${group.lane}:${unit.partition}`;
           const before = this.blocked.get(ring);
@@ -245,7 +236,7 @@ export class NativeTransport implements Transport {
   /** Copies the retained history into a new group's rings (what does not fit waits, as under `block`). */
   private replay(topic: Topic, group: NativeGroup): void {
     topic.history.forEach((h, partition) => {
-      for (const chunk of h.chunks) {
+      for (const chunk of h.chunks()) {
         const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
           const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { History } from '../../transports/native/history.js';
+import type { EncodedBatch } from '../../transports/native/record.js';
+
+/** A batch of records `r<i>` padded to `size` bytes each (ASCII, so bytes = chars). */
+function batch(from: number, n: number, size = 16): EncodedBatch {
+  const recs = Array.from({ length: n }, (_, k) => `r${from + k}`.padEnd(size, '.'));
+  return {
+    bytes: new Uint8Array(Buffer.from(recs.join(''))),
+    lens: Uint32Array.from(recs, (r) => r.length),
+    chars: Uint32Array.from(recs, (r) => r.length),
+    n,
+  };
+}
+
+/** Every record held, oldest first. */
+function records(h: History): string[] {
+  const out: string[] = [];
+  for (const c of h.chunks()) {
+    expect(c.lens.length).toBe(c.n);
+    let off = 0;
+    for (let i = 0; i < c.n; i++) {
+      out.push(Buffer.from(c.bytes.subarray(off, off + c.lens[i]!)).toString().replace(/\.+$/, ''));
+      off += c.lens[i]!;
+    }
+    expect(off).toBe(c.bytes.length);
+  }
+  return out;
+}
+
+describe('native retained history', () => {
+  it('keeps the newest events in order, at least `limit` of them, one-event units or many', () => {
+    const h = new History(10_000);
+    let next = 0;
+    for (let u = 0; u < 30_000; u++) h.add(batch(next++, 1));
+    for (let u = 0; u < 30; u++) {
+      h.add(batch(next, 500));
+      next += 500;
+    }
+    const got = records(h);
+    expect(got.length).toBe(h.events);
+    expect(got.length).toBeGreaterThanOrEqual(10_000);
+    // Whole blocks are dropped, so at most one block (4,096 records) beyond the limit is kept.
+    expect(got.length).toBeLessThan(10_000 + 4096 + 500);
+    const first = next - got.length;
+    expect(got).toEqual(Array.from({ length: got.length }, (_, k) => `r${first + k}`));
+  });
+
+  it('copies what it keeps: the caller may reuse the batch memory', () => {
+    const h = new History(100);
+    const b = batch(0, 3);
+    h.add(b);
+    b.bytes.fill(0x21);
+    b.lens.fill(1);
+    expect(records(h)).toEqual(['r0', 'r1', 'r2']);
+  });
+
+  it('holds a unit larger than a block whole, and ignores empty units', () => {
+    const h = new History(5);
+    h.add(batch(0, 0));
+    h.add(batch(0, 2, 200_000)); // 400 KB: more than one block's 256 KiB
+    h.add(batch(2, 1));
+    expect(records(h)).toEqual(['r0', 'r1', 'r2']);
+    for (let i = 3; i < 20_000; i++) h.add(batch(i, 1));
+    const got = records(h);
+    expect(got.at(-1)).toBe('r19999');
+    expect(got.length).toBeGreaterThanOrEqual(5);
+    expect(got.length).toBeLessThanOrEqual(4096 + 5);
+  });
+});
