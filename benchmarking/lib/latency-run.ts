@@ -132,7 +132,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       const p = list[i]!;
       p.t = Math.round(hr0 + (at - perf0) * 1e6);
       bus.publish('bench.tick', p).catch(fail);
-    });
+    }, 'spin');
   };
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);
