@@ -68,7 +68,42 @@ function writeNumber(v: number, b: Buffer, o: number): number {
     b[o] = 0x2d;
     return writeUint31(-v, b, o + 1);
   }
+  if (v > -2147483648 && v < 2147483648) {
+    const end = writeShortDecimal(v, b, o);
+    if (end > 0) return end;
+  }
   return copyAscii(Number.isFinite(v) ? String(v) : 'null', b, o);
+}
+
+const POW10 = [1, 10, 100, 1000, 10000, 100000, 1000000];
+
+/**
+ * A non-integer below 2^31 in magnitude with at most 6 decimals in its shortest form (prices, rates:
+ * `150.25`), without `String(v)`: the first k for which m = round(|v| * 10^k) gives m / 10^k === v is
+ * the digit count of the shortest decimal that reads back as v, which is what JSON.stringify writes.
+ * Below 2^31 a double's spacing is under 10^-6, so that decimal is the only one with k digits. Returns
+ * -1 when v needs more than 6 decimals (the caller uses String(v)).
+ */
+function writeShortDecimal(v: number, b: Buffer, o: number): number {
+  const a = v < 0 ? -v : v;
+  for (let k = 1; k <= 6; k++) {
+    const p = POW10[k]!;
+    const m = Math.round(a * p);
+    if (m / p !== a) continue;
+    const whole = Math.floor(a);
+    let frac = m - whole * p;
+    if (v < 0) b[o++] = 0x2d;
+    o = writeUint31(whole, b, o);
+    b[o] = 0x2e;
+    // k digits, leading zeros included (0.05 is "0.05"); the last is never 0, or a smaller k would have matched.
+    for (let i = o + k; i > o; i--) {
+      const q = (frac / 10) | 0;
+      b[i] = 48 + frac - q * 10;
+      frac = q;
+    }
+    return o + k + 1;
+  }
+  return -1;
 }
 
 /** The ASCII digits of 00..99, two bytes each. */

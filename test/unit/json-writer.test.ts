@@ -63,6 +63,30 @@ describe('compileJsonWriter', () => {
     for (const v of values) same(n, { v });
   });
 
+  it('writes decimals as JSON.stringify does: short ones digit by digit, the rest through String', () => {
+    const n = z.object({ v: z.number() });
+    const w = compileJsonWriter(n)!;
+    const buf = Buffer.alloc(64);
+    const check = (v: number) => {
+      const end = w({ v }, buf, 0);
+      if (buf.toString('latin1', 0, end) !== JSON.stringify({ v })) expect(buf.toString('latin1', 0, end)).toBe(JSON.stringify({ v }));
+    };
+    const fixed = [0.1, 0.2, 0.1 + 0.2, 1.1, 150.25, 0.05, 0.000001, 0.0000015, 1e-7, 2.5e-7, 0.999999, 0.9999995, 2147483647.5, -2147483647.5, 2147483648.5, 1073741824.000001, 4.35, 1.005, 123456.789012, 9007199254740.5];
+    for (const v of fixed) {
+      check(v);
+      check(-v);
+    }
+    // Random decimals of every digit count 1..8 and magnitude, and random doubles (String's path).
+    for (let i = 0; i < 200_000; i++) {
+      const k = 1 + (i % 8);
+      const whole = Math.floor(Math.random() * 10 ** (i % 11));
+      const v = whole + Math.floor(Math.random() * 10 ** k) / 10 ** k;
+      check(v);
+      check(-v);
+      check(Math.random() * 10 ** ((i % 14) - 4));
+    }
+  });
+
   it('matches JSON.stringify on random values, or asks for the string encoder when a string needs it', () => {
     const chars = 'aZ09 ~!"\\\n\t\u0001\u007fé☃😀';
     const str = () => Array.from({ length: Math.floor(Math.random() * (Math.random() < 0.2 ? 80 : 12)) }, () => chars[Math.floor(Math.random() * chars.length)]).join('');
