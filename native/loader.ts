@@ -94,8 +94,14 @@ class NativeCore implements PartitionCore {
   push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
     return this.c.push(lane, partition, bytes, byteLens, charLens, n, mode);
   }
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null {
-    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs);
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false): string | null {
+    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs, hold);
+  }
+  ack(lane: number, partition: number, first: number, count: number): void {
+    this.c.ack(lane, partition, first, count);
+  }
+  takeHeld(lane: number, partition: number): [string, Uint32Array] | null {
+    return this.c.takeHeld(lane, partition);
   }
   stats(lane: number, partition: number): number[] {
     return this.c.stats(lane, partition);

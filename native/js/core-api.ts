@@ -45,11 +45,22 @@ export interface PartitionCore {
   push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number;
   /**
    * Pops up to `max` records from the first non-empty ring of `parts[0..nParts)` (round-robin from `start`).
-   * `info[0]` receives the count, `info[1]` the partition. With `waitUs > 0` (worker threads only) it spins
-   * for `spinUs`, then sleeps until data, close, or `waitUs` (capped at 50 ms). Returns null when empty.
-   * `offs` (max + 1 entries) receives each record's start in the returned string and the end.
+   * `info[0]` receives the count, `info[1]` the partition and, when `info` has a third entry, `info[2]` the
+   * position of the first record. With `waitUs > 0` (worker threads only) it spins for `spinUs`, then sleeps
+   * until data, close, or `waitUs` (capped at 50 ms). Returns null when empty. `offs` (max + 1 entries)
+   * receives each record's start in the returned string and the end. With `hold`, the records keep their
+   * room in the ring until `ack` (a consumer thread that dies holding them leaves them to `takeHeld`);
+   * otherwise they are acknowledged at once.
    */
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null;
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold?: boolean): string | null;
+  /** Acknowledges `count` records popped with `hold` from `partition`, the first at position `first`; any order. */
+  ack(lane: number, partition: number, first: number, count: number): void;
+  /**
+   * The records of a ring popped with `hold` and not acknowledged, oldest first, as `[text, offs]` (offs:
+   * each record's start in `text` and the end), acknowledged now; null when there are none. For the main
+   * thread after a consumer thread died; records held by a live consumer of the ring are taken too.
+   */
+  takeHeld(lane: number, partition: number): [string, Uint32Array] | null;
   /** [pushed, popped, droppedNewest, droppedOldest, rejected, size] */
   stats(lane: number, partition: number): number[];
   /** Wakes threads waiting in `pop` on the lane. */

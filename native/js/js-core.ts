@@ -1,8 +1,9 @@
 /**
  * Pure-JS partition core (SharedArrayBuffer + Atomics) with the addon's semantics, used when no binary
- * loads or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots {offset, length, end} into a byte arena,
- * free-running 32-bit positions, claim at the head with a CAS and release in order. One producer thread per
- * ring (the thread that owns the transport).
+ * loads, or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots {offset, length, end} into a byte arena,
+ * free-running 32-bit positions, claim at the head with a CAS; claimed records are acknowledged in any order
+ * (a per-slot done mark holding position + 1) and the release head moves over the done ones in a row. One
+ * producer thread per ring (the thread that owns the transport).
  */
 import { PushMode, roundUpPow2, type PartitionCore, type SharedCoreHandle } from './core-api.js';
 
@@ -16,7 +17,10 @@ const REL_ARENA = 49;
 // Per-ring wake-up word (consumers of this partition alone sleep on it) and its sleeper count.
 const RING_SEQ = 64;
 const RING_WAITERS = 80;
-const CTL_INTS = 96;
+// Moving the release head: a try-lock, and a flag that asks its holder to look again.
+const ADV_LOCK = 96;
+const ADV_AGAIN = 112;
+const CTL_INTS = 128;
 // Lane control block: wake-up sequence and sleeper count.
 const SEQ = 0;
 const WAITERS = 16;
@@ -25,6 +29,8 @@ interface RingState {
   ctl: SharedArrayBuffer;
   counters: SharedArrayBuffer;
   slots: SharedArrayBuffer;
+  /** Per slot: its position + 1 once acknowledged in this lap. */
+  done: SharedArrayBuffer;
   arena: SharedArrayBuffer;
 }
 interface LaneState {
@@ -42,6 +48,7 @@ class JsRing {
   readonly ctl: Int32Array;
   readonly counters: Float64Array;
   readonly slots: Int32Array;
+  readonly done: Int32Array;
   readonly arena: Buffer;
   constructor(
     readonly state: RingState,
@@ -51,6 +58,7 @@ class JsRing {
     this.ctl = new Int32Array(state.ctl);
     this.counters = new Float64Array(state.counters);
     this.slots = new Int32Array(state.slots);
+    this.done = new Int32Array(state.done);
     this.arena = Buffer.from(state.arena);
   }
   static create(cap: number, arenaBytes: number): JsRing {
@@ -59,6 +67,7 @@ class JsRing {
         ctl: new SharedArrayBuffer(CTL_INTS * 4),
         counters: new SharedArrayBuffer(8 * 8),
         slots: new SharedArrayBuffer(cap * 16),
+        done: new SharedArrayBuffer(cap * 4),
         arena: new SharedArrayBuffer(arenaBytes),
       },
       cap,
@@ -68,26 +77,71 @@ class JsRing {
   size(): number {
     return (Atomics.load(this.ctl, COMMIT) - Atomics.load(this.ctl, HEAD)) >>> 0;
   }
-  /** Releases [h, h+k) in order, after any earlier claim was released. */
-  release(h: number, k: number): void {
-    const end = this.slots[(((h + k - 1) & (this.cap - 1)) * 4) + 2]!;
-    while (Atomics.load(this.ctl, REL_SLOT) !== (h | 0)) {
-      /* a concurrent claim is being released; it takes nanoseconds */
-    }
-    Atomics.store(this.ctl, REL_ARENA, end);
-    Atomics.store(this.ctl, REL_SLOT, (h + k) | 0);
+  /** Acknowledges the claimed records at positions [h, h+k); any thread, any order. */
+  ack(h: number, k: number): void {
+    const mask = this.cap - 1;
+    for (let i = 0; i < k; i++) Atomics.store(this.done, (h + i) & mask, (h + i + 1) | 0);
+    this.advance();
   }
+
+  /**
+   * Moves the release head over every acknowledged slot in a row. One thread at a time (a try-lock); a
+   * thread that finds it taken raises ADV_AGAIN first, so the holder looks again before it lets go.
+   */
+  private advance(): void {
+    const { ctl, done, slots } = this;
+    const mask = this.cap - 1;
+    for (;;) {
+      Atomics.store(ctl, ADV_AGAIN, 1);
+      if (Atomics.compareExchange(ctl, ADV_LOCK, 0, 1) !== 0) return;
+      while (Atomics.exchange(ctl, ADV_AGAIN, 0) === 1) {
+        const from = Atomics.load(ctl, REL_SLOT);
+        const to = Atomics.load(ctl, HEAD);
+        let e = from;
+        while (e !== to && Atomics.load(done, e & mask) === ((e + 1) | 0)) e = (e + 1) | 0;
+        if (e !== from) {
+          Atomics.store(ctl, REL_ARENA, slots[((e - 1) & mask) * 4 + 2]!);
+          Atomics.store(ctl, REL_SLOT, e);
+        }
+      }
+      Atomics.store(ctl, ADV_LOCK, 0);
+      if (Atomics.load(ctl, ADV_AGAIN) === 0) return;
+    }
+  }
+
+  /** Evicts up to `max` of the oldest records no consumer holds; their room returns once those before are acknowledged. */
   evict(max: number): number {
     for (;;) {
       const h = Atomics.load(this.ctl, HEAD);
       const k = Math.min(max, (Atomics.load(this.ctl, COMMIT) - h) >>> 0);
       if (k === 0) return 0;
       if (Atomics.compareExchange(this.ctl, HEAD, h, (h + k) | 0) === h) {
-        this.release(h, k);
         this.counters[3]! += k;
+        this.ack(h, k);
         return k;
       }
     }
+  }
+
+  /** Records claimed and not acknowledged (see PartitionCore.takeHeld), acknowledged now. */
+  takeHeld(): [string, Uint32Array] | null {
+    const { ctl, done, slots, arena } = this;
+    const mask = this.cap - 1;
+    const to = Atomics.load(ctl, HEAD);
+    const texts: string[] = [];
+    for (let pos = Atomics.load(ctl, REL_SLOT); pos !== to; pos = (pos + 1) | 0) {
+      const seen = Atomics.load(done, pos & mask);
+      if (seen === ((pos + 1) | 0)) continue;
+      // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped.
+      const s = (pos & mask) * 4;
+      const text = arena.toString('utf8', slots[s]!, slots[s]! + slots[s + 1]!);
+      if (Atomics.compareExchange(done, pos & mask, seen, (pos + 1) | 0) === seen) texts.push(text);
+    }
+    this.advance();
+    if (texts.length === 0) return null;
+    const offs = new Uint32Array(texts.length + 1);
+    for (let i = 0; i < texts.length; i++) offs[i + 1] = offs[i]! + texts[i]!.length;
+    return [texts.join(''), offs];
   }
 }
 
@@ -228,7 +282,7 @@ export class JsCore implements PartitionCore {
     return done;
   }
 
-  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array): string | null {
+  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false): string | null {
     if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('offs must hold max + 1 entries');
     const lane = this.lanes.get(laneId);
     info[0] = 0;
@@ -246,7 +300,7 @@ export class JsCore implements PartitionCore {
         const p = parts[(start + i) % nParts]!;
         const ring = lane.rings[p];
         if (!ring) throw new RangeError('bad partition');
-        const s = popRing(ring, max || 1, info, offs);
+        const s = popRing(ring, max || 1, info, offs, hold);
         if (s !== null) {
           info[1] = p;
           return s;
@@ -264,6 +318,19 @@ export class JsCore implements PartitionCore {
       Atomics.wait(word, seqAt, seq, Math.max(0.001, deadline - now));
       Atomics.sub(word, waitersAt, 1);
     }
+  }
+
+  ack(laneId: number, partition: number, first: number, count: number): void {
+    const ring = this.lane(laneId).rings[partition];
+    if (!ring) throw new RangeError('bad lane or partition');
+    if (count > ring.cap) throw new RangeError('ack count exceeds the capacity');
+    ring.ack(first | 0, count);
+  }
+
+  takeHeld(laneId: number, partition: number): [string, Uint32Array] | null {
+    const ring = this.lane(laneId).rings[partition];
+    if (!ring) throw new RangeError('bad lane or partition');
+    return ring.takeHeld();
   }
 
   stats(laneId: number, partition: number): number[] {
@@ -313,7 +380,7 @@ function fit(lens: ArrayLike<number>, from: number, maxN: number, avail: number)
   return [k, sum];
 }
 
-function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array | undefined): string | null {
+function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array | undefined, hold: boolean): string | null {
   const { ctl, slots, arena } = ring;
   const mask = ring.cap - 1;
   let h: number;
@@ -349,8 +416,9 @@ function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array
   const bytes = segEnd - segStart + (wrapStart < 0 ? 0 : wrapEnd - wrapStart);
   const enc = charPos === bytes ? 'latin1' : 'utf8';
   const out = (wrapStart < 0 ? '' : arena.toString(enc, wrapStart, wrapEnd)) + arena.toString(enc, segStart, segEnd);
-  ring.release(h, k);
   ring.counters[1]! += k;
   info[0] = k;
+  if (info.length > 2) info[2] = h;
+  if (!hold) ring.ack(h, k);
   return out;
 }

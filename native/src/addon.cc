@@ -33,6 +33,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
                            InstanceMethod<&CoreHandle::CreateLane>("createLane"),
                            InstanceMethod<&CoreHandle::Push>("push"),
                            InstanceMethod<&CoreHandle::Pop>("pop"),
+                           InstanceMethod<&CoreHandle::Ack>("ack"),
+                           InstanceMethod<&CoreHandle::TakeHeld>("takeHeld"),
                            InstanceMethod<&CoreHandle::Stats>("stats"),
                            InstanceMethod<&CoreHandle::Notify>("notify"),
                            InstanceMethod<&CoreHandle::Close>("close"),
@@ -185,9 +187,10 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return Napi::Number::New(env, done);
   }
 
-  // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs, offs?: Uint32Array)
-  // -> string | null. info[0] = records, info[1] = partition; offs (max + 1 entries) receives record starts
-  // in the string (UTF-16 units) and the end. Waits (bounded) only when waitUs > 0: never on the main thread.
+  // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs, offs?: Uint32Array,
+  // hold?: boolean) -> string | null. info[0] = records, info[1] = partition, info[2] = position of the first
+  // (for ack when `hold`); offs (max + 1 entries) receives record starts in the string (UTF-16 units) and the
+  // end. Waits (bounded) only when waitUs > 0: never on the main thread.
   Napi::Value Pop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
@@ -231,11 +234,60 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       if (ascii) napi_create_string_latin1(env, p, na + nb, &result);
       else napi_create_string_utf8(env, p, na + nb, &result);
     };
+    const bool hold = info.Length() > 9 && info[9].ToBoolean().Value();
+    if (hold && out.ElementLength() < 3) {
+      Napi::RangeError::New(env, "info must hold 3 entries with hold").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    uint32_t first = 0;
     uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max, waitUs > 50000 ? 50000 : waitUs,
-                        spinUs, &which, emit, offs);
+                        spinUs, &which, emit, offs, hold, &first);
     out[0] = k;
     out[1] = which;
+    if (out.ElementLength() > 2) out[2] = first;
     return k > 0 ? Napi::Value(env, result) : env.Null();
+  }
+
+  // ack(lane, partition, first, count): releases records popped with `hold` (positions [first, first + count)).
+  Napi::Value Ack(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_) return env.Undefined();
+    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
+    Lane* lane = GetLane(env, info[0], partition);
+    if (!lane) return env.Undefined();
+    const uint32_t count = info[3].As<Napi::Number>().Uint32Value();
+    if (count > lane->ring(partition).capacity()) {
+      Napi::RangeError::New(env, "ack count exceeds the capacity").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    lane->ring(partition).Ack(info[2].As<Napi::Number>().Uint32Value(), count);
+    return env.Undefined();
+  }
+
+  // takeHeld(lane, partition) -> [text, offs: Uint32Array] | null: the records popped with `hold` and not
+  // acknowledged (a consumer thread died holding them), acknowledged now; offs has each record's start in
+  // `text` (UTF-16 units) and the end.
+  Napi::Value TakeHeld(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_) return env.Null();
+    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
+    Lane* lane = GetLane(env, info[0], partition);
+    if (!lane) return env.Undefined();
+    std::string bytes;
+    std::vector<uint32_t> chars;
+    const uint32_t k = lane->ring(partition).TakeHeld(&bytes, &chars);
+    if (k == 0) return env.Null();
+    Napi::Uint32Array offs = Napi::Uint32Array::New(env, size_t(k) + 1);
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < k; i++) {
+      offs[i] = uint32_t(pos);
+      pos += chars[i];
+    }
+    offs[k] = uint32_t(pos);
+    Napi::Array out = Napi::Array::New(env, 2);
+    out.Set(uint32_t(0), Napi::String::New(env, bytes));
+    out.Set(uint32_t(1), offs);
+    return out;
   }
 
   // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size]

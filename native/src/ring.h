@@ -5,15 +5,21 @@
 // arena byte) in one 64-bit atomic, so a producer claims slots and arena bytes in a single CAS
 // (several producers may share a ring). Claims are published in order: a producer writes its records,
 // then waits for the previous claim to be committed and commits its own (Vyukov/LMAX-style sequencing).
-// Consumers (the owning consumer, or a producer evicting under drop-oldest) claim at the head with a CAS
-// and release in order, which hands the slots and bytes back to producers.
+// Consumers (the owning consumer, or a producer evicting under drop-oldest) claim at the head with a CAS.
+// A claimed record stays in the ring until it is acknowledged (`Ack`): a consumer thread may hold what it
+// popped until its handlers finish, so that if the thread dies the records are still there to hand to
+// another (`TakeHeld`). Acks may come in any order; each marks its slots done (with the slot's position,
+// so a mark never outlives its lap) and the release head moves over every done slot in a row, which hands
+// the slots and bytes back to producers.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace eventlane {
 
@@ -32,8 +38,11 @@ inline uint32_t RoundUpPow2(uint64_t v) {
 struct Slot {
   uint32_t off;  // physical offset of the record in the arena
   uint32_t len;  // bytes
-  uint32_t end;    // logical arena position after this record (and the batch separator, for the last one)
+  // Logical arena position after this record (and the batch separator, for the last one). Atomic because
+  // an acker may read it while another acker has already released the slot to a producer (its CAS then fails).
+  std::atomic<uint32_t> end{0};
   uint32_t chars;  // length in UTF-16 code units (what JS string offsets count)
+  std::atomic<uint32_t> done{0};  // position + 1 once acknowledged in this lap
 };
 
 // Exact counters; written with relaxed atomics, read as a snapshot.
@@ -119,7 +128,7 @@ class Ring {
           s.chars = chars[i];
           pos += lens[i];
           logical += lens[i];
-          s.end = i + 1 == k ? ArenaOf(next) : logical;
+          s.end.store(i + 1 == k ? ArenaOf(next) : logical, std::memory_order_relaxed);
         }
         return true;
       }
@@ -134,7 +143,8 @@ class Ring {
     counters_.pushed.fetch_add(res.count, std::memory_order_relaxed);
   }
 
-  // Evicts up to `max` of the oldest committed records. Returns how many.
+  // Evicts up to `max` of the oldest committed records that no consumer holds. Returns how many. Their room
+  // comes back once the records before them are acknowledged too.
   uint32_t Evict(uint32_t max) {
     uint32_t h = claimHead_.load(std::memory_order_relaxed);
     for (;;) {
@@ -142,19 +152,53 @@ class Ring {
       const uint32_t k = avail < max ? avail : max;
       if (k == 0) return 0;
       if (claimHead_.compare_exchange_weak(h, h + k, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        Release(h, k);
         counters_.droppedOldest.fetch_add(k, std::memory_order_relaxed);
+        Ack(h, k);
         return k;
       }
     }
+  }
+
+  // Acknowledges the records at positions [h, h + k) (claimed by Pop or Evict); any thread, any order.
+  void Ack(uint32_t h, uint32_t k) {
+    for (uint32_t i = 0; i < k; i++) slots_[(h + i) & mask_].done.store(h + i + 1, std::memory_order_release);
+    Advance();
+  }
+
+  // Records claimed and not acknowledged (held by consumers), oldest first: appends each record's bytes to
+  // `bytes` and its length in UTF-16 units to `chars`, and acknowledges it. For a consumer thread that died
+  // holding records; a record held by a live consumer of the same ring is taken too (delivered twice, never
+  // lost). Returns how many.
+  uint32_t TakeHeld(std::string* bytes, std::vector<uint32_t>* chars) {
+    const uint32_t from = SlotOf(releaseHead_.load(std::memory_order_acquire));
+    const uint32_t to = claimHead_.load(std::memory_order_acquire);
+    uint32_t taken = 0;
+    for (uint32_t pos = from; pos != to; pos++) {
+      Slot& s = slots_[pos & mask_];
+      uint32_t seen = s.done.load(std::memory_order_acquire);
+      if (seen == pos + 1) continue;
+      // Not acknowledged, so not released: the record is intact. Copied first, then claimed; if its consumer
+      // acknowledged it meanwhile (the CAS fails), the copy is dropped.
+      const size_t mark = bytes->size();
+      bytes->append(reinterpret_cast<const char*>(arena_.get() + s.off), s.len);
+      if (s.done.compare_exchange_strong(seen, pos + 1, std::memory_order_acq_rel)) {
+        chars->push_back(s.chars);
+        taken++;
+      } else {
+        bytes->resize(mark);
+      }
+    }
+    Advance();
+    return taken;
   }
 
   // Pops up to `max` records. `emit(segments)` is called while the records are still held, with one or two
   // contiguous byte ranges (two when the claim wraps the arena end). When `charOffs` is given (max + 1
   // entries) it receives each record's start in the joined text, in UTF-16 units, and the end. Returns the
   // number of records.
+  // With `hold`, the records stay in the ring until `Ack(*start, k)`; otherwise they are acknowledged here.
   template <typename Emit>
-  uint32_t Pop(uint32_t max, Emit&& emit, uint32_t* charOffs = nullptr) {
+  uint32_t Pop(uint32_t max, Emit&& emit, uint32_t* charOffs = nullptr, bool hold = false, uint32_t* start = nullptr) {
     uint32_t h = claimHead_.load(std::memory_order_relaxed);
     uint32_t k;
     for (;;) {
@@ -189,8 +233,9 @@ class Ring {
     } else {
       emit(p1, n1, arena_.get() + segStart, size_t(segEnd - segStart), k);
     }
-    Release(h, k);
     counters_.popped.fetch_add(k, std::memory_order_relaxed);
+    if (start) *start = h;
+    if (!hold) Ack(h, k);
     return k;
   }
 
@@ -211,12 +256,20 @@ class Ring {
     }
   }
 
-  void Release(uint32_t h, uint32_t k) {
-    const uint32_t end = slots_[(h + k - 1) & mask_].end;
-    for (unsigned spins = 0; SlotOf(releaseHead_.load(std::memory_order_acquire)) != h; spins++) {
-      if (spins > 64) std::this_thread::yield();
+  // Moves the release head over every acknowledged slot in a row. Lock-free: ackers race with a CAS, and
+  // one that lost re-reads and goes on from where the winner stopped.
+  void Advance() {
+    uint64_t r = releaseHead_.load(std::memory_order_acquire);
+    for (;;) {
+      const uint32_t from = SlotOf(r);
+      const uint32_t to = claimHead_.load(std::memory_order_acquire);
+      uint32_t e = from;
+      while (e != to && slots_[e & mask_].done.load(std::memory_order_acquire) == e + 1) e++;
+      if (e == from) return;
+      // If another acker released these slots meanwhile, `end` may already be a producer's: the CAS fails.
+      const uint32_t end = slots_[(e - 1) & mask_].end.load(std::memory_order_relaxed);
+      if (releaseHead_.compare_exchange_weak(r, Pack(e, end), std::memory_order_acq_rel, std::memory_order_acquire)) r = Pack(e, end);
     }
-    releaseHead_.store(Pack(h + k, end), std::memory_order_release);
   }
 
   const uint32_t cap_, mask_, arenaBytes_, amask_;

@@ -6,7 +6,9 @@
 // Phase 1b: every consumer pops every ring (head claims race): every event exactly once.
 // Phase 2 (drop-oldest): producers evict while consumers pop; what arrives must be in order without
 //   duplicates, and pushed == popped + droppedOldest exactly.
+// Phase 1c: as 1 and 1b, with consumers holding what they pop and acknowledging it later, out of order.
 // Phase 3 (drop-newest / error counters): single thread, exact counter arithmetic.
+// Phase 4: a consumer dies holding records; TakeHeld hands them back, none lost.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -89,17 +91,33 @@ void PushBatch(Lane& lane, uint32_t ring, const std::vector<uint32_t>& lens, con
 // Pops batches of at most `max` from `parts` (round-robin from `start`) and hands every record to
 // `onRecord`, until the producers are done and those rings are empty. `which` holds the ring of the
 // records being handed over (for callers that check it).
+// With `hold`, popped batches stay in their rings and are acknowledged later, in random order (up to four
+// held at once, all of them whenever a pop finds nothing), as worker threads do when their handlers finish.
 template <typename F>
 void DrainUntilEmpty(Core& core, Lane& lane, const std::vector<uint32_t>& parts, uint32_t start, uint32_t max,
                      uint32_t waitUs, uint32_t spinUs, const std::atomic<int>& producersLeft, uint32_t& which,
-                     F&& onRecord) {
+                     F&& onRecord, bool hold = false) {
+  struct Held {
+    uint32_t ring, first, count;
+  };
+  std::vector<Held> held;
+  std::mt19937 rng(start * 7919 + 1);
   for (;;) {
     const bool drained = producersLeft.load() == 0;
+    uint32_t first = 0;
     const uint32_t k = PopAny(core, lane, parts.data(), uint32_t(parts.size()), start++, max, waitUs, spinUs, &which,
                               [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
                                 ParseSpan(a, na, onRecord);
                                 if (b) ParseSpan(b, nb, onRecord);
-                              });
+                              },
+                              nullptr, hold, &first);
+    if (k > 0 && hold) held.push_back({which, first, k});
+    while (!held.empty() && (held.size() > 4 || k == 0)) {
+      const size_t i = rng() % held.size();
+      lane.ring(held[i].ring).Ack(held[i].first, held[i].count);
+      held[i] = held.back();
+      held.pop_back();
+    }
     if (k == 0 && drained) {
       bool empty = true;
       for (uint32_t r : parts) empty = empty && lane.ring(r).Size() == 0;
@@ -108,7 +126,7 @@ void DrainUntilEmpty(Core& core, Lane& lane, const std::vector<uint32_t>& parts,
   }
 }
 
-long Run(const Config& cfg, bool strictOrderNoLoss) {
+long Run(const Config& cfg, bool strictOrderNoLoss, bool hold = false) {
   Core core(cfg.capacity, cfg.arenaBytes);
   const int laneId = core.CreateLane(uint32_t(cfg.rings));
   Lane& lane = *core.lane(uint32_t(laneId));
@@ -158,7 +176,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
         l = s;
         received.fetch_add(1, std::memory_order_relaxed);
       };
-      DrainUntilEmpty(core, lane, parts, 0, 97, 2000, 20, producersLeft, which, onRecord);
+      DrainUntilEmpty(core, lane, parts, uint32_t(c), 97, 2000, 20, producersLeft, which, onRecord, hold);
     });
   }
   for (auto& t : threads) t.join();
@@ -184,7 +202,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss) {
 }
 
 // Phase 1b: every consumer pops from every ring (claims race at the head): exactly once, no order check.
-void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
+void SharedConsumers(int producers, int consumers, int rings, int perProducer, bool hold = false) {
   Core core(128, 2048);
   Lane& lane = *core.lane(uint32_t(core.CreateLane(uint32_t(rings))));
   std::vector<std::atomic<uint8_t>> seen(size_t(producers) * perProducer);
@@ -219,7 +237,7 @@ void SharedConsumers(int producers, int consumers, int rings, int perProducer) {
         if (seen[size_t(p) * perProducer + size_t(s)].fetch_add(1) != 0) Fail("duplicate (shared consumers)", p, s);
         received.fetch_add(1);
       };
-      DrainUntilEmpty(core, lane, all, uint32_t(c), 7, 1000, 0, producersLeft, which, onRecord);
+      DrainUntilEmpty(core, lane, all, uint32_t(c), 7, 1000, 0, producersLeft, which, onRecord, hold);
     });
   }
   for (auto& t : threads) t.join();
@@ -253,6 +271,62 @@ void Counters3() {
   if (r.counters().pushed.load() != 8 || r.counters().popped.load() != 5) Fail("pushed/popped counters", 0, 0);
 }
 
+// Phase 4: a consumer dies holding records. It pops three batches with `hold` and acknowledges only the
+// first; TakeHeld (while a producer keeps pushing) must return exactly the other two, in order, and a new
+// consumer the rest: every record once, none lost.
+void DeadConsumer(int total, bool report) {
+  Core core(256, 8192);
+  Lane& lane = *core.lane(uint32_t(core.CreateLane(1)));
+  Ring& ring = lane.ring(0);
+  std::atomic<int> producersLeft{1};
+  std::vector<long> got;
+  auto parse = [&](const uint8_t* a, size_t n) { ParseSpan(a, n, [&](int, int, long s) { got.push_back(s); }); };
+  std::thread producer([&] {
+    std::mt19937 rng(7);
+    for (int i = 0; i < total;) {
+      std::string text;
+      std::vector<uint32_t> lens;
+      for (int b = 0; b < 10 && i < total; b++, i++) {
+        std::string r = Record(0, 0, i, rng);
+        lens.push_back(uint32_t(r.size()));
+        text += r;
+      }
+      PushBatch(lane, 0, lens, text, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
+    }
+    producersLeft.fetch_sub(1);
+  });
+  // The doomed consumer: waits for data, pops three batches, acknowledges the first, "dies".
+  uint32_t firsts[3] = {0, 0, 0}, counts[3] = {0, 0, 0};
+  for (int b = 0; b < 3;) {
+    counts[b] = ring.Pop(
+        7, [&](const uint8_t* a, size_t na, const uint8_t* c, size_t nc, uint32_t) { parse(a, na); if (c) parse(c, nc); }, nullptr,
+        true, &firsts[b]);
+    if (counts[b] > 0) b++;
+    else std::this_thread::yield();
+  }
+  ring.Ack(firsts[0], counts[0]);
+  const size_t delivered = counts[0];
+  got.resize(delivered);  // what it popped into batches 2 and 3 died with it
+  std::string bytes;
+  std::vector<uint32_t> chars;
+  const uint32_t taken = ring.TakeHeld(&bytes, &chars);
+  if (taken != counts[1] + counts[2]) Fail("TakeHeld count", long(taken), long(counts[1] + counts[2]));
+  parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (ring.TakeHeld(&bytes, &chars) != 0) Fail("TakeHeld twice", 0, 0);
+  uint32_t which = 0;
+  DrainUntilEmpty(core, lane, {0}, 0, 13, 1000, 0, producersLeft, which, [&](int, int, long s) { got.push_back(s); }, true);
+  producer.join();
+  if (long(got.size()) != total) Fail("dead consumer: received", long(got.size()), total);
+  for (size_t i = 0; i < got.size(); i++) {
+    if (got[i] != long(i)) {
+      Fail("dead consumer: gap, duplicate or reorder", long(i), got[i]);
+      break;
+    }
+  }
+  if (ring.Size() != 0) Fail("dead consumer: ring not empty", ring.Size(), 0);
+  if (report) std::printf("  dead consumer: %u records taken back, %zu of %d received in order\n", taken, got.size(), total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,10 +335,17 @@ int main(int argc, char** argv) {
   Run({4, 3, 6, 60, 20000 * scale, 256, 4096, kPartial}, true);
   Run({3, 2, 2, 20, 20000 * scale, 64, 1024, kPartial}, true);  // tiny arena: constant wrap and backpressure
   SharedConsumers(3, 3, 2, 20000 * scale);
+  std::printf("phase 1c: records held by consumers and acknowledged out of order\n");
+  Run({4, 3, 6, 60, 20000 * scale, 256, 4096, kPartial}, true, true);
+  Run({3, 2, 2, 20, 20000 * scale, 64, 1024, kPartial}, true, true);
+  SharedConsumers(3, 3, 2, 20000 * scale, true);
   std::printf("phase 2: drop-oldest under contention\n");
   Run({3, 2, 4, 40, 20000 * scale, 32, 1024, kEvictOldest}, false);
+  Run({3, 2, 4, 40, 20000 * scale, 32, 1024, kEvictOldest}, false, true);
   std::printf("phase 3: counters\n");
   Counters3();
+  std::printf("phase 4: a consumer dies holding records\n");
+  for (int i = 0; i < 5 * scale; i++) DeadConsumer(5000, i == 0);
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;

@@ -25,6 +25,11 @@ export interface ConsumerSettings {
   readonly batchSize: number;
   /** Decode payloads on first `event.data` access (worker threads). */
   readonly lazy: boolean;
+  /**
+   * Keep popped records in the ring until their events are finished (worker threads, so the main thread can
+   * take them back if the thread dies); otherwise they are released as they are popped.
+   */
+  readonly hold: boolean;
 }
 
 /** An event waiting for (another) delivery. Structured-cloneable, so workers can hand it back. */
@@ -36,7 +41,27 @@ export interface Pending {
 
 interface Active extends Pending {
   settled: boolean;
+  batch: HeldBatch | undefined;
+  index: number;
 }
+
+/**
+ * Records popped with `hold`, acknowledged in the core as their events finish: the finished prefix, every
+ * ACK_EVERY events and at the end (so a thread that dies has few finished events to be delivered again).
+ */
+interface HeldBatch {
+  partition: number;
+  first: number;
+  count: number;
+  /** Events [0, acked) are acknowledged. */
+  acked: number;
+  /** Events [0, next) are finished. */
+  next: number;
+  /** Events finished out of order (concurrency > 1), past `next`. */
+  done: Uint8Array | undefined;
+}
+
+const ACK_EVERY = 64;
 
 const yieldMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -45,11 +70,18 @@ export class PartitionConsumer {
   private parts = new Uint32Array(0);
   private nParts = 0;
   private cursor = 0;
-  private readonly info = new Uint32Array(2);
+  private readonly info = new Uint32Array(3);
   private readonly offs: Uint32Array;
   private batch: EventEnvelope[] = [];
   private batchIdx = 0;
   private batchPart = 0;
+  /** The held records of `batch` (hold mode). */
+  private batchHeld: HeldBatch | undefined;
+  /** Every batch popped with `hold` and not yet acknowledged. */
+  private readonly held = new Set<HeldBatch>();
+  /** Held records of the event last returned by `next()` (undefined for a retry or a handed-over event), and its index there. */
+  private curBatch: HeldBatch | undefined;
+  private curIndex = 0;
   /** Events handed back or due for retry; delivered before new ones. */
   private readonly redo = new Deque<Pending>();
   private readonly timers = new Map<NodeJS.Timeout, Pending>();
@@ -70,6 +102,27 @@ export class PartitionConsumer {
    * events, so the cell is an upper bound; read by the main thread if the thread dies.
    */
   heldCell: Int32Array | undefined;
+  /**
+   * Worker threads: an event that is not (or no longer) held in the ring, because it waits for a retry, is
+   * reported here so the main thread keeps a copy for as long as it is not finished...
+   */
+  onPark: ((item: Pending) => void) | undefined;
+  /** ...and an event finished that was parked (or handed over by the main thread). */
+  onUnpark: ((id: string) => void) | undefined;
+  /**
+   * Worker threads: a shared cell where the id of each event is written as its handler starts ([0] = length,
+   * then one UTF-16 unit per int), so if the thread dies the main thread knows which event it was on.
+   */
+  lastCell: Int32Array | undefined;
+
+  private started(env: EventEnvelope): void {
+    const cell = this.lastCell;
+    if (cell === undefined) return;
+    const id = env.id;
+    const n = Math.min(id.length, cell.length - 1);
+    for (let i = 0; i < n; i++) cell[i + 1] = id.charCodeAt(i);
+    cell[0] = n;
+  }
 
   /** Events this consumer holds and has not finished: the rest of its batch, retries, handlers running. */
   holding(): number {
@@ -112,11 +165,12 @@ export class PartitionConsumer {
     if (r !== undefined) {
       this.curAttempt = r.attempt;
       this.curPart = r.partition;
+      this.curBatch = undefined;
       return r.env;
     }
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
-      const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs);
+      const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, this.s.hold);
       if (text === null) {
         this.publishHeld();
         return undefined;
@@ -125,11 +179,17 @@ export class PartitionConsumer {
       this.batch = [];
       this.batchIdx = 0;
       this.batchPart = this.info[1]!;
+      if (this.s.hold) {
+        this.batchHeld = { partition: this.batchPart, first: this.info[2]!, count: this.info[0]!, acked: 0, next: 0, done: undefined };
+        this.held.add(this.batchHeld);
+      }
       decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.batch);
       this.publishHeld();
     }
     this.curAttempt = 1;
     this.curPart = this.batchPart;
+    this.curBatch = this.batchHeld;
+    this.curIndex = this.batchIdx;
     return this.batch[this.batchIdx++];
   }
 
@@ -140,19 +200,20 @@ export class PartitionConsumer {
     return Object.freeze({ attempt, group: this.s.group, consumer: this.s.consumer, partition });
   }
 
-  private deliver(env: EventEnvelope, attempt: number, partition: number): void {
+  private deliver(env: EventEnvelope, attempt: number, partition: number, batch: HeldBatch | undefined, index: number): void {
     const ctx = attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition);
     this.inFlight++;
+    this.started(env);
     let r: void | Promise<void>;
     try {
       r = this.handler(env, ctx);
     } catch (err) {
       this.inFlight--;
-      this.failed(env, attempt, partition, err);
+      this.failed(env, attempt, partition, err, batch, index);
       return;
     }
     if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
-      const a: Active = { env, attempt, partition, settled: false };
+      const a: Active = { env, attempt, partition, settled: false, batch, index };
       this.active.add(a);
       (r as Promise<void>).then(
         () => this.settle(a, undefined, false),
@@ -160,6 +221,28 @@ export class PartitionConsumer {
       );
     } else {
       this.inFlight--;
+      this.finished(env, batch, index);
+    }
+  }
+
+  /** An event is done with (handled, or dead-lettered): its record is released. */
+  private finished(env: EventEnvelope, batch: HeldBatch | undefined, index: number): void {
+    if (batch !== undefined) this.release(batch, index);
+    else this.onUnpark?.(env.id);
+  }
+
+  /** Event `index` of a held batch is finished: acknowledges the finished prefix every ACK_EVERY events, and at the end. */
+  private release(b: HeldBatch, index: number): void {
+    if (index === b.next) {
+      b.next++;
+      if (b.done !== undefined) while (b.next < b.count && b.done[b.next] === 1) b.next++;
+    } else {
+      (b.done ??= new Uint8Array(b.count))[index] = 1;
+    }
+    if (b.next === b.count || b.next - b.acked >= ACK_EVERY) {
+      this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.next - b.acked);
+      b.acked = b.next;
+      if (b.next === b.count) this.held.delete(b);
     }
   }
 
@@ -168,12 +251,13 @@ export class PartitionConsumer {
     a.settled = true;
     this.active.delete(a);
     this.inFlight--;
-    if (failed) this.failed(a.env, a.attempt, a.partition, err);
+    if (failed) this.failed(a.env, a.attempt, a.partition, err, a.batch, a.index);
+    else this.finished(a.env, a.batch, a.index);
     if (this.inFlight === 0 && this.idleWaiter) this.idleWaiter();
     this.wake();
   }
 
-  private failed(env: EventEnvelope, attempt: number, partition: number, err: unknown): void {
+  private failed(env: EventEnvelope, attempt: number, partition: number, err: unknown, batch: HeldBatch | undefined, index: number): void {
     if (attempt >= this.s.maxDeliveries || !isRetryable(err)) {
       this.onDead({
         id: env.id,
@@ -185,9 +269,13 @@ export class PartitionConsumer {
         event: env,
         deadAt: Date.now(),
       });
+      this.finished(env, batch, index);
       return;
     }
     const item: Pending = { env, attempt: attempt + 1, partition };
+    // Its record leaves the ring; the main thread keeps a copy until the retries end.
+    this.onPark?.(item);
+    if (batch !== undefined) this.release(batch, index);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.redo.push(item);
@@ -225,7 +313,7 @@ export class PartitionConsumer {
       while (this.inFlight < this.s.concurrency && !this.stopped) {
         const env = this.next(0, 0);
         if (env === undefined) break;
-        this.deliver(env, this.curAttempt, this.curPart);
+        this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
         if ((++n & 127) === 0 && performance.now() > until) {
           this.resumeLater();
           break;
@@ -261,23 +349,29 @@ export class PartitionConsumer {
           // One at a time: await the handler's promise directly (no bookkeeping objects per event).
           const attempt = this.curAttempt;
           const partition = this.curPart;
+          const batch = this.curBatch;
+          const index = this.curIndex;
           let r: void | Promise<void>;
+          let ok = false;
           this.inFlight++; // counted as held while it runs (holding())
+          this.started(env);
           try {
             r = this.handler(env, attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition));
             if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r;
+            ok = true;
           } catch (err) {
-            this.failed(env, attempt, partition, err);
+            this.failed(env, attempt, partition, err, batch, index);
           } finally {
             this.inFlight--;
           }
+          if (ok) this.finished(env, batch, index);
           if ((n & 63) === 0 && performance.now() - lastYield > 5) {
             await yieldMacrotask();
             lastYield = performance.now();
           }
           continue;
         }
-        this.deliver(env, this.curAttempt, this.curPart);
+        this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
         if (this.inFlight >= this.s.concurrency) await this.slot();
         else if ((n & 63) === 0 && performance.now() - lastYield > 5) {
           await yieldMacrotask(); // timers and messages get their turn under sustained load
@@ -323,6 +417,9 @@ export class PartitionConsumer {
       left.push(item);
     }
     this.timers.clear();
+    // What is handed back leaves the ring (the caller passes it on to another member).
+    for (const b of this.held) this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.count - b.acked);
+    this.held.clear();
     return left;
   }
 }

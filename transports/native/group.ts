@@ -8,7 +8,9 @@ import { ConfigError, describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
+import type { EventEnvelope } from '../../src/envelope.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import { decodeRecords, toPlainEnvelope } from './record.js';
 import type { WorkerInit, WorkerMessage } from './worker-main.js';
 import { spawnConsumerThread } from './spawn.js';
 
@@ -17,6 +19,8 @@ export interface GroupOptions {
   readonly maxDeadLetters: number;
   readonly batchSize: number;
   readonly spinUs: number;
+  /** Worker threads keep what they pop in the ring until finished (false under drop-oldest). */
+  readonly hold: boolean;
   readonly logger: Logger;
 }
 
@@ -34,6 +38,10 @@ class MainMember {
 
 class ConsumerThread {
   parts: number[] = [];
+  /** Every partition it was given (it may still hold records of one it no longer owns). */
+  readonly owned = new Set<number>();
+  /** Events it holds outside the ring (waiting for a retry, or handed over), by id, until it finishes them. */
+  readonly parked = new Map<string, Pending>();
   alive = true;
   /** The member it serves (set once the member exists). */
   member: WorkerMember | undefined;
@@ -44,11 +52,14 @@ class ConsumerThread {
     readonly stop: Int32Array,
     /** Events the thread holds, as it last published them. */
     readonly held: Int32Array,
+    /** The id of the event whose handler started last (see PartitionConsumer.lastCell). */
+    readonly last: Int32Array,
   ) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
   }
   finish(left: Pending[]): void {
     this.alive = false;
+    this.parked.clear();
     this.resolveStopped(left);
   }
 }
@@ -68,6 +79,10 @@ class WorkerMember {
 
 /** A thread that dies is replaced, at most this many times per minute per member. */
 const MAX_RESTARTS_PER_MINUTE = 5;
+/** Events whose thread died, remembered to dead-letter one that keeps killing threads. */
+const MAX_TRACKED_DEATHS = 10_000;
+/** Longest event id the threads report in their `last` cell (UTF-16 units); longer ids are cut. */
+const MAX_ID_UNITS = 256;
 
 type Member = MainMember | WorkerMember;
 
@@ -98,6 +113,7 @@ export class NativeGroup {
       backoff: spec.backoff,
       batchSize: this.o.batchSize,
       lazy,
+      hold: lazy && this.o.hold,
     };
   }
 
@@ -162,6 +178,7 @@ export class NativeGroup {
   private startThread(spec: SubscriptionSpec, handlerModule: string, userData: unknown): { thread: ConsumerThread; ready: Promise<void> } {
     const stop = new SharedArrayBuffer(4);
     const held = new SharedArrayBuffer(4);
+    const last = new SharedArrayBuffer(4 * (1 + MAX_ID_UNITS));
     const init: WorkerInit = {
       core: this.core.share(this.lane),
       settings: this.settings(spec, true),
@@ -170,32 +187,38 @@ export class NativeGroup {
       userData,
       stop,
       held,
+      last,
       waitUs: WORKER_WAIT_US,
       spinUs: this.o.spinUs,
       drainMs: spec.drainTimeoutMs,
     };
-    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held));
+    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last));
     return { thread, ready: this.watch(thread, handlerModule) };
   }
 
   /**
-   * A thread died without handing its events back (a crash, `process.exit` in a handler): what it held is
-   * lost (logged with the count) and a new thread takes its place, unless the member is gone or the thread
-   * keeps dying (more than MAX_RESTARTS_PER_MINUTE).
+   * A thread died without handing its events back (a crash, `process.exit` in a handler): what it held was
+   * taken back (`recover`) and a new thread takes its place, unless the member is gone or the thread keeps
+   * dying (more than MAX_RESTARTS_PER_MINUTE).
    */
-  private replace(dead: ConsumerThread): void {
+  private replace(dead: ConsumerThread, taken: { recovered: number; lost: number }): void {
     const member = dead.member;
-    const lost = Atomics.load(dead.held, 0);
+    const { recovered, lost } = taken;
     const group = this.name;
     if (member === undefined || !this.members.includes(member)) return;
     const now = Date.now();
     while (member.restarts.length > 0 && now - member.restarts[0]! > 60_000) member.restarts.shift();
     if (member.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
-      this.o.logger.error({ group, lost, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
+      this.o.logger.error({ group, recovered, lost, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
       return;
     }
     member.restarts.push(now);
-    this.o.logger.error({ group, lost }, `native consumer thread died; up to ${lost} event(s) it held are lost; starting a new thread`);
+    this.o.logger.error(
+      { group, recovered, lost },
+      lost > 0
+        ? `native consumer thread died; up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them); starting a new thread`
+        : `native consumer thread died; the ${recovered} event(s) it held go to the group's other threads; starting a new thread`,
+    );
     const { thread, ready } = this.startThread(member.spec, member.handlerModule, member.userData);
     thread.member = member;
     member.threads[member.threads.indexOf(dead)] = thread;
@@ -208,6 +231,61 @@ export class NativeGroup {
     );
   }
 
+  /**
+   * Takes back what a dead thread held: the records it popped and had not finished (still in the ring under
+   * `hold`) and the events it had parked with us, queued for the group's other threads or its replacement.
+   * The death counts against the event whose handler started last in that thread (with concurrency 1, the
+   * one it died on): that event is delivered again with a higher attempt, and dead-lettered once threads
+   * died on it `maxDeliveries` times, so an event that kills its handler's thread cannot take them all
+   * down. Without `hold` (drop-oldest) the records it popped are gone: `lost` is its last published count.
+   */
+  private recover(dead: ConsumerThread): { recovered: number; lost: number } {
+    const items: Pending[] = [...dead.parked.values()];
+    const spec = dead.member?.spec;
+    if (this.o.hold) {
+      for (const p of dead.owned) {
+        const got = this.core.takeHeld(this.lane, p);
+        if (got === null) continue;
+        const envs: EventEnvelope[] = [];
+        decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, envs);
+        for (const env of envs) items.push({ env: toPlainEnvelope(env), attempt: 1, partition: p });
+      }
+    }
+    const lost = this.o.hold ? 0 : Math.max(0, Atomics.load(dead.held, 0) - items.length);
+    const n = Math.min(Atomics.load(dead.last, 0), MAX_ID_UNITS);
+    const culprit = String.fromCharCode(...dead.last.subarray(1, 1 + n));
+    const back: Pending[] = [];
+    for (const it of items) {
+      if (it.env.id.slice(0, MAX_ID_UNITS) !== culprit) {
+        back.push(it);
+        continue;
+      }
+      const deaths = (this.deaths.get(it.env.id) ?? 0) + 1;
+      this.deaths.delete(it.env.id);
+      if (spec !== undefined && deaths >= spec.maxDeliveries) {
+        this.addDead({
+          id: it.env.id,
+          type: it.env.type,
+          group: this.name,
+          partition: it.partition,
+          attempts: Math.max(it.attempt, deaths),
+          error: `ConsumerThreadDied: the consumer thread holding this event died ${deaths} times`,
+          event: it.env,
+          deadAt: Date.now(),
+        });
+        continue;
+      }
+      this.deaths.set(it.env.id, deaths);
+      back.push({ ...it, attempt: Math.max(it.attempt, 1 + deaths) });
+    }
+    while (this.deaths.size > MAX_TRACKED_DEATHS) this.deaths.delete(this.deaths.keys().next().value!);
+    this.handBack(back);
+    return { recovered: back.length, lost };
+  }
+
+  /** How many threads died on each event (the newest MAX_TRACKED_DEATHS events). */
+  private readonly deaths = new Map<string, number>();
+
   private watch(thread: ConsumerThread, handlerModule: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let started = false;
@@ -218,6 +296,10 @@ export class NativeGroup {
         } else if (m.t === 'load-error') {
           thread.finish([]);
           reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
+        } else if (m.t === 'park') {
+          thread.parked.set(m.item.env.id, m.item);
+        } else if (m.t === 'unpark') {
+          thread.parked.delete(m.id);
         } else if (m.t === 'dead') {
           this.addDead(m.dl as DeadLetter);
         } else if (m.t === 'stopped') {
@@ -233,10 +315,11 @@ export class NativeGroup {
       thread.worker.on('exit', () => {
         if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
         if (thread.alive) {
-          // Died without handing back: replace it; meanwhile the member's other threads take its partitions.
+          // Died without handing back: what it held goes to the others, and a new thread takes its place.
+          const taken = this.recover(thread);
           thread.finish([]);
           if (started) {
-            this.replace(thread);
+            this.replace(thread, taken);
             this.rebalance();
           }
         }
@@ -284,9 +367,13 @@ export class NativeGroup {
         const threads = m.threads.filter((t) => t.alive);
         threads.forEach((t, i) => {
           t.parts = m.parts.filter((_, k) => k % threads.length === i);
+          for (const p of t.parts) t.owned.add(p);
           t.worker.postMessage({ t: 'assign', parts: t.parts });
           const give = this.takeBacklog(t.parts);
-          if (give.length) t.worker.postMessage({ t: 'give', items: give });
+          if (give.length) {
+            for (const it of give) t.parked.set(it.env.id, it); // not in the ring: kept here until finished
+            t.worker.postMessage({ t: 'give', items: give });
+          }
         });
       }
     }

@@ -223,6 +223,7 @@ export class NativeTransport implements Transport {
         maxDeadLetters: this.config.maxDeadLetters,
         batchSize: this.config.batchSize,
         spinUs: this.config.spinUs,
+        hold: this.config.backpressure !== 'drop-oldest',
         logger: this.ctx.logger,
       });
       topic.groups.set(spec.group, group);

@@ -19,6 +19,8 @@ export interface WorkerInit {
   stop: SharedArrayBuffer;
   /** Int32Array cell: events this thread holds (read by the main thread if the thread dies). */
   held: SharedArrayBuffer;
+  /** Int32Array: the id of the event whose handler started last (PartitionConsumer.lastCell). */
+  last: SharedArrayBuffer;
   waitUs: number;
   spinUs: number;
   drainMs: number;
@@ -28,6 +30,8 @@ export type WorkerMessage =
   | { t: 'ready' }
   | { t: 'load-error'; message: string }
   | { t: 'dead'; dl: unknown }
+  | { t: 'park'; item: Pending }
+  | { t: 'unpark'; id: string }
   | { t: 'stopped'; left: Pending[] }
   | { t: 'fatal'; message: string };
 
@@ -54,6 +58,9 @@ async function main(): Promise<void> {
     port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
   );
   consumer.heldCell = new Int32Array(init.held);
+  consumer.lastCell = new Int32Array(init.last);
+  consumer.onPark = (item) => port.postMessage({ t: 'park', item: { ...item, env: toPlainEnvelope(item.env) } } satisfies WorkerMessage);
+  consumer.onUnpark = (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage);
   consumer.setPartitions(init.parts);
   port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
