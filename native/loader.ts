@@ -18,7 +18,12 @@ interface NativeCoreCtor {
 }
 interface Binding {
   Core: NativeCoreCtor;
+  /** Version of the binding's interface; a binary built from other sources is not used. */
+  abi?: number;
 }
+
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld. */
+const BINDING_ABI = 2;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -59,6 +64,7 @@ export function loadBinding(): Binding | null {
     const local = join(root, 'native', 'build', 'Release', 'eventlane.node');
     if (existsSync(local)) binding = req(local) as Binding;
     else binding = (req('node-gyp-build') as (dir: string) => Binding)(root);
+    if (binding.abi !== BINDING_ABI) throw new Error(`the native addon speaks interface ${binding.abi ?? 1}, this code ${BINDING_ABI}: rebuild it (npm run build:native)`);
   } catch (err) {
     loadError = err as Error;
     binding = null;

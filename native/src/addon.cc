@@ -341,7 +341,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = CoreHandle::Define(env);
   DefineAddon(exports, {InstanceValue("Core", ctor, napi_enumerable)});
-  exports.Set("abi", Napi::Number::New(env, 1));
+  exports.Set("abi", Napi::Number::New(env, 2));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane
