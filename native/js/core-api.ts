@@ -23,8 +23,10 @@ export interface RingStats {
   droppedNewest: number;
   droppedOldest: number;
   rejected: number;
-  /** Records in the ring now. */
+  /** Records in the ring now, waiting to be popped. */
   size: number;
+  /** Records popped by worker threads and not yet finished: they keep their room until then. */
+  held: number;
 }
 
 export interface PartitionCore {
@@ -61,7 +63,7 @@ export interface PartitionCore {
    * thread after a consumer thread died; records held by a live consumer of the ring are taken too.
    */
   takeHeld(lane: number, partition: number): [string, Uint32Array] | null;
-  /** [pushed, popped, droppedNewest, droppedOldest, rejected, size] */
+  /** [pushed, popped, droppedNewest, droppedOldest, rejected, size, held] */
   stats(lane: number, partition: number): number[];
   /** Wakes threads waiting in `pop` on the lane. */
   notify(lane: number): void;
@@ -78,7 +80,7 @@ export type SharedCoreHandle =
   | { kind: 'js'; lane: number; state: unknown };
 
 export function toRingStats(a: number[]): RingStats {
-  return { pushed: a[0]!, popped: a[1]!, droppedNewest: a[2]!, droppedOldest: a[3]!, rejected: a[4]!, size: a[5]! };
+  return { pushed: a[0]!, popped: a[1]!, droppedNewest: a[2]!, droppedOldest: a[3]!, rejected: a[4]!, size: a[5]!, held: a[6] ?? 0 };
 }
 
 /** Rounds up to a power of two. */

@@ -337,7 +337,7 @@ export class JsCore implements PartitionCore {
     const ring = this.lane(laneId).rings[partition];
     if (!ring) throw new RangeError('bad lane or partition');
     const c = ring.counters;
-    return [c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, ring.size()];
+    return [c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, ring.size(), (Atomics.load(ring.ctl, HEAD) - Atomics.load(ring.ctl, REL_SLOT)) >>> 0];
   }
 
   /** Wakes every consumer of the lane (close, rebalance). */

@@ -290,7 +290,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return out;
   }
 
-  // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size]
+  // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size, held]
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Undefined();
@@ -299,13 +299,14 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     if (!lane) return env.Undefined();
     Ring& r = lane->ring(partition);
     Counters& c = r.counters();
-    Napi::Array a = Napi::Array::New(env, 6);
+    Napi::Array a = Napi::Array::New(env, 7);
     a.Set(uint32_t(0), double(c.pushed.load(std::memory_order_relaxed)));
     a.Set(uint32_t(1), double(c.popped.load(std::memory_order_relaxed)));
     a.Set(uint32_t(2), double(c.droppedNewest.load(std::memory_order_relaxed)));
     a.Set(uint32_t(3), double(c.droppedOldest.load(std::memory_order_relaxed)));
     a.Set(uint32_t(4), double(c.rejected.load(std::memory_order_relaxed)));
     a.Set(uint32_t(5), double(r.Size()));
+    a.Set(uint32_t(6), double(r.Held()));
     return a;
   }
 

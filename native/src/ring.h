@@ -89,6 +89,11 @@ class Ring {
     return SlotOf(commitTail_.load(std::memory_order_acquire)) - claimHead_.load(std::memory_order_acquire);
   }
 
+  // Records claimed by consumers and not yet acknowledged (a snapshot).
+  uint32_t Held() const {
+    return claimHead_.load(std::memory_order_acquire) - SlotOf(releaseHead_.load(std::memory_order_acquire));
+  }
+
   // Largest record accepted: half the arena minus the batch separator, so that a record always fits an
   // empty ring wherever its positions stand (before the arena end, or after wrapping to the start).
   uint32_t MaxRecordBytes() const { return arenaBytes_ / 2 - 1; }

@@ -43,6 +43,42 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(core().kind).toBe(impl);
   });
 
+  it('holds popped records until acknowledged (any order), and hands unacknowledged ones to takeHeld', () => {
+    const c = core(8, 1024);
+    const lane = c.createLane(1);
+    const at = new Uint32Array(3);
+    const popHeld = (max: number) => {
+      const s = c.pop(lane, Uint32Array.of(0), 1, 0, max, at, 0, 0, undefined, true);
+      return { got: decode(s), first: at[2]!, count: at[0]! };
+    };
+    expect(push(c, lane, 0, recs(8), PushMode.partial)).toBe(8);
+    const a = popHeld(3);
+    const b = popHeld(3);
+    expect([a.got, b.got]).toEqual([[0, 1, 2], [3, 4, 5]]);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ size: 2, held: 6 });
+    // Held records keep their room: the ring is still full.
+    expect(push(c, lane, 0, recs(1, 8), PushMode.partial)).toBe(0);
+    // Acknowledging the second batch first frees nothing (the first is still held)...
+    c.ack(lane, 0, b.first, b.count);
+    expect(push(c, lane, 0, recs(1, 8), PushMode.partial)).toBe(0);
+    // ...the first then frees both.
+    c.ack(lane, 0, a.first, a.count);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ held: 0 });
+    expect(push(c, lane, 0, recs(6, 8), PushMode.partial)).toBe(6);
+    // A consumer "dies" holding 6..9, having acknowledged 6 and 8 (out of order).
+    const d = popHeld(4);
+    expect(d.got).toEqual([6, 7, 8, 9]);
+    c.ack(lane, 0, d.first, 1);
+    c.ack(lane, 0, (d.first + 2) >>> 0, 1);
+    const taken = c.takeHeld(lane, 0)!;
+    const [text, offs] = taken;
+    expect(Array.from({ length: offs.length - 1 }, (_, i) => text.slice(offs[i], offs[i + 1]))).toEqual(['[7],', '[9],']);
+    expect(c.takeHeld(lane, 0)).toBeNull();
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ size: 4, held: 0 });
+    expect(popAll(c, lane)).toEqual([10, 11, 12, 13]);
+    expect(push(c, lane, 0, recs(8, 14), PushMode.partial)).toBe(8);
+  });
+
   it('validates capacity and arena size, rounding up to powers of two', () => {
     expect(() => core(1)).toThrow(RangeError);
     expect(() => core(2 ** 25)).toThrow(RangeError);

@@ -265,7 +265,7 @@ export class NativeTransport implements Transport {
 
   /** Counters summed over every ring of a type (all groups and partitions). */
   totals(type: string): RingStats {
-    const sum: RingStats = { pushed: 0, popped: 0, droppedNewest: 0, droppedOldest: 0, rejected: 0, size: 0 };
+    const sum: RingStats = { pushed: 0, popped: 0, droppedNewest: 0, droppedOldest: 0, rejected: 0, size: 0, held: 0 };
     const topic = this.topics.get(type);
     if (!topic) return sum;
     for (const g of topic.groups.values()) {
