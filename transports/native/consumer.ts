@@ -418,7 +418,10 @@ export class PartitionConsumer {
     }
     this.timers.clear();
     // What is handed back leaves the ring (the caller passes it on to another member).
-    for (const b of this.held) this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.count - b.acked);
+    for (const b of this.held) {
+      this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.count - b.acked);
+      b.acked = b.next = b.count; // a handler that finishes later acknowledges nothing more
+    }
     this.held.clear();
     return left;
   }
