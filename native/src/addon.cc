@@ -104,6 +104,13 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return lane;
   }
 
+  // The ring of (info[0] lane, info[1] partition); nullptr (a RangeError thrown) when there is none.
+  Ring* RingAt(const Napi::CallbackInfo& info) {
+    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
+    Lane* lane = GetLane(info.Env(), info[0], partition);
+    return lane ? &lane->ring(partition) : nullptr;
+  }
+
   Napi::Value CreateLane(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Check(env)) return env.Undefined();
@@ -251,16 +258,14 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   // ack(lane, partition, first, count): releases records popped with `hold` (positions [first, first + count)).
   Napi::Value Ack(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!core_) return env.Undefined();
-    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
-    Lane* lane = GetLane(env, info[0], partition);
-    if (!lane) return env.Undefined();
+    Ring* ring = core_ ? RingAt(info) : nullptr;
+    if (!ring) return env.Undefined();
     const uint32_t count = info[3].As<Napi::Number>().Uint32Value();
-    if (count > lane->ring(partition).capacity()) {
+    if (count > ring->capacity()) {
       Napi::RangeError::New(env, "ack count exceeds the capacity").ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    lane->ring(partition).Ack(info[2].As<Napi::Number>().Uint32Value(), count);
+    ring->Ack(info[2].As<Napi::Number>().Uint32Value(), count);
     return env.Undefined();
   }
 
@@ -270,12 +275,11 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   Napi::Value TakeHeld(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
-    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
-    Lane* lane = GetLane(env, info[0], partition);
-    if (!lane) return env.Undefined();
+    Ring* ring = RingAt(info);
+    if (!ring) return env.Undefined();
     std::string bytes;
     std::vector<uint32_t> chars;
-    const uint32_t k = lane->ring(partition).TakeHeld(&bytes, &chars);
+    const uint32_t k = ring->TakeHeld(&bytes, &chars);
     if (k == 0) return env.Null();
     Napi::Uint32Array offs = Napi::Uint32Array::New(env, size_t(k) + 1);
     uint64_t pos = 0;
@@ -293,11 +297,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size, held]
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!core_) return env.Undefined();
-    const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
-    Lane* lane = GetLane(env, info[0], partition);
-    if (!lane) return env.Undefined();
-    Ring& r = lane->ring(partition);
+    Ring* ring = core_ ? RingAt(info) : nullptr;
+    if (!ring) return env.Undefined();
+    Ring& r = *ring;
     Counters& c = r.counters();
     Napi::Array a = Napi::Array::New(env, 7);
     a.Set(uint32_t(0), double(c.pushed.load(std::memory_order_relaxed)));
