@@ -295,6 +295,19 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(inWorker + seen.size).toBe(300);
   });
 
+  it('closing a worker subscription whose handler never returns: the thread is ended and its events go to the group', async () => {
+    const b = await bus({ partitions: 1 });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
+    const sub = await b.subscribe('tick', { group: 's', workers: 1, drainTimeoutMs: 100, handler: fixture('stuck-handler.mjs'), workerData: { seen: seen.buffer, stuckAt: 50 } });
+    await b.publishMany('tick', ticks(200));
+    await waitFor(() => seen[49] === 1, 5000, 'the worker to reach the stuck event');
+    await sub.close(); // drain timeout, then the grace period, then terminate()
+    const onMain = new Int32Array(200);
+    await b.subscribe('tick', { group: 's' }, (e) => void onMain[e.data.seq]++);
+    await waitFor(() => seen.every((x, i) => x + onMain[i]! >= 1), 5000, 'every event, the stuck one included');
+    expect(onMain[50]).toBe(1);
+  });
+
   it('bus.close() with running workers does not hang', async () => {
     const b = await bus({ partitions: 2 });
     const counters = new SharedArrayBuffer(12);

@@ -242,7 +242,8 @@ export class NativeGroup {
   private recover(dead: ConsumerThread): { recovered: number; lost: number } {
     const items: Pending[] = [...dead.parked.values()];
     const spec = dead.member?.spec;
-    if (this.o.hold) {
+    if (this.o.hold && !this.core.closed) {
+      // (A closed core: the transport is closing and stops its threads; nothing to give back to.)
       for (const p of dead.owned) {
         const got = this.core.takeHeld(this.lane, p);
         if (got === null) continue;
