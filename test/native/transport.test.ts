@@ -303,7 +303,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await waitFor(() => seen[49] === 1, 5000, 'the worker to reach the stuck event');
     await sub.close(); // drain timeout, then the grace period, then terminate()
     const onMain = new Int32Array(200);
-    await b.subscribe('tick', { group: 's' }, (e) => void onMain[e.data.seq]++);
+    await b.subscribe('tick', { group: 's' }, (e) => void Atomics.add(onMain, e.data.seq, 1));
     await waitFor(() => seen.every((x, i) => x + onMain[i]! >= 1), 5000, 'every event, the stuck one included');
     expect(onMain[50]).toBe(1);
   });
