@@ -10,6 +10,12 @@ export type Def = Record<string, any>;
 /** Wrapper nodes whose parsed output, once present, is the inner schema's (encoders and size bounds see through them). */
 export const TRANSPARENT_WRAPPERS: ReadonlySet<string> = new Set(['default', 'prefault', 'readonly', 'nonoptional']);
 
+/** The values of a `z.enum` node, and whether all are strings (otherwise a TypeScript enum's numbers are among them). */
+export function enumValues(def: Def): { values: unknown[]; strings: boolean } {
+  const values = Object.values(def.entries as Record<string, unknown>);
+  return { values, strings: values.every((x) => typeof x === 'string') };
+}
+
 /** The zod v4 definition of a schema node. */
 export function defOf(schema: unknown): Def {
   return (schema as { _zod: { def: Def } })._zod.def;

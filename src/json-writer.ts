@@ -10,7 +10,7 @@
  * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 import { PLAIN } from './serializer.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
@@ -198,7 +198,7 @@ class WriterCompiler extends CodeGen<JsonWriter> {
       case 'string':
         return `S(${v}, b, o)`;
       case 'enum': // string values, or a TypeScript enum's numbers
-        return Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string') ? `S(${v}, b, o)` : `L(${v}, b, o)`;
+        return enumValues(def).strings ? `S(${v}, b, o)` : `L(${v}, b, o)`;
       case 'number':
         return `N(${v}, b, o)`;
       case 'boolean':

@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -44,7 +44,7 @@ class Compiler extends CodeGen<Serializer> {
       case 'null':
         return `'null'`;
       case 'enum': // string values, or a TypeScript enum's numbers
-        return Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string') ? `q(${v})` : `JSON.stringify(${v})`;
+        return enumValues(def).strings ? `q(${v})` : `JSON.stringify(${v})`;
       case 'literal':
         return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
           ? `JSON.stringify(${v})`
@@ -115,18 +115,23 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
     return { a: sizeOfArray };
   }
 
+  /** A string's quoted JSON: its length plus quotes, or 6 bytes per unit (`\u00XX`) for the bound. */
+  private stringSize(v: string): string {
+    return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
+  }
+
   protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = defOf(schema);
     if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
-      case 'enum':
-        if (!Object.values(def.entries as Record<string, unknown>).every((x) => typeof x === 'string')) {
-          // A TypeScript enum's numbers (and strings): the longest value's JSON, known at compile time.
-          return String(Math.max(...Object.values(def.entries as Record<string, unknown>).map((x) => Buffer.byteLength(JSON.stringify(x)) * (this.mode === 'bound' ? 6 : 1))));
-        }
-        return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
+      case 'enum': {
+        const { values, strings } = enumValues(def);
+        // A TypeScript enum's numbers (and strings): the longest value's JSON, known at compile time.
+        if (!strings) return String(Math.max(...values.map((x) => Buffer.byteLength(JSON.stringify(x)) * (this.mode === 'bound' ? 6 : 1))));
+        return this.stringSize(v);
+      }
       case 'string':
-        return this.mode === 'bound' ? `(2 + 6 * ${v}.length)` : `(2 + ${v}.length)`;
+        return this.stringSize(v);
       case 'number':
         return this.mode === 'bound' ? '24' : '8';
       case 'boolean':
