@@ -45,7 +45,7 @@ export class LatencyRecorder {
  */
 export async function paced(count: number, rate: number, send: (i: number, atMs: number) => void, how: 'loop' | 'spin' = 'loop'): Promise<void> {
   if (rate > 0) {
-    await (how === 'spin' ? openLoopSpin(count, rate, send) : openLoop(count, rate, send));
+    await openLoop(count, rate, send, how === 'spin');
     return;
   }
   for (let i = 0; i < count; i++) send(i, performance.now());
@@ -53,69 +53,45 @@ export async function paced(count: number, rate: number, send: (i: number, atMs:
 
 /**
  * Calls `send(i, intendedMs)` for i in [0, count) at `rate` per second, each as soon as its intended
- * time has come. Uses setImmediate when the next send is near (timers are too coarse for 100 us
- * spacing) and setTimeout when it is more than 2 ms away. Resolves after the last send. Time is read with
- * process.hrtime.bigint(), which optimized code reads without allocating, where performance.now()
- * allocates a heap number per call, on each of the ~1M event-loop turns a second (Redis end-to-end, 5
- * interleaved pairs against performance.now(): p99 1.6-4.2 vs 3.2-9.1 ms, p50 97-221 vs 178-292 us).
+ * time has come; setTimeout when the next send is more than 2 ms away (timers are too coarse for 100 us
+ * spacing). Resolves after the last send. Nearer than that:
+ * - `spin` false: the event loop turns (setImmediate) until it is time, for threads whose event loop has
+ *   work while they send (handlers on the main thread, Redis replies);
+ * - `spin` true: the event loop turns once after each send (the publish's microtasks and any timers run),
+ *   then the thread waits in a plain loop, for threads with nothing else to do (native worker runs). The
+ *   ~1M turns a second of the other mode each allocate: there they made the sender scavenge every ~40 ms,
+ *   pausing it ~1 ms each time, which alone put 3-4% of the events over 1 ms late.
+ * Time is read with process.hrtime.bigint(), which optimized code reads without allocating, where
+ * performance.now() allocates a heap number per call (Redis end-to-end, 5 interleaved pairs against
+ * performance.now(): p99 1.6-4.2 vs 3.2-9.1 ms, p50 97-221 vs 178-292 us).
  */
-export function openLoop(count: number, rate: number, send: (i: number, intendedMs: number) => void): Promise<number> {
+export function openLoop(count: number, rate: number, send: (i: number, intendedMs: number) => void, spin = false): Promise<number> {
   const interval = 1000 / rate;
   const t0 = performance.now();
   const h0 = process.hrtime.bigint();
   let i = 0;
-  let due = h0;
+  let due = h0; // of event i
+  let turned = false; // spin: the event loop turned since the last send
   return new Promise((resolve) => {
     const step = () => {
-      const now = process.hrtime.bigint();
-      while (i < count && due <= now) {
-        send(i, t0 + i * interval);
-        i++;
-        due = h0 + BigInt(Math.round(i * interval * 1e6));
-      }
-      if (i >= count) return resolve(t0);
-      const wait = Number(due - process.hrtime.bigint()) / 1e6;
-      if (wait > 2) setTimeout(step, wait - 1);
-      else setImmediate(step);
-    };
-    step();
-  });
-}
-
-/**
- * `openLoop` for a thread whose event loop has nothing else to do while it sends (the native worker
- * runs: handlers run in worker threads). It waits for each send time in a plain loop over
- * process.hrtime.bigint(), which optimized code runs without allocating (performance.now() allocates a
- * heap number per call), and turns the event loop once per send, so the publish's microtasks and any
- * timers run. `openLoop` instead turns the event loop ~1M times a second, allocating on every turn: the
- * main thread then scavenged every ~40 ms, pausing the sender ~1 ms each time, which alone put 3-4% of
- * the events over 1 ms late.
- */
-export function openLoopSpin(count: number, rate: number, send: (i: number, intendedMs: number) => void): Promise<number> {
-  const intervalMs = 1000 / rate;
-  const t0 = performance.now();
-  const h0 = process.hrtime.bigint();
-  let i = 0;
-  return new Promise((resolve) => {
-    const step = () => {
-      for (; i < count; i++) {
-        const at = i * intervalMs;
-        const due = h0 + BigInt(Math.round(at * 1e6));
-        const early = Number(due - process.hrtime.bigint()) / 1e6;
-        if (early > 2) return void setTimeout(step, early - 1);
-        if (early > 0) {
-          if (i > 0 && !turned) {
+      while (i < count) {
+        const now = process.hrtime.bigint();
+        if (due > now) {
+          const wait = Number(due - now) / 1e6;
+          if (wait > 2) return void setTimeout(step, wait - 1);
+          if (!spin || !turned) {
             turned = true;
             return void setImmediate(step);
           }
           while (process.hrtime.bigint() < due);
         }
         turned = false;
-        send(i, t0 + at);
+        send(i, t0 + i * interval);
+        i++;
+        due = h0 + BigInt(Math.round(i * interval * 1e6));
       }
       resolve(t0);
     };
-    let turned = false;
     step();
   });
 }
