@@ -71,9 +71,7 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
     const json = ev.json ?? serialize(ev.data);
-    const timeStr = timeText(ev.time);
-    const plain = ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
-    const rec = plain ? ev.id + timeStr + '0' + json : encodeEvent(ev, json);
+    const rec = encodeEvent(ev, json);
     chars[i] = rec.length;
     all += rec;
   }
@@ -166,11 +164,10 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
   let o = 0;
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
-    const timeStr = timeText(ev.time);
     const start = o;
     let end: number = NEEDS_STRING;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
-    if (ev.json === undefined && ev.id.length === ID_LEN && timeStr !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined) {
+    if (ev.json === undefined && plainHeader(ev)) {
       for (;;) {
         end = idsAscii ? writeHeaderAt(i * ID_LEN, start) : writeHeader(ev.id, start);
         if (end >= 0) end = writer(ev.data, scratch, end);
@@ -238,18 +235,23 @@ export function copyBatch(b: EncodedBatch, from = 0): EncodedBatch {
   return { bytes: Uint8Array.prototype.slice.call(b.bytes, skip), lens: b.lens.slice(from, b.n), chars: b.chars.slice(from, b.n), n: b.n - from };
 }
 
-/** The record of an event with extras (key, ids, headers) or an unusual id/time. */
+/**
+ * Whether the event's record is the fixed header and the payload alone: an id of the usual width, a time
+ * of 13 digits (`timeText`, which this leaves current for the header writers) and no extras.
+ */
+function plainHeader(ev: OutgoingEvent): boolean {
+  return timeText(ev.time) !== '' && ev.id.length === ID_LEN && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
+}
+
+/** The record of an event as text: the fixed header, then extras (key, ids, headers, an unusual id/time) if any. */
 function encodeEvent(ev: OutgoingEvent, json: string): string {
-  const t = ev.time;
+  const time = timeText(ev.time);
+  if (plainHeader(ev)) return ev.id + time + '0' + json;
   const plainId = ev.id.length === ID_LEN;
-  const plainTime = Number.isInteger(t) && t >= 1e12 && t < 1e13;
-  if (ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined && plainId && plainTime) {
-    return ev.id + t + '0' + json;
-  }
   const x: Extras = { k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers };
   if (!plainId) x.i = ev.id;
-  if (!plainTime) x.t = t;
-  return (plainId ? ev.id : NO_ID) + (plainTime ? String(t) : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
+  if (time === '') x.t = ev.time;
+  return (plainId ? ev.id : NO_ID) + (time !== '' ? time : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
 }
 
 /** An envelope whose payload is parsed on first access of `data` (worker consumers). */
