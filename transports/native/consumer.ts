@@ -99,7 +99,8 @@ export class PartitionConsumer {
   /**
    * Worker threads: a shared cell where the thread publishes how many events it holds (popped or handed
    * over and not finished). Increases are published at once (pop, retry, hand-over), decreases every 64
-   * events, so the cell is an upper bound; read by the main thread if the thread dies.
+   * events, so the cell is an upper bound; read by the main thread if the thread dies. Only set without
+   * `hold` (drop-oldest): otherwise what the thread held is taken back, not counted as lost.
    */
   heldCell: Int32Array | undefined;
   /**

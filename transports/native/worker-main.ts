@@ -57,7 +57,8 @@ async function main(): Promise<void> {
   const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
     port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
   );
-  consumer.heldCell = new Int32Array(init.held);
+  // The held count only matters when popped records are not held in the ring (drop-oldest).
+  if (!init.settings.hold) consumer.heldCell = new Int32Array(init.held);
   consumer.lastCell = new Int32Array(init.last);
   consumer.onPark = (item) => port.postMessage({ t: 'park', item: { ...item, env: toPlainEnvelope(item.env) } } satisfies WorkerMessage);
   consumer.onUnpark = (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage);

@@ -64,9 +64,10 @@ export class Publisher {
       const minIdAgeMs = topic?.minIdAgeMs ?? (topic?.maxLen === undefined ? this.config.minIdAgeMs : undefined);
       const maxLen = topic?.maxLen ?? this.config.maxLen;
       const base = this.types.size;
+      const keys = Array.from({ length: n }, (_, p) => streamKey(this.config.prefix, type, p));
       t = {
-        keys: Array.from({ length: n }, (_, p) => streamKey(this.config.prefix, type, p)),
-        routes: Array.from({ length: n }, (_, p) => [streamKey(this.config.prefix, type, p)]),
+        keys,
+        routes: keys.map((k) => [k]),
         conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', String(maxLen)] : undefined,
         minIdAgeMs,
