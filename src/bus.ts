@@ -30,6 +30,7 @@ import { resolveTransport } from './registry.js';
 import { BOUND_PER_ESTIMATE, compileSizeBound, compileSizeEstimate, serializersFor, type Serializer } from './serializer.js';
 import { compileValidator, INVALID, type Validator } from './validator.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
+import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
@@ -482,13 +483,18 @@ export async function createEventBus<M extends EventMap>(config: EventBusConfig<
   const factory = await resolveTransport(parsed.transport.type);
   const serializers = serializersFor(events.schemas);
   const writers = new Map<string, JsonWriter | undefined>();
-  for (const name of events.names) writers.set(name, compileJsonWriter(events.schemas[name]!));
+  const plans = new Map<string, ReaderPlan | undefined>();
+  for (const name of events.names) {
+    writers.set(name, compileJsonWriter(events.schemas[name]!));
+    plans.set(name, readerPlan(events.schemas[name]!));
+  }
   const transport = await factory(parsed.transport as Record<string, unknown>, {
     service: parsed.service,
     logger,
     eventTypes: events.names,
     serializer: (type) => serializers.get(type) ?? jsonStringify,
     jsonWriter: (type) => writers.get(type),
+    readerPlan: (type) => plans.get(type),
   });
   await transport.connect();
   try {

@@ -23,6 +23,7 @@ export type {
   BackoffOptions,
 } from './transport.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
+export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export type { BatchingConfig } from './config.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';
 export type { Logger } from './logger.js';

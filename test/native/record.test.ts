@@ -3,7 +3,9 @@ import type { OutgoingEvent } from '../../src/transport.js';
 import { z } from 'zod';
 import { compileJsonWriter } from '../../src/json-writer.js';
 import { compileSerializer } from '../../src/serializer.js';
-import { encodeEvents } from '../../transports/native/record.js';
+import { compileJsonReader, readerPlan, type JsonReader } from '../../src/json-reader.js';
+import type { EventEnvelope } from '../../src/envelope.js';
+import { decodeRecords, encodeEvents } from '../../transports/native/record.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
   return { id: String(i).padStart(26, '0'), type: 't', time: 1_700_000_000_000 + i, key: undefined, data, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined, ...extra };
@@ -56,5 +58,29 @@ describe('native record encoding', () => {
     expect(viaWriter.lens).toEqual(viaText.lens);
     expect(viaWriter.chars).toEqual(viaText.chars);
     expect(viaWriter.bytes.equals(viaText.bytes)).toBe(true);
+  });
+
+  it('decodes payloads with the reader it is given, in place in the batch text, eagerly or on first access', () => {
+    const schema = z.object({ s: z.string(), n: z.number() });
+    const events = [ev(1, { s: 'a', n: 1.5 }), ev(2, { s: 'é😀', n: -2.25 }, { key: 'k' }), ev(3, { s: 'c', n: 3 })];
+    const b = encodeEvents(events);
+    const text = Buffer.from(b.bytes).toString('utf8');
+    const offs = new Uint32Array(b.n + 1);
+    for (let i = 0; i < b.n; i++) offs[i + 1] = offs[i]! + b.chars[i]!;
+    const compiled = compileJsonReader(readerPlan(schema)!)!;
+    for (const lazy of [false, true]) {
+      const calls: string[] = [];
+      const read: JsonReader = (t, a, e) => {
+        expect(t).toBe(text); // the batch text itself, not a copy of the record
+        calls.push(t.slice(a, e));
+        return compiled(t, a, e);
+      };
+      const out: EventEnvelope[] = [];
+      decodeRecords(text, offs, b.n, 't', 'src', lazy, read, out);
+      expect(calls.length).toBe(lazy ? 0 : 3);
+      expect(out.map((e) => e.data)).toEqual(events.map((e) => e.data));
+      expect(out[1]!.key).toBe('k');
+      expect(calls).toEqual(events.map((e) => JSON.stringify(e.data)));
+    }
   });
 });

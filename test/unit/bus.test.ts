@@ -92,7 +92,9 @@ describe('publishing bad input', () => {
 describe('transport registry', () => {
   it('lets a third-party transport register itself and be picked by config', async () => {
     const written: PublishUnit[] = [];
-    registerTransport('recording', (config) => {
+    let plan: unknown;
+    registerTransport('recording', (config, ctx) => {
+      plan = ctx.readerPlan?.('user.signed-up');
       const t: Transport = {
         type: 'recording',
         capabilities: { encoding: 'json', maxInFlight: 1, maxEventBytes: 1 << 20 },
@@ -112,6 +114,8 @@ describe('transport registry', () => {
     expect(written).toHaveLength(1);
     expect(written[0]!.events[0]).toMatchObject({ type: 'user.signed-up', json: '{"userId":"u1","email":"a@b.co"}', key: 'u1' });
     expect(written[0]!.partition).toBeLessThan(3);
+    // The type's payload reader plan, for transports that parse payload JSON (src/json-reader.ts).
+    expect(plan).toMatchObject({ t: 'object', fields: [{ key: 'userId' }, { key: 'email' }] });
   });
 });
 

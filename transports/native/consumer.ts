@@ -11,6 +11,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
+import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record.js';
 
 export interface ConsumerSettings {
@@ -30,6 +31,8 @@ export interface ConsumerSettings {
    * take them back if the thread dies); otherwise they are released as they are popped.
    */
   readonly hold: boolean;
+  /** The payload's reader plan (schema-compiled parsing), or undefined for JSON.parse. */
+  readonly reader: ReaderPlan | undefined;
 }
 
 /** An event waiting for (another) delivery. Structured-cloneable, so workers can hand it back. */
@@ -142,7 +145,11 @@ export class PartitionConsumer {
     private readonly onDead: (dl: DeadLetter) => void,
   ) {
     this.offs = new Uint32Array(s.batchSize + 1);
+    this.read = jsonReader(s.reader);
   }
+
+  /** Parses payloads (compiled in this thread from the settings' plan). */
+  private readonly read: JsonReader;
 
   setPartitions(parts: readonly number[]): void {
     this.parts = Uint32Array.from(parts);
@@ -184,7 +191,7 @@ export class PartitionConsumer {
         this.batchHeld = { partition: this.batchPart, first: this.info[2]!, count: this.info[0]!, acked: 0, next: 0, done: undefined };
         this.held.add(this.batchHeld);
       }
-      decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.batch);
+      decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.read, this.batch);
       this.publishHeld();
     }
     this.curAttempt = 1;

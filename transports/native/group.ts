@@ -10,6 +10,7 @@ import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscripti
 import type { PartitionCore } from '../../native/js/core-api.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords, toPlainEnvelope } from './record.js';
 import type { WorkerInit, WorkerMessage } from './worker-main.js';
 import { spawnConsumerThread } from './spawn.js';
@@ -21,6 +22,8 @@ export interface GroupOptions {
   readonly spinUs: number;
   /** Worker threads keep what they pop in the ring until finished (false under drop-oldest). */
   readonly hold: boolean;
+  /** The payload's reader plan (see `src/json-reader.ts`), shipped to worker threads in their settings. */
+  readonly reader: ReaderPlan | undefined;
   readonly logger: Logger;
 }
 
@@ -100,7 +103,12 @@ export class NativeGroup {
     readonly name: string,
     private readonly partitions: number,
     private readonly o: GroupOptions,
-  ) {}
+  ) {
+    this.read = jsonReader(o.reader);
+  }
+
+  /** Parses the payloads of records taken back from a dead thread. */
+  private readonly read;
 
   private settings(spec: SubscriptionSpec, lazy: boolean): ConsumerSettings {
     return {
@@ -114,6 +122,7 @@ export class NativeGroup {
       batchSize: this.o.batchSize,
       lazy,
       hold: lazy && this.o.hold,
+      reader: this.o.reader,
     };
   }
 
@@ -248,7 +257,7 @@ export class NativeGroup {
         const got = this.core.takeHeld(this.lane, p);
         if (got === null) continue;
         const envs: EventEnvelope[] = [];
-        decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, envs);
+        decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, this.read, envs);
         for (const env of envs) items.push({ env: toPlainEnvelope(env), attempt: 1, partition: p });
       }
     }

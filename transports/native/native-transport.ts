@@ -224,6 +224,7 @@ export class NativeTransport implements Transport {
         batchSize: this.config.batchSize,
         spinUs: this.config.spinUs,
         hold: this.config.backpressure !== 'drop-oldest',
+        reader: this.ctx.readerPlan?.(spec.type),
         logger: this.ctx.logger,
       });
       topic.groups.set(spec.group, group);

@@ -10,6 +10,7 @@
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
+import type { JsonReader } from '../../src/json-reader.js';
 
 /**
  * A batch of records ready for `PartitionCore.push`: UTF-8 bytes back to back, with each record's byte and
@@ -254,32 +255,41 @@ function encodeEvent(ev: OutgoingEvent, json: string): string {
   return (plainId ? ev.id : NO_ID) + (time !== '' ? time : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
 }
 
-/** An envelope whose payload is parsed on first access of `data` (worker consumers). */
+/** An envelope whose payload is parsed on first access of `data` (worker consumers), in place in its batch's text. */
 export class LazyEnvelope implements EventEnvelope {
   declare key?: string;
   declare correlationId?: string;
   declare causationId?: string;
   declare headers?: EventHeaders;
-  #json: string | undefined;
+  #text: string | undefined;
+  #start: number;
+  #end: number;
+  #read: JsonReader;
   #data: unknown;
   constructor(
     readonly id: string,
     readonly type: string,
     readonly source: string,
     readonly time: number,
-    json: string,
+    text: string,
+    start: number,
+    end: number,
+    read: JsonReader,
   ) {
-    this.#json = json;
+    this.#text = text;
+    this.#start = start;
+    this.#end = end;
+    this.#read = read;
   }
   get data(): unknown {
-    if (this.#json !== undefined) {
-      this.#data = JSON.parse(this.#json);
-      this.#json = undefined;
+    if (this.#text !== undefined) {
+      this.#data = this.#read(this.#text, this.#start, this.#end);
+      this.#text = undefined;
     }
     return this.#data;
   }
   set data(value: unknown) {
-    this.#json = undefined;
+    this.#text = undefined;
     this.#data = value;
   }
   toJSON(): EventEnvelope {
@@ -299,9 +309,19 @@ export function toPlainEnvelope(e: EventEnvelope): EventEnvelope {
 
 /**
  * Decodes the `k` records of a popped batch (`offs[i]..offs[i+1]` is record i) into envelopes appended to
- * `out`; `lazy` leaves each payload as JSON until `data` is read.
+ * `out`, payloads parsed with `read` (the type's compiled reader, or JSON.parse); `lazy` leaves each payload
+ * as JSON until `data` is read.
  */
-export function decodeRecords(text: string, offs: Uint32Array, k: number, type: string, source: string, lazy: boolean, out: EventEnvelope[]): void {
+export function decodeRecords(
+  text: string,
+  offs: Uint32Array,
+  k: number,
+  type: string,
+  source: string,
+  lazy: boolean,
+  read: JsonReader,
+  out: EventEnvelope[],
+): void {
   for (let i = 0; i < k; i++) {
     const s = offs[i]!;
     let id = text.slice(s, s + ID_LEN);
@@ -316,10 +336,10 @@ export function decodeRecords(text: string, offs: Uint32Array, k: number, type: 
       if (x.i !== undefined) id = x.i;
       if (x.t !== undefined) time = x.t;
     }
-    const json = text.slice(p, offs[i + 1]!);
+    const end = offs[i + 1]!;
     let env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] };
-    if (lazy) env = new LazyEnvelope(id, type, source, time, json);
-    else env = { id, type, source, time, data: JSON.parse(json) };
+    if (lazy) env = new LazyEnvelope(id, type, source, time, text, p, end, read);
+    else env = { id, type, source, time, data: read(text, p, end) };
     if (x !== undefined) {
       if (x.k !== undefined) env.key = x.k;
       if (x.c !== undefined) env.correlationId = x.c;

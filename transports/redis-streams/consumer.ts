@@ -24,6 +24,7 @@ import { describeError, isRetryable } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } from './codec.js';
+import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import type { Client, Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
@@ -129,6 +130,8 @@ export class RedisConsumer implements TransportSubscription {
     private readonly command: Client,
     private readonly partitions: number,
     private readonly logger: Logger,
+    /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
+    private readonly readData: JsonReader,
   ) {
     this.cmd = command as unknown as Cmd;
     this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
@@ -346,7 +349,7 @@ export class RedisConsumer implements TransportSubscription {
         this.ack(idx, id);
         continue;
       }
-      const decoded = decodeEntry(id, fields, this.spec.type);
+      const decoded = decodeEntry(id, fields, this.spec.type, this.readData);
       if (decoded instanceof Malformed) {
         this.deadLetterRaw(idx, id, fields, `malformed entry: ${decoded.reason}`);
         continue;

@@ -17,6 +17,7 @@ import type {
 import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
 import { redisStreamsConfigSchema, redisSubscribeSchema, type ResolvedConfig } from './config.js';
 import { Connector, type Client } from './connection.js';
+import { jsonReader } from '../../src/json-reader.js';
 import { RedisConsumer } from './consumer.js';
 import { Publisher } from './publisher.js';
 
@@ -82,7 +83,7 @@ export class RedisStreamsTransport implements Transport {
     if (this.closed) throw new ClosedError('redis-streams transport');
     const opts = parseConfig(redisSubscribeSchema, spec.options, 'subscribe options');
     await this.connect();
-    const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger);
+    const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger, jsonReader(this.ctx.readerPlan?.(spec.type)));
     await consumer.start();
     this.consumers.add(consumer);
     return {
