@@ -7,6 +7,7 @@
  * - `maxEvents` / `maxBytes` bound a batch and each unit in it; `maxWaitMs > 0` makes a non-full batch
  *   linger that long for company (a fixed flush interval) instead of leaving at once.
  * - `maxPendingEvents` bounds what the client buffers: past it `add` waits for room, or rejects.
+ * - A lane whose consumer thread waits idle (in-process transports) gets `add`'s batch at once.
  *
  * Per event the hot path is an array push and a few counter updates: one promise per unit (a
  * (type, partition) lane within a batch), one timer or microtask per batch.
@@ -35,6 +36,8 @@ export class Lane {
   constructor(
     readonly type: string,
     readonly partition: number,
+    /** Per partition, consumer threads blocked waiting for this type's events (`Transport.waitingConsumers`). */
+    readonly waiting: Int32Array | undefined = undefined,
   ) {}
 }
 
@@ -147,11 +150,18 @@ export class Batcher {
     return this.push(lane, event, size);
   }
 
-  /** Queue one event; the promise settles with the fate of the unit that carries it. */
+  /**
+   * Queue one event; the promise settles with the fate of the unit that carries it. When a consumer
+   * thread is blocked waiting for the lane's events, the batch goes at once (see `Transport.waitingConsumers`):
+   * batches then hold what piled up while the consumer was busy. Bulk calls (`addFitted`) keep full batches.
+   */
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
-    return this.push(lane, event, size);
+    const p = this.push(lane, event, size);
+    const w = lane.waiting;
+    if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) this.flush();
+    return p;
   }
 
   private push(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {

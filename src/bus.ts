@@ -136,7 +136,8 @@ export class EventBus<M extends EventMap> {
       if (!Number.isInteger(partitions) || partitions < 1) {
         throw new ConfigError(`Transport "${transport.type}" reported ${partitions} partitions for "${name}".`);
       }
-      const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p));
+      const waiting = transport.waitingConsumers?.(name);
+      const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p, waiting));
       const schema = events.schemas[name]!;
       const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
       const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;

@@ -147,6 +147,14 @@ export interface Transport {
   /** Partitions of an event type. Called once per type and cached by the bus. */
   partitionsFor(type: string): number;
   /**
+   * In-process transports whose consumers run on other threads: a shared counter per partition of `type`
+   * of the consumer threads blocked waiting for its events, which they keep up to date (Atomics). While one
+   * waits, the bus sends a `publish()`'s batch at once instead of at the next microtask, so a synchronous
+   * burst of publishes feeds an idle consumer as it goes rather than when the batch is full ("smart
+   * batching": batches are as large as the consumer's backlog). Called once per type.
+   */
+  waitingConsumers?(type: string): Int32Array | undefined;
+  /**
    * Write units; resolves once the transport has durably accepted them (see {@link WriteResult}).
    * A transport that completed the write before returning (in-process) may return the result itself
    * instead of a promise: the batcher then frees the write slot at once, so a synchronous publish loop

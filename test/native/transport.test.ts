@@ -208,6 +208,29 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     return { errors, logger };
   }
 
+  it('worker consumers: a publish() reaches a waiting worker at once, inside a synchronous burst', async () => {
+    const b = await bus();
+    const counters = new Int32Array(new SharedArrayBuffer(12));
+    const sub = await b.subscribe('tick', { group: 'eager', workers: 1, handler: fixture('count-handler.mjs'), workerData: { counters: counters.buffer } });
+    const waiting = transportOf(b).waitingConsumers('tick');
+    await waitFor(() => Atomics.load(waiting, 0) === 1, 5_000, 'the idle worker counts itself as waiting');
+    // Without the waiting count the event would wait in the batch for the next microtask, which this
+    // synchronous loop never lets run: it would spin to its deadline with nothing delivered.
+    const pending = [b.publish('tick', { seq: 1 })];
+    const deadline = Date.now() + 5_000;
+    while (Atomics.load(counters, 0) === 0 && Date.now() < deadline) {
+      /* spin: no microtask runs */
+    }
+    expect(Atomics.load(counters, 0)).toBe(1);
+    // The rest of the burst: every event arrives once.
+    for (let i = 2; i <= 2_000; i++) pending.push(b.publish('tick', { seq: i }));
+    await Promise.all(pending);
+    await waitFor(() => Atomics.load(counters, 0) === 2_000, 10_000, 'all 2,000 delivered');
+    expect(Atomics.load(counters, 1)).toBe((2_000 * 2_001) / 2);
+    await sub.close();
+    expect(Atomics.load(waiting, 0)).toBe(0);
+  });
+
   it('worker consumers: a thread that dies is replaced, and what it held is delivered again: nothing lost', async () => {
     const { errors, logger } = errorLog();
     const b = await bus({ partitions: 1 }, { logger });

@@ -118,6 +118,14 @@ export class PartitionConsumer {
    * then one UTF-16 unit per int), so if the thread dies the main thread knows which event it was on.
    */
   lastCell: Int32Array | undefined;
+  /**
+   * Worker threads: the topic's per-partition count of consumer threads blocked waiting for events. The
+   * thread counts itself in before a pop that may sleep and out after it, so the bus sends a publish() at
+   * once while it waits (`Transport.waitingConsumers`). `waitingMine` records what it added ([n, parts...]),
+   * so the main thread can take it off if the thread is terminated inside the pop.
+   */
+  waitingCell: Int32Array | undefined;
+  waitingMine: Int32Array | undefined;
 
   private started(env: EventEnvelope): void {
     const cell = this.lastCell;
@@ -178,7 +186,16 @@ export class PartitionConsumer {
     }
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
-      const text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, this.s.hold);
+      let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, this.s.hold);
+      if (text === null && this.waitingCell !== undefined && waitUs > 0) {
+        // Nothing there: count in as waiting for the pop that may sleep (a publish() then leaves at once).
+        this.setWaiting(1);
+        try {
+          text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, this.s.hold);
+        } finally {
+          this.setWaiting(-1);
+        }
+      }
       if (text === null) {
         this.publishHeld();
         return undefined;
@@ -199,6 +216,21 @@ export class PartitionConsumer {
     this.curBatch = this.batchHeld;
     this.curIndex = this.batchIdx;
     return this.batch[this.batchIdx++];
+  }
+
+  /**
+   * Adds `d` to the waiting count of each partition. `waitingMine` is written after the counts go up and
+   * cleared before they go down: a thread terminated in between leaves a count too high, never too low.
+   */
+  private setWaiting(d: 1 | -1): void {
+    const w = this.waitingCell!;
+    const mine = this.waitingMine;
+    if (d === -1 && mine !== undefined) Atomics.store(mine, 0, 0);
+    for (let k = 0; k < this.nParts; k++) Atomics.add(w, this.parts[k]!, d);
+    if (d === 1 && mine !== undefined) {
+      for (let k = 0; k < this.nParts; k++) mine[k + 1] = this.parts[k]!;
+      Atomics.store(mine, 0, this.nParts);
+    }
   }
 
   /** First-attempt contexts, one per partition (they are read-only, so handlers can share them). */

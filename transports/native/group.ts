@@ -24,6 +24,8 @@ export interface GroupOptions {
   readonly hold: boolean;
   /** The payload's reader plan (see `src/json-reader.ts`), shipped to worker threads in their settings. */
   readonly reader: ReaderPlan | undefined;
+  /** The topic's per-partition count of consumer threads blocked waiting (shared with them; see PartitionConsumer.waitingCell). */
+  readonly waiting: Int32Array;
   readonly logger: Logger;
 }
 
@@ -57,6 +59,8 @@ class ConsumerThread {
     readonly held: Int32Array,
     /** The id of the event whose handler started last (see PartitionConsumer.lastCell). */
     readonly last: Int32Array,
+    /** The partitions it counts itself waiting on, while it does (see PartitionConsumer.waitingMine). */
+    readonly mine: Int32Array,
   ) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
   }
@@ -188,6 +192,7 @@ export class NativeGroup {
     const stop = new SharedArrayBuffer(4);
     const held = new SharedArrayBuffer(4);
     const last = new SharedArrayBuffer(4 * (1 + MAX_ID_UNITS));
+    const mine = new SharedArrayBuffer(4 * (1 + this.partitions));
     const init: WorkerInit = {
       core: this.core.share(this.lane),
       settings: this.settings(spec, true),
@@ -197,11 +202,13 @@ export class NativeGroup {
       stop,
       held,
       last,
+      waiting: this.o.waiting.buffer as SharedArrayBuffer,
+      mine,
       waitUs: WORKER_WAIT_US,
       spinUs: this.o.spinUs,
       drainMs: spec.drainTimeoutMs,
     };
-    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last));
+    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine));
     return { thread, ready: this.watch(thread, handlerModule) };
   }
 
@@ -323,6 +330,7 @@ export class NativeGroup {
         if (!started) reject(new ConfigError(`Handler module ${handlerModule} failed in a worker: ${describeError(err)}`, [{ path: ['handler'], message: describeError(err) }]));
       });
       thread.worker.on('exit', () => {
+        this.unwait(thread);
         if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
         if (thread.alive) {
           // Died without handing back: what it held goes to the others, and a new thread takes its place.
@@ -335,6 +343,15 @@ export class NativeGroup {
         }
       });
     });
+  }
+
+  /**
+   * A thread that ended while counted as waiting (terminated inside a blocking pop) is taken off the
+   * topic's counters, or the bus would keep sending every publish() at once to nobody.
+   */
+  private unwait(thread: ConsumerThread): void {
+    const n = Atomics.exchange(thread.mine, 0, 0);
+    for (let k = 1; k <= n; k++) Atomics.sub(this.o.waiting, thread.mine[k]!, 1);
   }
 
   private async leaveWorkers(member: WorkerMember): Promise<void> {

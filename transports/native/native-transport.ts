@@ -37,8 +37,11 @@ class Topic {
   readonly groups = new Map<string, NativeGroup>();
   /** Per partition; empty when nothing is retained. */
   readonly history: History[];
+  /** Per partition: consumer threads (of any group) blocked waiting for its events (`waitingConsumers`). */
+  readonly waiting: Int32Array;
   constructor(partitions: number, retain: number) {
     this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
+    this.waiting = new Int32Array(new SharedArrayBuffer(4 * partitions));
   }
 }
 
@@ -94,6 +97,10 @@ export class NativeTransport implements Transport {
 
   partitionsFor(): number {
     return this.config.partitions;
+  }
+
+  waitingConsumers(type: string): Int32Array {
+    return this.topic(type).waiting;
   }
 
   private topic(type: string): Topic {
@@ -225,6 +232,7 @@ export class NativeTransport implements Transport {
         spinUs: this.config.spinUs,
         hold: this.config.backpressure !== 'drop-oldest',
         reader: this.ctx.readerPlan?.(spec.type),
+        waiting: topic.waiting,
         logger: this.ctx.logger,
       });
       topic.groups.set(spec.group, group);

@@ -21,6 +21,10 @@ export interface WorkerInit {
   held: SharedArrayBuffer;
   /** Int32Array: the id of the event whose handler started last (PartitionConsumer.lastCell). */
   last: SharedArrayBuffer;
+  /** Int32Array per partition: the topic's consumer threads blocked waiting (PartitionConsumer.waitingCell). */
+  waiting: SharedArrayBuffer;
+  /** Int32Array [n, partitions...]: what this thread added to `waiting` (PartitionConsumer.waitingMine). */
+  mine: SharedArrayBuffer;
   waitUs: number;
   spinUs: number;
   drainMs: number;
@@ -60,6 +64,8 @@ async function main(): Promise<void> {
   // The held count only matters when popped records are not held in the ring (drop-oldest).
   if (!init.settings.hold) consumer.heldCell = new Int32Array(init.held);
   consumer.lastCell = new Int32Array(init.last);
+  consumer.waitingCell = new Int32Array(init.waiting);
+  consumer.waitingMine = new Int32Array(init.mine);
   consumer.onPark = (item) => port.postMessage({ t: 'park', item: { ...item, env: toPlainEnvelope(item.env) } } satisfies WorkerMessage);
   consumer.onUnpark = (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage);
   consumer.setPartitions(init.parts);
