@@ -62,7 +62,7 @@ describe('native record encoding', () => {
 
   it('decodes payloads with the reader it is given, in place in the batch text, eagerly or on first access', () => {
     const schema = z.object({ s: z.string(), n: z.number() });
-    const events = [ev(1, { s: 'a', n: 1.5 }), ev(2, { s: 'é😀', n: -2.25 }, { key: 'k' }), ev(3, { s: 'c', n: 3 })];
+    const events = [ev(1, { s: 'a', n: 1.5 }), ev(2, { s: 'é😀', n: -2.25 }, { key: 'k' }), ev(3, { s: 'c', n: 3 }, { id: 'not-26-units', time: -5 })];
     const b = encodeEvents(events);
     const text = Buffer.from(b.bytes).toString('utf8');
     const offs = new Uint32Array(b.n + 1);
@@ -80,6 +80,7 @@ describe('native record encoding', () => {
       expect(calls.length).toBe(lazy ? 0 : 3);
       expect(out.map((e) => e.data)).toEqual(events.map((e) => e.data));
       expect(out[1]!.key).toBe('k');
+      expect(out.map((e) => [e.id, e.time, e.type, e.source])).toEqual(events.map((e) => [e.id, e.time, 't', 'src']));
       expect(calls).toEqual(events.map((e) => JSON.stringify(e.data)));
     }
   });

@@ -258,6 +258,10 @@ export class NativeGroup {
   private recover(dead: ConsumerThread): { recovered: number; lost: number } {
     const items: Pending[] = [...dead.parked.values()];
     const spec = dead.member?.spec;
+    // The event whose handler started last: its id, or (-1, partition, k) for the k-th record the thread
+    // still held in that partition's ring (see PartitionConsumer.started).
+    const last = dead.last;
+    let culprit = last[0]! >= 0 ? String.fromCharCode(...last.subarray(1, 1 + Math.min(last[0]!, MAX_ID_UNITS))) : undefined;
     if (this.o.hold && !this.core.closed) {
       // (A closed core: the transport is closing and stops its threads; nothing to give back to.)
       for (const p of dead.owned) {
@@ -265,12 +269,11 @@ export class NativeGroup {
         if (got === null) continue;
         const envs: EventEnvelope[] = [];
         decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, this.read, envs);
+        if (last[0] === -1 && last[1] === p) culprit = envs[last[2]!]?.id.slice(0, MAX_ID_UNITS);
         for (const env of envs) items.push({ env: toPlainEnvelope(env), attempt: 1, partition: p });
       }
     }
     const lost = this.o.hold ? 0 : Math.max(0, Atomics.load(dead.held, 0) - items.length);
-    const n = Math.min(Atomics.load(dead.last, 0), MAX_ID_UNITS);
-    const culprit = String.fromCharCode(...dead.last.subarray(1, 1 + n));
     const back: Pending[] = [];
     for (const it of items) {
       if (it.env.id.slice(0, MAX_ID_UNITS) !== culprit) {

@@ -255,46 +255,74 @@ function encodeEvent(ev: OutgoingEvent, json: string): string {
   return (plainId ? ev.id : NO_ID) + (time !== '' ? time : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
 }
 
-/** An envelope whose payload is parsed on first access of `data` (worker consumers), in place in its batch's text. */
+/**
+ * An envelope read from a record on first access (worker consumers): `data` is parsed in place in its
+ * batch's text, and a plain record's `id` and `time` are taken from its header only when asked for, so a
+ * handler that routes on the payload pays for neither.
+ */
 export class LazyEnvelope implements EventEnvelope {
   declare key?: string;
   declare correlationId?: string;
   declare causationId?: string;
   declare headers?: EventHeaders;
-  #text: string | undefined;
+  #text: string;
+  /** Where the record starts (its header) and where its payload is. */
+  #at: number;
   #start: number;
   #end: number;
   #read: JsonReader;
+  #id: string | undefined;
+  #time: number;
+  #parsed = false;
   #data: unknown;
   constructor(
-    readonly id: string,
     readonly type: string,
     readonly source: string,
-    readonly time: number,
     text: string,
+    at: number,
     start: number,
     end: number,
     read: JsonReader,
+    /** An id and time from the record's extras; else from its header, when read. */
+    id?: string,
+    time = NaN,
   ) {
     this.#text = text;
+    this.#at = at;
     this.#start = start;
     this.#end = end;
     this.#read = read;
+    this.#id = id;
+    this.#time = time;
+  }
+  get id(): string {
+    return (this.#id ??= this.#text.slice(this.#at, this.#at + ID_LEN));
+  }
+  get time(): number {
+    if (Number.isNaN(this.#time)) this.#time = headerTime(this.#text, this.#at);
+    return this.#time;
   }
   get data(): unknown {
-    if (this.#text !== undefined) {
+    if (!this.#parsed) {
       this.#data = this.#read(this.#text, this.#start, this.#end);
-      this.#text = undefined;
+      this.#parsed = true;
     }
     return this.#data;
   }
   set data(value: unknown) {
-    this.#text = undefined;
+    this.#parsed = true;
     this.#data = value;
   }
   toJSON(): EventEnvelope {
     return toPlainEnvelope(this);
   }
+}
+
+/** The 13-digit time of the record header at `s`. */
+function headerTime(text: string, s: number): number {
+  let time = 0;
+  for (let j = s + ID_LEN; j < s + HEADER - 1; j++) time = time * 10 + text.charCodeAt(j) - 48;
+  return time;
 }
 
 /** A plain (structured-cloneable) copy of an envelope. */
@@ -324,10 +352,14 @@ export function decodeRecords(
 ): void {
   for (let i = 0; i < k; i++) {
     const s = offs[i]!;
-    let id = text.slice(s, s + ID_LEN);
-    let time = 0;
-    for (let j = s + ID_LEN; j < s + HEADER - 1; j++) time = time * 10 + text.charCodeAt(j) - 48;
+    const end = offs[i + 1]!;
     let p = s + HEADER;
+    if (lazy && text.charCodeAt(s + HEADER - 1) !== 49) {
+      out.push(new LazyEnvelope(type, source, text, s, p, end, read)); // a plain record: header and payload only
+      continue;
+    }
+    let id = text.slice(s, s + ID_LEN);
+    let time = headerTime(text, s);
     let x: Extras | undefined;
     if (text.charCodeAt(s + HEADER - 1) === 49) {
       const nl = text.indexOf('\n', p);
@@ -336,9 +368,8 @@ export function decodeRecords(
       if (x.i !== undefined) id = x.i;
       if (x.t !== undefined) time = x.t;
     }
-    const end = offs[i + 1]!;
     let env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] };
-    if (lazy) env = new LazyEnvelope(id, type, source, time, text, p, end, read);
+    if (lazy) env = new LazyEnvelope(type, source, text, s, p, end, read, id, time);
     else env = { id, type, source, time, data: read(text, p, end) };
     if (x !== undefined) {
       if (x.k !== undefined) env.key = x.k;
