@@ -36,9 +36,14 @@ export class Lane {
   constructor(
     readonly type: string,
     readonly partition: number,
-    /** Per partition, consumer threads blocked waiting for this type's events (`Transport.waitingConsumers`). */
+    /** Consumer threads waiting for this type's events, and their waits (`Transport.waitingConsumers`). */
     readonly waiting: Int32Array | undefined = undefined,
-  ) {}
+  ) {
+    this.genAt = waiting === undefined ? 0 : (waiting.length >> 1) + partition;
+  }
+  /** Where the count of waits of this lane's partition is, and the last wait a batch was sent for. */
+  readonly genAt: number;
+  sentForWait = -1;
 }
 
 const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
@@ -160,7 +165,14 @@ export class Batcher {
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
     const p = this.push(lane, event, size);
     const w = lane.waiting;
-    if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) this.flush();
+    if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) {
+      // Once per wait: a consumer waking up gets one push (one futex wake), then what piles up meanwhile.
+      const wait = Atomics.load(w, lane.genAt);
+      if (wait !== lane.sentForWait) {
+        lane.sentForWait = wait;
+        this.flush();
+      }
+    }
     return p;
   }
 

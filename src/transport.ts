@@ -147,11 +147,12 @@ export interface Transport {
   /** Partitions of an event type. Called once per type and cached by the bus. */
   partitionsFor(type: string): number;
   /**
-   * In-process transports whose consumers run on other threads: a shared counter per partition of `type`
-   * of the consumer threads blocked waiting for its events, which they keep up to date (Atomics). While one
-   * waits, the bus sends a `publish()`'s batch at once instead of at the next microtask, so a synchronous
-   * burst of publishes feeds an idle consumer as it goes rather than when the batch is full ("smart
-   * batching": batches are as large as the consumer's backlog). Called once per type.
+   * In-process transports whose consumers run on other threads: shared memory (Atomics) of 2 x partitions
+   * Int32 cells. Cell p counts the consumer threads blocked waiting for partition p's events; cell
+   * partitions + p counts the times one started to wait. For each new wait, the bus sends a `publish()`'s
+   * batch at once instead of at the next microtask, so a synchronous burst of publishes feeds an idle
+   * consumer as it goes rather than when the batch is full ("smart batching": what piles up while the consumer
+   * wakes and works leaves together when it waits again). Called once per type.
    */
   waitingConsumers?(type: string): Int32Array | undefined;
   /**

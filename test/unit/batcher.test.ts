@@ -30,31 +30,40 @@ function manualWriter() {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('Batcher', () => {
-  it('sends at once, within add(), while a consumer thread waits for the lane; otherwise on the next microtask', async () => {
+  it('sends at once, within add(), once for each wait of a consumer thread; otherwise on the next microtask', async () => {
     const w = manualWriter();
     const b = new Batcher(w.write, opts({ maxInFlight: 4 }));
-    const waiting = new Int32Array(2);
+    const waiting = new Int32Array(4); // 2 partitions: [waiting 0, waiting 1, waits 0, waits 1]
     const lane = new Lane('t', 1, waiting);
     b.add(lane, ev(1, 1), 0);
     expect(w.calls).toHaveLength(0); // nobody waits: the batch stays open for this tick
+    waiting[3] = 1;
     waiting[1] = 1;
     b.add(lane, ev(2, 1), 0);
     expect(w.calls).toHaveLength(1); // a consumer waits on partition 1: events 1 and 2 leave now
     expect(w.calls[0]!.units[0]!.events.map((e) => e.id)).toEqual(['1', '2']);
+    b.add(lane, ev(3, 1), 0);
+    expect(w.calls).toHaveLength(1); // the same wait: the consumer is being woken, event 3 waits with the batch
+    waiting[3] = 2; // it took what was sent and waits again
+    b.add(lane, ev(4, 1), 0);
+    expect(w.calls).toHaveLength(2);
+    expect(w.calls[1]!.units[0]!.events.map((e) => e.id)).toEqual(['3', '4']);
     waiting[1] = 0;
     waiting[0] = 1; // another partition's waiter does not matter
-    b.add(lane, ev(3, 1), 0);
-    expect(w.calls).toHaveLength(1);
-    waiting[1] = 1;
-    b.addFitted(lane, ev(4, 1), 0); // bulk calls keep their batches
-    expect(w.calls).toHaveLength(1);
-    await tick();
+    waiting[2] = 5;
+    b.add(lane, ev(5, 1), 0);
     expect(w.calls).toHaveLength(2);
+    waiting[1] = 1;
+    waiting[3] = 3;
+    b.addFitted(lane, ev(6, 1), 0); // bulk calls keep their batches
+    expect(w.calls).toHaveLength(2);
+    await tick();
+    expect(w.calls).toHaveLength(3);
     for (const c of w.calls) c.done();
     // A fixed flush interval (maxWaitMs > 0) is kept even when a consumer waits.
     const w2 = manualWriter();
     const lingering = new Batcher(w2.write, opts({ maxWaitMs: 5 }));
-    lingering.add(new Lane('t', 0, new Int32Array([1])), ev(5), 0);
+    lingering.add(new Lane('t', 0, new Int32Array([1, 1])), ev(7), 0);
     expect(w2.calls).toHaveLength(0);
     await new Promise((r) => setTimeout(r, 20));
     expect(w2.calls).toHaveLength(1);

@@ -238,7 +238,11 @@ export class PartitionConsumer {
     const w = this.waitingCell!;
     const mine = this.waitingMine;
     if (d === -1 && mine !== undefined) Atomics.store(mine, 0, 0);
-    for (let k = 0; k < this.nParts; k++) Atomics.add(w, this.parts[k]!, d);
+    const waits = w.length >> 1;
+    for (let k = 0; k < this.nParts; k++) {
+      if (d === 1) Atomics.add(w, waits + this.parts[k]!, 1); // a new wait, visible before the count says one waits
+      Atomics.add(w, this.parts[k]!, d);
+    }
     if (d === 1 && mine !== undefined) {
       for (let k = 0; k < this.nParts; k++) mine[k + 1] = this.parts[k]!;
       Atomics.store(mine, 0, this.nParts);

@@ -37,11 +37,11 @@ class Topic {
   readonly groups = new Map<string, NativeGroup>();
   /** Per partition; empty when nothing is retained. */
   readonly history: History[];
-  /** Per partition: consumer threads (of any group) blocked waiting for its events (`waitingConsumers`). */
+  /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (`waitingConsumers`). */
   readonly waiting: Int32Array;
   constructor(partitions: number, retain: number) {
     this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
-    this.waiting = new Int32Array(new SharedArrayBuffer(4 * partitions));
+    this.waiting = new Int32Array(new SharedArrayBuffer(8 * partitions));
   }
 }
 
