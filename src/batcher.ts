@@ -7,7 +7,7 @@
  * - `maxEvents` / `maxBytes` bound a batch and each unit in it; `maxWaitMs > 0` makes a non-full batch
  *   linger that long for company (a fixed flush interval) instead of leaving at once.
  * - `maxPendingEvents` bounds what the client buffers: past it `add` waits for room, or rejects.
- * - A lane whose consumer thread waits idle (in-process transports) gets `add`'s batch at once.
+ * - A lane whose consumer thread starts to wait (in-process transports) gets `add`'s batch at once, once per wait.
  *
  * Per event the hot path is an array push and a few counter updates: one promise per unit (a
  * (type, partition) lane within a batch), one timer or microtask per batch.
@@ -157,8 +157,9 @@ export class Batcher {
 
   /**
    * Queue one event; the promise settles with the fate of the unit that carries it. When a consumer
-   * thread is blocked waiting for the lane's events, the batch goes at once (see `Transport.waitingConsumers`):
-   * batches then hold what piled up while the consumer was busy. Bulk calls (`addFitted`) keep full batches.
+   * thread has started to wait for the lane's events, the batch goes at once, once per wait (see
+   * `Transport.waitingConsumers`): batches then hold what piled up while the consumer woke and worked. Bulk
+   * calls (`addFitted`) keep full batches.
    */
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));

@@ -114,14 +114,15 @@ export class PartitionConsumer {
   /** ...and an event finished that was parked (or handed over by the main thread). */
   onUnpark: ((id: string) => void) | undefined;
   /**
-   * Worker threads: a shared cell where the id of each event is written as its handler starts ([0] = length,
-   * then one UTF-16 unit per int), so if the thread dies the main thread knows which event it was on.
+   * Worker threads: a shared cell where each event is named as its handler starts, so if the thread dies
+   * the main thread knows which event it was on: by id ([0] = length, then one UTF-16 unit per int), or by
+   * place ([0] = -1, [1] = partition, [2] = k: the k-th record the thread still holds there; see `started`).
    */
   lastCell: Int32Array | undefined;
   /**
-   * Worker threads: the topic's per-partition count of consumer threads blocked waiting for events. The
-   * thread counts itself in before a pop that may sleep and out after it, so the bus sends a publish() at
-   * once while it waits (`Transport.waitingConsumers`). `waitingMine` records what it added ([n, parts...]),
+   * Worker threads: the topic's per-partition count of consumer threads blocked waiting for events, then
+   * its count of waits. The thread counts itself in (and a new wait) before a pop that may sleep and out
+   * after it, so the bus sends a publish() at once, once per wait (`Transport.waitingConsumers`). `waitingMine` records what it added ([n, parts...]),
    * so the main thread can take it off if the thread is terminated inside the pop.
    */
   waitingCell: Int32Array | undefined;

@@ -24,7 +24,7 @@ export interface GroupOptions {
   readonly hold: boolean;
   /** The payload's reader plan (see `src/json-reader.ts`), shipped to worker threads in their settings. */
   readonly reader: ReaderPlan | undefined;
-  /** The topic's per-partition count of consumer threads blocked waiting (shared with them; see PartitionConsumer.waitingCell). */
+  /** The topic's per-partition count of consumer threads blocked waiting, then of their waits (shared with them; see PartitionConsumer.waitingCell). */
   readonly waiting: Int32Array;
   readonly logger: Logger;
 }

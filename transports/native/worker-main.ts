@@ -19,9 +19,9 @@ export interface WorkerInit {
   stop: SharedArrayBuffer;
   /** Int32Array cell: events this thread holds (read by the main thread if the thread dies). */
   held: SharedArrayBuffer;
-  /** Int32Array: the id of the event whose handler started last (PartitionConsumer.lastCell). */
+  /** Int32Array: the event whose handler started last, by id or by place (PartitionConsumer.lastCell). */
   last: SharedArrayBuffer;
-  /** Int32Array per partition: the topic's consumer threads blocked waiting (PartitionConsumer.waitingCell). */
+  /** Int32Array, 2 per partition: the topic's consumer threads blocked waiting, then their waits (PartitionConsumer.waitingCell). */
   waiting: SharedArrayBuffer;
   /** Int32Array [n, partitions...]: what this thread added to `waiting` (PartitionConsumer.waitingMine). */
   mine: SharedArrayBuffer;
