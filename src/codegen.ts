@@ -16,6 +16,11 @@ export function enumValues(def: Def): { values: unknown[]; strings: boolean } {
   return { values, strings: values.every((x) => typeof x === 'string') };
 }
 
+/** Whether every value of a `z.literal` node is a JSON primitive (string, number, boolean, null). */
+export function jsonLiteral(def: Def): boolean {
+  return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null);
+}
+
 /** The zod v4 definition of a schema node. */
 export function defOf(schema: unknown): Def {
   return (schema as { _zod: { def: Def } })._zod.def;

@@ -15,7 +15,7 @@
  * A plan is plain data (structured-cloneable), so worker threads compile the same reader from it.
  */
 import type { z } from 'zod';
-import { defOf, enumValues, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 /** What the JSON of a schema's parsed output looks like, as far as the reader needs to know. */
 export type ReaderPlan =
@@ -40,9 +40,7 @@ export function readerPlan(schema: z.ZodType, seen = new Set<unknown>()): Reader
     case 'enum':
       return { t: enumValues(def).strings ? 'string' : 'primitive' };
     case 'literal':
-      return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
-        ? { t: 'primitive' }
-        : undefined;
+      return jsonLiteral(def) ? { t: 'primitive' } : undefined;
     case 'nullable':
     case 'array': {
       seen.add(schema);

@@ -10,7 +10,7 @@
  * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, enumValues, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 import { PLAIN } from './serializer.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
@@ -206,9 +206,7 @@ class WriterCompiler extends CodeGen<JsonWriter> {
       case 'null':
         return 'W(Z, b, o)';
       case 'literal':
-        return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
-          ? `L(${v}, b, o)`
-          : undefined;
+        return jsonLiteral(def) ? `L(${v}, b, o)` : undefined;
       case 'nullable': {
         const inner = this.fn(def.innerType);
         return inner === undefined ? undefined : `(${v} === null ? W(Z, b, o) : f[${inner}](${v}, b, o))`;

@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, enumValues, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -46,9 +46,7 @@ class Compiler extends CodeGen<Serializer> {
       case 'enum': // string values, or a TypeScript enum's numbers
         return enumValues(def).strings ? `q(${v})` : `JSON.stringify(${v})`;
       case 'literal':
-        return (def.values as unknown[]).every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x === null)
-          ? `JSON.stringify(${v})`
-          : undefined;
+        return jsonLiteral(def) ? `JSON.stringify(${v})` : undefined;
       case 'nullable': {
         const inner = this.fn(def.innerType);
         return inner === undefined ? undefined : `(${v} === null ? 'null' : f[${inner}](${v}))`;
