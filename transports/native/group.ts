@@ -57,7 +57,7 @@ class ConsumerThread {
     readonly stop: Int32Array,
     /** Events the thread holds, as it last published them. */
     readonly held: Int32Array,
-    /** The id of the event whose handler started last (see PartitionConsumer.lastCell). */
+    /** The event whose handler started last, by id or by place among its held records (see PartitionConsumer.lastCell). */
     readonly last: Int32Array,
     /** The partitions it counts itself waiting on, while it does (see PartitionConsumer.waitingMine). */
     readonly mine: Int32Array,

@@ -337,8 +337,8 @@ export function toPlainEnvelope(e: EventEnvelope): EventEnvelope {
 
 /**
  * Decodes the `k` records of a popped batch (`offs[i]..offs[i+1]` is record i) into envelopes appended to
- * `out`, payloads parsed with `read` (the type's compiled reader, or JSON.parse); `lazy` leaves each payload
- * as JSON until `data` is read.
+ * `out`, payloads parsed with `read` (the type's compiled reader, or JSON.parse); `lazy` leaves each payload,
+ * and a plain record's id and time, unread until asked for.
  */
 export function decodeRecords(
   text: string,

@@ -185,9 +185,7 @@ export function idTime(streamId: string): number {
  * Decodes one entry (`fields` as returned by XREADGROUP: [f1, v1, f2, v2, ...]). Returns `Malformed`
  * with the reason instead of throwing. Entries without `v` are read as per-event entries of a
  * foreign producer: only `data` (JSON) is required; `id` and `time` default to the stream id.
- */
-/**
- * Decodes an entry. `readData` parses a per-event entry's `data` (the type's compiled reader: 2-3x faster
+ * `readData` parses a per-event entry's `data` (the type's compiled reader: 2-3x faster
  * than JSON.parse on small payloads); a batch entry's `payloads` array is one JSON.parse, which the compiled
  * readers do not beat (236-362 vs 328-371 ns per trading event, 273-370 vs 244-306 with 110-char strings).
  */
