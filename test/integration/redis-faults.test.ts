@@ -216,6 +216,27 @@ describe('redis-streams: faults', () => {
     expect((err as Error).message).toContain(s.url);
   });
 
+  it('an outage with many writes waiting for the connection: each rejects in time, no listener pile-up', async () => {
+    const s = await server();
+    const b = await bus(s.url, { commandTimeoutMs: 500, partitions: 1 });
+    await b.publish('order.created', orders(1)[0]!);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    cleanup.push(() => void process.off('warning', onWarning));
+    await s.stop();
+    // One write per publish (each awaited in its own turn), all waiting for the same connection.
+    const pending: Promise<unknown>[] = [];
+    for (let i = 0; i < 30; i++) {
+      pending.push(b.publish('order.created', orders(1, 2 + i)[0]!).catch((e: unknown) => e));
+      await sleep(5);
+    }
+    const errs = await Promise.all(pending);
+    expect(errs.every((e) => e instanceof ConnectionError)).toBe(true);
+    await sleep(50); // warnings are emitted on the next tick
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+
   it('AOF: events whose publish resolved survive a server restart', async () => {
     const s = await server({ aof: true });
     const prefix = uniquePrefix('aof');

@@ -85,21 +85,37 @@ export class Publisher {
     return args;
   }
 
-  /** Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs. */
+  /**
+   * Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs. The writes
+   * waiting for one client share a single 'ready' listener (an outage can hold hundreds of them).
+   */
   private waitReady(client: Client): Promise<void> {
     const ms = this.config.commandTimeoutMs;
     return new Promise<void>((resolve, reject) => {
+      let waiters = this.readyWaiters.get(client);
+      if (waiters === undefined) {
+        const set = new Set<() => void>();
+        waiters = set;
+        this.readyWaiters.set(client, set);
+        client.once('ready', () => {
+          this.readyWaiters.delete(client);
+          for (const w of set) w();
+        });
+      }
       const onReady = (): void => {
         clearTimeout(timer);
         resolve();
       };
       const timer = setTimeout(() => {
-        client.off('ready', onReady);
+        waiters.delete(onReady);
         reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`));
       }, ms);
-      client.once('ready', onReady);
+      waiters.add(onReady);
     });
   }
+
+  /** Writes waiting for each client's next 'ready'. */
+  private readonly readyWaiters = new Map<Client, Set<() => void>>();
 
   private static notWritable(client: Client): boolean {
     // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
