@@ -15,6 +15,7 @@ export type EventlaneErrorCode =
   | 'ERR_TIMEOUT'
   | 'ERR_TRANSPORT'
   | 'ERR_CONNECTION'
+  | 'ERR_REPLICATION'
   | 'ERR_DECODE'
   | 'ERR_HANDLER'
   | 'ERR_UNKNOWN_TRANSPORT'
@@ -131,6 +132,24 @@ export class TransportError extends EventlaneError {
 export class ConnectionError extends EventlaneError {
   constructor(message: string, options: EventlaneErrorOptions = {}) {
     super('ERR_CONNECTION', message, { retryable: true, ...options });
+  }
+}
+
+/**
+ * A write reached the server but too few replicas acknowledged it in time (Redis `WAIT`, option
+ * `transport.waitForReplicas`). The events are stored on the master, so publishing them again may store
+ * them twice; if the master fails before they replicate, they are gone.
+ */
+export class ReplicationError extends EventlaneError {
+  constructor(
+    message: string,
+    /** Replicas that acknowledged the write. */
+    readonly acknowledged: number,
+    /** Replicas required. */
+    readonly required: number,
+    options: EventlaneErrorOptions = {},
+  ) {
+    super('ERR_REPLICATION', message, { retryable: true, ...options });
   }
 }
 

@@ -82,8 +82,26 @@ export const redisStreamsConfigSchema = z
     commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     /** Largest encoded event accepted, bytes. */
     maxEventBytes: z.number().int().min(1).max(512 * 1024 * 1024).default(16 * 1024 * 1024),
+    /**
+     * Replicas that must hold a write before its publishes resolve: `WAIT <count> <timeoutMs>` follows the
+     * writes on their connection. Unset: a publish resolves once the master stored it (a master that dies
+     * before replicating loses it). Too few acknowledgements in time reject with `ReplicationError`.
+     */
+    waitForReplicas: z
+      .object({
+        count: z.number().int().min(1).max(100),
+        /** How long WAIT waits for them; below `commandTimeoutMs`. */
+        timeoutMs: z.number().int().min(1).max(600_000).default(1_000),
+      })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
+    }
+  });
 
 export type RedisStreamsConfig = z.input<typeof redisStreamsConfigSchema>;
 export type ResolvedConfig = z.output<typeof redisStreamsConfigSchema>;

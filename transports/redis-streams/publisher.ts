@@ -4,14 +4,14 @@
  * connection of a small pool. Pool connections never run blocking reads.
  */
 import type { ChainableCommander, Command } from 'ioredis';
-import { ConnectionError, TransportError } from '../../src/errors.js';
+import { ConnectionError, EventlaneError, ReplicationError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
-import { queue, rawCommand, send, wireCommand, type WireArg } from './wire-command.js';
+import { queue, rawCommand, send, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo {
   keys: string[];
@@ -151,14 +151,37 @@ export class Publisher {
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(send(client, wireCommand('xadd', args, t.routes[unit.partition]!)).then(noResult));
+      return this.bounded(this.replicated(client, t.keys[unit.partition]!, send(client, wireCommand('xadd', args, t.routes[unit.partition]!))));
     }
     if (this.config.entryMode === 'batch') {
       const cmd = rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type)), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(send(client, cmd).then(noResult));
+      return this.bounded(this.replicated(client, t.keys[unit.partition]!, send(client, cmd)));
     }
     return this.sendMany([unit]);
+  }
+
+  /**
+   * Resolves when `write` succeeded and, with `waitForReplicas`, a WAIT sent right after it on the same
+   * connection counted enough replicas; else rejects (ReplicationError when only the WAIT fell short).
+   */
+  private replicated(client: Client, key: string, write: Promise<unknown>): Promise<WriteResult> {
+    const w = this.config.waitForReplicas;
+    if (w === undefined) return write.then(noResult);
+    const acks = send<number>(client, waitCommand(w.count, w.timeoutMs, key));
+    acks.catch(noResult); // judged below, after the write
+    return write.then(() => acks.then((n) => this.replicationCheck(n)));
+  }
+
+  /** `n` replicas acknowledged: undefined when that is enough, else throws ReplicationError. */
+  private replicationCheck(n: number): undefined {
+    const w = this.config.waitForReplicas!;
+    if (n >= w.count) return undefined;
+    throw new ReplicationError(
+      `Written to ${this.connector.address}, but ${n} of the ${w.count} replicas required acknowledged it within ${w.timeoutMs} ms (transport.waitForReplicas): the events are on the master, publishing them again may store them twice, and they are lost if the master fails first`,
+      n,
+      w.count,
+    );
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
@@ -215,6 +238,27 @@ export class Publisher {
       }
       unit.release?.();
     }
+    // waitForReplicas: a WAIT after the writes of each connection (pipeline), or of each unit in a
+    // Cluster (routed to the node of its key); `waits[u]` is where unit u's WAIT reply will be.
+    const wfr = this.config.waitForReplicas;
+    let waits: [number, number][] | undefined;
+    if (wfr !== undefined) {
+      waits = new Array<[number, number]>(units.length);
+      const pipeWait = pipes.map((pipe, pn) => {
+        queue(pipe, waitCommand(wfr.count, wfr.timeoutMs));
+        return [pn, pipeLen[pn]!++] as [number, number];
+      });
+      for (let u = 0; u < units.length; u++) {
+        const unit = units[u]!;
+        const t = this.info(unit.type);
+        if (cluster) {
+          waits[u] = [-1, replies.length];
+          replies.push(send(this.pool[t.conns[unit.partition]!]!, waitCommand(wfr.count, wfr.timeoutMs, t.keys[unit.partition]!)));
+        } else {
+          waits[u] = pipeWait[pipeOf.get(this.pool[t.conns[unit.partition]!]!)!]!;
+        }
+      }
+    }
     type Reply = [Error | null, unknown];
     const execs = pipes.map((pipe) =>
       pipe.exec().then(
@@ -222,17 +266,18 @@ export class Publisher {
         (err: Error) => err,
       ),
     );
-    const all = Promise.all([Promise.all(execs), Promise.allSettled(replies)]).then(([piped, direct]) =>
-      slots.map(([pn, i]): Reply => {
+    const all = Promise.all([Promise.all(execs), Promise.allSettled(replies)]).then(([piped, direct]) => {
+      const reply = ([pn, i]: [number, number]): Reply => {
         if (pn < 0) {
           const r = direct[i]!;
           return r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, undefined];
         }
         const res = piped[pn]!;
         return res instanceof Error ? [res, undefined] : (res[i] ?? [new Error('no reply'), undefined]);
-      }),
-    );
-    return this.bounded(all.then((res) => this.results(units, counts, res)));
+      };
+      return { writes: slots.map(reply), waits: waits?.map(reply) };
+    });
+    return this.bounded(all.then((res) => this.results(units, counts, res.writes, res.waits)));
   }
 
   /**
@@ -258,7 +303,7 @@ export class Publisher {
           if (w.done) return;
           w.done = true;
           this.inflight.delete(w);
-          reject(err instanceof ConnectionError ? err : this.wrap(err));
+          reject(err instanceof EventlaneError ? err : this.wrap(err));
         },
       );
     });
@@ -285,18 +330,31 @@ export class Publisher {
     this.sweeper = undefined;
   }
 
-  private results(units: readonly PublishUnit[], counts: number[], replies: [Error | null, unknown][]): WriteResult {
+  /**
+   * Per unit: the first failed write of its commands, else (with `waitForReplicas`) a WAIT that failed or
+   * fell short.
+   */
+  private results(units: readonly PublishUnit[], counts: number[], replies: [Error | null, unknown][], waits?: [Error | null, unknown][]): WriteResult {
     let failed: (Error | undefined)[] | undefined;
     let r = 0;
     for (let u = 0; u < units.length; u++) {
       let err: Error | undefined;
       for (let k = 0; k < counts[u]!; k++) {
         const e = replies[r++]?.[0];
-        if (e && err === undefined) err = e;
+        if (e && err === undefined) err = this.wrap(e);
+      }
+      const w = waits?.[u];
+      if (err === undefined && w !== undefined) {
+        try {
+          if (w[0]) throw w[0];
+          this.replicationCheck(Number(w[1]));
+        } catch (e) {
+          err = e instanceof EventlaneError ? e : this.wrap(e);
+        }
       }
       if (err !== undefined) {
         failed ??= new Array<Error | undefined>(units.length).fill(undefined);
-        failed[u] = this.wrap(err);
+        failed[u] = err;
       }
     }
     return failed;

@@ -117,6 +117,30 @@ class WireCommand extends Command {
   }
 }
 
+/** A keyless command a Cluster sends to the node of `slotKey` (ioredis would pick a node at random). */
+class SlotCommand extends WireCommand {
+  constructor(
+    name: string,
+    bytes: Buffer,
+    private readonly slotKey: string,
+  ) {
+    super(name, [], bytes);
+  }
+
+  override getKeys(): string[] {
+    return [this.slotKey];
+  }
+}
+
+/**
+ * `WAIT <replicas> <timeoutMs>`: replies how many replicas acknowledged every write sent before it on
+ * its connection. `slotKey` routes it, in a Cluster, to the node that took those writes.
+ */
+export function waitCommand(replicas: number, timeoutMs: number, slotKey?: string): Command {
+  const bytes = encodeCommand('wait', [String(replicas), String(timeoutMs)]);
+  return slotKey === undefined ? new WireCommand('wait', [], bytes) : new SlotCommand('wait', bytes, slotKey);
+}
+
 /**
  * A command from its arguments (encoded now, so the caller may reuse the array); `route` defaults to
  * all of them (pass `[key]` when the key comes first).
