@@ -1,7 +1,7 @@
 /** Redis Cluster: three masters started by the harness; partitions spread over slots by hash tag. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
-import { createEventBus, type EventBus } from '../../src/index.js';
+import { createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
 import { RedisCluster, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
@@ -55,4 +55,30 @@ describe('redis-streams: cluster', () => {
       await b.close();
     }
   }, 60_000);
+
+  it('waitForReplicas: a WAIT per write on the node of its stream; masters without replicas reject', async () => {
+    const prefix = uniquePrefix('cluster-wait');
+    const b: EventBus<typeof events> = await createEventBus({
+      service: 'it',
+      events,
+      transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6, waitForReplicas: { count: 1, timeoutMs: 50 } },
+    });
+    try {
+      // One unit, and a write of six units (one per partition, spread over the three masters).
+      await expect(b.publish('order.created', orders(1)[0]!)).rejects.toBeInstanceOf(ReplicationError);
+      const keys = Array.from({ length: 60 }, (_, i) => `k${i}`);
+      await expect(b.publishMany('order.created', orders(60, 1), { key: (d) => keys[d.seq - 1] })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 });
+      // The events are stored all the same.
+      const c = new Cluster(cluster.nodes);
+      try {
+        let stored = 0;
+        for (let p = 0; p < 6; p++) stored += await c.xlen(streamKey(prefix, 'order.created', p));
+        expect(stored).toBeGreaterThanOrEqual(7); // entries: 1 + at least one per partition written
+      } finally {
+        c.disconnect();
+      }
+    } finally {
+      await b.close();
+    }
+  }, 30_000);
 });
