@@ -74,6 +74,11 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /** Started and not killed or stopped. */
+  get alive(): boolean {
+    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
   static async start(options: ServerOptions = {}): Promise<RedisServer> {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'eventlane-redis-'));
@@ -145,7 +150,7 @@ export class RedisServer {
   }
 }
 
-/** A 3-master Redis Cluster (no replicas) on loopback. */
+/** A Redis Cluster on loopback: `masters` masters, each with `replicas` replicas. */
 export class RedisCluster {
   private constructor(readonly servers: RedisServer[]) {}
 
@@ -153,20 +158,63 @@ export class RedisCluster {
     return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
   }
 
-  static async start(masters = 3): Promise<RedisCluster> {
+  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000): Promise<RedisCluster> {
     const servers: RedisServer[] = [];
     try {
-      for (let i = 0; i < masters; i++) {
-        servers.push(await RedisServer.start({ extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'] }));
+      for (let i = 0; i < masters * (1 + replicas); i++) {
+        servers.push(await RedisServer.start({ extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs)] }));
       }
-      await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+      await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
       for (const s of servers) {
-        await waitReady(s.port, 20_000, async (c) => String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'));
+        await waitReady(s.port, 20_000, async (c) => {
+          const info = String(await c.call('CLUSTER', 'INFO'));
+          return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${servers.length}`);
+        });
+      }
+      // Every replica has finished its first sync (a failover before that would find nothing to promote).
+      for (const s of servers) {
+        await waitReady(s.port, 20_000, async (c) => {
+          const info = String(await c.info('replication'));
+          return info.includes('role:master') || info.includes('master_link_status:up');
+        });
       }
       return new RedisCluster(servers);
     } catch (err) {
       await Promise.allSettled(servers.map((s) => s.stop()));
       throw err;
+    }
+  }
+
+  /** The server that is master for the slot of `key` now (asks the cluster). */
+  async masterOf(key: string): Promise<RedisServer> {
+    const c = new Redis(this.servers.find((s) => s.alive)!.port, '127.0.0.1');
+    try {
+      const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
+      const ranges = (await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+      const range = ranges.find(([from, to]) => slot >= from && slot <= to)!;
+      return this.servers.find((s) => s.port === Number(range[2][1]))!;
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  /** Kills the master of `key`'s slot (SIGKILL); resolves once its replica took over and the cluster is ok. */
+  async failover(key: string, timeoutMs = 60_000): Promise<RedisServer> {
+    const dead = await this.masterOf(key);
+    await dead.crash();
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const now = await this.masterOf(key);
+        if (now !== dead) {
+          await waitReady(now.port, Math.max(1000, until - Date.now()), async (c) => String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'));
+          return now;
+        }
+      } catch {
+        // a node answered mid-failover; ask again
+      }
+      if (Date.now() > until) throw new Error(`no failover for ${key} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
     }
   }
 

@@ -1,7 +1,8 @@
 /** Shared bits of the Redis integration tests. */
 import { z } from 'zod';
-import { createEventBus, defineEvents } from '../../src/index.js';
+import { createEventBus, defineEvents, EventlaneError, type EventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
+import { sleep } from '../helpers/wait.js';
 
 export const events = defineEvents({
   'order.created': z.object({ orderId: z.string(), amount: z.number(), seq: z.number().int() }),
@@ -12,9 +13,48 @@ export const fastRetry = { retry: { backoff: { initialMs: 10, maxMs: 50, multipl
 export const fastRead = { blockMs: 200, minIdleMs: 1000 };
 
 export function orders(n: number, from = 0): { orderId: string; amount: number; seq: number }[] {
-  return Array.from({ length: n }, (_, i) => ({ orderId: `o-${from + i}`, amount: from + i, seq: from + i }));
+  return Array.from({ length: n }, (_, i) => order(from + i));
 }
 
 export async function makeBus(url: string, extra: Record<string, unknown> = {}, prefix = uniquePrefix('it')) {
   return createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url, prefix, partitions: 2, ...extra } });
+}
+
+export function order(seq: number): { orderId: string; amount: number; seq: number } {
+  return { orderId: `o-${seq}`, amount: seq, seq };
+}
+
+/**
+ * Publishes one `order.created` every 5 ms while `during` runs (a failover, say). Returns each publish's outcome
+ * ('ok' or the error's code; anything untyped is named as such) and the seqs that resolved.
+ */
+export async function publishThrough(b: EventBus<typeof events>, from: number, during: () => Promise<unknown>): Promise<{ tally: Record<string, number>; accepted: number[]; next: number }> {
+  let seq = from;
+  let stop = false;
+  const outcomes: Promise<string>[] = [];
+  const accepted: number[] = [];
+  const loop = (async () => {
+    while (!stop) {
+      const s = seq++;
+      outcomes.push(
+        b.publish('order.created', order(s)).then(
+          () => {
+            accepted.push(s);
+            return 'ok';
+          },
+          (err: unknown) => (err instanceof EventlaneError ? err.code : `untyped: ${String(err)}`),
+        ),
+      );
+      await sleep(5);
+    }
+  })();
+  try {
+    await during();
+  } finally {
+    stop = true;
+    await loop;
+  }
+  const tally: Record<string, number> = {};
+  for (const r of await Promise.all(outcomes)) tally[r] = (tally[r] ?? 0) + 1;
+  return { tally, accepted, next: seq };
 }

@@ -5,14 +5,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConfigError, createEventBus, EventlaneError, ReplicationError, type EventBus } from '../../src/index.js';
+import { ConfigError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
 import { RedisSentinelSet, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
-import { events, fastRead } from './redis-common.js';
+import { events, fastRead, order, publishThrough } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
-const order = (s: number) => ({ orderId: `o-${s}`, amount: s, seq: s });
 
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -24,41 +23,6 @@ async function sentinelSet(replicas: number): Promise<RedisSentinelSet> {
   const set = await RedisSentinelSet.start(replicas);
   cleanup.push(() => set.stop());
   return set;
-}
-
-/**
- * Publishes one event every few ms while `during` runs, then `tail` more. Returns each publish's outcome
- * ('ok' or the error's code; anything untyped is named as such) and the seqs that resolved.
- */
-async function publishThrough(b: Bus, from: number, during: () => Promise<unknown>): Promise<{ tally: Record<string, number>; accepted: number[]; next: number }> {
-  let seq = from;
-  let stop = false;
-  const outcomes: Promise<string>[] = [];
-  const accepted: number[] = [];
-  const loop = (async () => {
-    while (!stop) {
-      const s = seq++;
-      outcomes.push(
-        b.publish('order.created', order(s)).then(
-          () => {
-            accepted.push(s);
-            return 'ok';
-          },
-          (err: unknown) => (err instanceof EventlaneError ? err.code : `untyped: ${String(err)}`),
-        ),
-      );
-      await sleep(5);
-    }
-  })();
-  try {
-    await during();
-  } finally {
-    stop = true;
-    await loop;
-  }
-  const tally: Record<string, number> = {};
-  for (const r of await Promise.all(outcomes)) tally[r] = (tally[r] ?? 0) + 1;
-  return { tally, accepted, next: seq };
 }
 
 async function sentinelBus(set: RedisSentinelSet, extra: Record<string, unknown> = {}): Promise<Bus> {
