@@ -81,8 +81,14 @@ export class Connector {
       const redisOptions = this.baseOptions(role);
       delete redisOptions.host;
       delete redisOptions.port;
+      const user = c.cluster.options as ClusterOptions | undefined;
+      const retryMs = user?.retryDelayOnFailover ?? 100;
       const opts: ClusterOptions = {
-        ...(c.cluster.options as ClusterOptions | undefined),
+        ...user,
+        // A command whose node went away is retried every retryDelayOnFailover until the slot has a
+        // master again; ioredis gives up after maxRedirections tries (16: ~1.6 s, shorter than a
+        // failover). Keep trying for commandTimeoutMs, as a publish does while a standalone server is down.
+        maxRedirections: user?.maxRedirections ?? Math.max(16, Math.ceil(c.commandTimeoutMs / Math.max(1, retryMs))),
         lazyConnect: true,
         redisOptions,
         enableOfflineQueue: role !== 'publish',
