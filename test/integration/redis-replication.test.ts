@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConfigError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
-import { RedisSentinelSet, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { ConfigError, ConnectionError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
+import { freePort, RedisSentinelSet, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events, fastRead, order, publishThrough } from './redis-common.js';
@@ -128,6 +128,20 @@ describe('redis-streams: replication', () => {
       await s.stop();
     }
   }, 30_000);
+
+  it('unreachable Sentinels: connect rejects with ConnectionError naming the master and the Sentinels', async () => {
+    const port = await freePort();
+    const t0 = Date.now();
+    const err = await createEventBus({
+      service: 'it',
+      events,
+      transport: { type: 'redis-streams', redisOptions: { sentinels: [{ host: '127.0.0.1', port }], name: 'nowhere' }, connectTimeoutMs: 500 },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toContain(`redis sentinel "nowhere" via 127.0.0.1:${port}`);
+    expect((err as Error).message).toContain('connectTimeoutMs');
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
 
   it('refuses a WAIT timeout that commandTimeoutMs would cut short', async () => {
     await expect(
