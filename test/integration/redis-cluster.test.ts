@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
-import { RedisCluster, uniquePrefix } from '../helpers/redis-server.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead, order, orders, publishThrough } from './redis-common.js';

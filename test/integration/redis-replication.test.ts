@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConfigError, ConnectionError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
-import { freePort, RedisSentinelSet, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { RedisSentinelSet } from '../helpers/redis-sentinel.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events, fastRead, order, publishThrough } from './redis-common.js';

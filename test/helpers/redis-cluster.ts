@@ -1,0 +1,80 @@
+/** Test harness: a Redis Cluster of real redis-server processes (see redis-server.ts). */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { RedisServer, waitReady } from './redis-server.js';
+
+const run = promisify(execFile);
+
+/** A Redis Cluster on loopback: `masters` masters, each with `replicas` replicas. */
+export class RedisCluster {
+  private constructor(readonly servers: RedisServer[]) {}
+
+  get nodes(): { host: string; port: number }[] {
+    return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
+  }
+
+  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000): Promise<RedisCluster> {
+    const servers: RedisServer[] = [];
+    try {
+      for (let i = 0; i < masters * (1 + replicas); i++) {
+        servers.push(await RedisServer.start({ extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs)] }));
+      }
+      await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
+      for (const s of servers) {
+        await waitReady(s.port, 20_000, async (c) => {
+          const info = String(await c.call('CLUSTER', 'INFO'));
+          return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${servers.length}`);
+        });
+      }
+      // Every replica has finished its first sync (a failover before that would find nothing to promote).
+      for (const s of servers) {
+        await waitReady(s.port, 20_000, async (c) => {
+          const info = String(await c.info('replication'));
+          return info.includes('role:master') || info.includes('master_link_status:up');
+        });
+      }
+      return new RedisCluster(servers);
+    } catch (err) {
+      await Promise.allSettled(servers.map((s) => s.stop()));
+      throw err;
+    }
+  }
+
+  /** The server that is master for the slot of `key` now (asks the cluster). */
+  async masterOf(key: string): Promise<RedisServer> {
+    const c = new Redis(this.servers.find((s) => s.alive)!.port, '127.0.0.1');
+    try {
+      const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
+      const ranges = (await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+      const range = ranges.find(([from, to]) => slot >= from && slot <= to)!;
+      return this.servers.find((s) => s.port === Number(range[2][1]))!;
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  /** Kills the master of `key`'s slot (SIGKILL); resolves once its replica took over and the cluster is ok. */
+  async failover(key: string, timeoutMs = 60_000): Promise<RedisServer> {
+    const dead = await this.masterOf(key);
+    await dead.crash();
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const now = await this.masterOf(key);
+        if (now !== dead) {
+          await waitReady(now.port, Math.max(1000, until - Date.now()), async (c) => String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'));
+          return now;
+        }
+      } catch {
+        // a node answered mid-failover; ask again
+      }
+      if (Date.now() > until) throw new Error(`no failover for ${key} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.servers.map((s) => s.stop()));
+  }
+}
