@@ -1,10 +1,10 @@
 /** Test harness: a master, its replicas and a Sentinel, real redis-server processes (see redis-server.ts). */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, RedisServer, waitReady } from './redis-server.js';
+import { freePort, RedisServer, spawnRedis, waitReady } from './redis-server.js';
 
 /**
  * A master, `replicas` replicas and one Sentinel (quorum 1) on loopback, monitoring the master as `name`.
@@ -51,8 +51,7 @@ export class RedisSentinelSet {
           '',
         ].join('\n'),
       );
-      proc = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-      proc.on('error', () => undefined);
+      proc = spawnRedis([conf, '--sentinel']);
       // Ready once the Sentinel is linked to every replica (it finds them in the master's INFO) and has
       // heard from each: before that, SENTINEL FAILOVER answers NOGOODSLAVE.
       await waitReady(port, 20_000, async (c) => {

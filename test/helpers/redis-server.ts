@@ -10,6 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 
+/** Servers this process started and has not seen exit: killed if the process exits first (an aborted run). */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
+/** Starts `redis-server` with `args`; the process is killed when this one exits, if still running. */
+export function spawnRedis(args: string[]): ChildProcess {
+  const p = spawn('redis-server', args, { stdio: 'ignore' });
+  p.on('error', () => undefined);
+  running.add(p);
+  p.once('exit', () => running.delete(p));
+  return p;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -96,8 +111,7 @@ export class RedisServer {
   }
 
   private async spawn(): Promise<void> {
-    this.proc = spawn('redis-server', this.args, { stdio: 'ignore' });
-    this.proc.on('error', () => undefined);
+    this.proc = spawnRedis(this.args);
     try {
       await waitReady(this.port);
     } catch (err) {
