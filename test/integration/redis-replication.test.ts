@@ -112,17 +112,17 @@ describe('redis-streams: replication', () => {
   it('rejects with ReplicationError when too few replicas acknowledge, and the events stay on the master', async () => {
     const s = await RedisServer.start(); // no replicas
     const prefix = uniquePrefix('wait');
-    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url: s.url, prefix, waitForReplicas: { count: 1, timeoutMs: 50 } } });
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url: s.url, prefix, partitions: 2, waitForReplicas: { count: 1, timeoutMs: 50 } } });
     const r = new Redis(s.url);
     try {
       const err = await b.publish('order.created', order(1)).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ReplicationError);
       expect(err).toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0, required: 1, retryable: true });
       expect((err as Error).message).toContain('transport.waitForReplicas');
-      // A batch of several lanes (one pipeline) fails as a whole, and each of its events was stored.
+      // A write of both partitions' units (one pipeline, one WAIT) fails for both, and every entry was stored.
       const many = await b.publishMany('order.created', [order(2), order(3), order(4)]).catch((e: unknown) => e);
       expect(many).toBeInstanceOf(ReplicationError);
-      expect(await r.xlen(streamKey(prefix, 'order.created', 0))).toBe(2);
+      expect((await r.xlen(streamKey(prefix, 'order.created', 0))) + (await r.xlen(streamKey(prefix, 'order.created', 1)))).toBe(3);
     } finally {
       r.disconnect();
       await b.close();

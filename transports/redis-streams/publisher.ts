@@ -198,6 +198,10 @@ export class Publisher {
     const pipes: ChainableCommander[] = [];
     const pipeLen: number[] = [];
     const pipeOf = new Map<Client, number>();
+    // waitForReplicas: a WAIT after each unit's writes in a Cluster (routed to the node of its stream), or
+    // after all the writes of each pipeline; `waits[u]` is where unit u's WAIT reply will be.
+    const wfr = this.config.waitForReplicas;
+    const waits: [number, number][] | undefined = wfr === undefined ? undefined : new Array<[number, number]>(units.length);
     const issue = (client: Client, cmd: Command): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
@@ -238,27 +242,19 @@ export class Publisher {
         counts[u] = evs.length;
       }
       unit.release?.();
-    }
-    // waitForReplicas: a WAIT after the writes of each connection (pipeline), or of each unit in a
-    // Cluster (routed to the node of its key); `waits[u]` is where unit u's WAIT reply will be.
-    const wfr = this.config.waitForReplicas;
-    let waits: [number, number][] | undefined;
-    if (wfr !== undefined) {
-      waits = new Array<[number, number]>(units.length);
-      const pipeWait = pipes.map((pipe, pn) => {
-        queue(pipe, waitCommand(wfr.count, wfr.timeoutMs));
-        return [pn, pipeLen[pn]!++] as [number, number];
-      });
-      for (let u = 0; u < units.length; u++) {
-        const unit = units[u]!;
-        const t = this.info(unit.type);
+      if (waits !== undefined) {
         if (cluster) {
           waits[u] = [-1, replies.length];
-          replies.push(send(this.pool[t.conns[unit.partition]!]!, waitCommand(wfr.count, wfr.timeoutMs, t.keys[unit.partition]!)));
-        } else {
-          waits[u] = pipeWait[pipeOf.get(this.pool[t.conns[unit.partition]!]!)!]!;
-        }
+          replies.push(send(client, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[unit.partition]!)));
+        } else waits[u] = [pipeOf.get(client)!, -1]; // its pipeline's WAIT, placed below
       }
+    }
+    if (waits !== undefined && !cluster) {
+      const at = pipes.map((pipe, pn) => {
+        queue(pipe, waitCommand(wfr!.count, wfr!.timeoutMs));
+        return pipeLen[pn]!++;
+      });
+      for (const w of waits) w[1] = at[w[0]]!;
     }
     type Reply = [Error | null, unknown];
     const execs = pipes.map((pipe) =>
