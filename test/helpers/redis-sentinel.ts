@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, RedisServer, spawnRedis, waitReady } from './redis-server.js';
+import { endProcess, freePort, RedisServer, spawnRedis, waitReady } from './redis-server.js';
 
 /**
  * A master, `replicas` replicas and one Sentinel (quorum 1) on loopback, monitoring the master as `name`.
@@ -133,14 +133,7 @@ export class RedisSentinelSet {
   }
 
   async stop(): Promise<void> {
-    const p = this.sentinel;
-    if (p.exitCode === null && p.signalCode === null) {
-      await new Promise<void>((resolve) => {
-        p.once('exit', () => resolve());
-        p.kill('SIGTERM');
-        setTimeout(() => p.kill('SIGKILL'), 5000).unref();
-      });
-    }
+    await endProcess(this.sentinel);
     await Promise.allSettled(this.servers.map((s) => s.stop()));
     rmSync(this.dir, { recursive: true, force: true });
   }

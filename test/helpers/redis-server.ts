@@ -25,6 +25,23 @@ export function spawnRedis(args: string[]): ChildProcess {
   return p;
 }
 
+/** Whether `p` has neither exited nor been killed. */
+export function isRunning(p: ChildProcess | undefined): p is ChildProcess {
+  return p !== undefined && p.exitCode === null && p.signalCode === null;
+}
+
+/** Sends `signal` (SIGKILL after 5 s if it is still running) and resolves once `p` has exited. */
+export async function endProcess(p: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!isRunning(p)) return;
+  await new Promise<void>((resolve) => {
+    p.once('exit', () => resolve());
+    p.kill(signal);
+    setTimeout(() => {
+      if (isRunning(p)) p.kill('SIGKILL');
+    }, 5000).unref();
+  });
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -88,7 +105,7 @@ export class RedisServer {
 
   /** Started and not killed or stopped. */
   get alive(): boolean {
-    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+    return isRunning(this.proc);
   }
 
   static async start(options: ServerOptions = {}): Promise<RedisServer> {
@@ -121,17 +138,9 @@ export class RedisServer {
     }
   }
 
-  /** SIGKILL-free stop: SHUTDOWN-like SIGTERM, then wait for exit. */
-  private async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    const p = this.proc;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill(signal);
-      setTimeout(() => {
-        if (p.exitCode === null) p.kill('SIGKILL');
-      }, 5000).unref();
-    });
+  /** Ends the process with `signal` (SIGTERM: a clean shutdown; SIGKILL: a crash) and waits for it to exit. */
+  private kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    return endProcess(this.proc, signal);
   }
 
   /** Stops and starts the server on the same port and dir (AOF survives). */
