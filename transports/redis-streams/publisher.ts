@@ -171,14 +171,19 @@ export class Publisher {
     if (w === undefined) return write.then(noResult);
     const acks = send<number>(client, waitCommand(w.count, w.timeoutMs, key));
     acks.catch(noResult); // judged below, after the write
-    return write.then(() => acks.then((n) => this.replicationCheck(n)));
+    return write.then(() =>
+      acks.then((n) => {
+        const short = this.shortfall(n);
+        if (short) throw short;
+      }),
+    );
   }
 
-  /** `n` replicas acknowledged: undefined when that is enough, else throws ReplicationError. */
-  private replicationCheck(n: number): undefined {
+  /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
+  private shortfall(n: number): ReplicationError | undefined {
     const w = this.config.waitForReplicas!;
     if (n >= w.count) return undefined;
-    throw new ReplicationError(
+    return new ReplicationError(
       `Written to ${this.connector.address}, but ${n} of the ${w.count} replicas required acknowledged it within ${w.timeoutMs} ms (transport.waitForReplicas): the events are on the master, publishing them again may store them twice, and they are lost if the master fails first`,
       n,
       w.count,
@@ -341,14 +346,7 @@ export class Publisher {
         if (e && err === undefined) err = this.wrap(e);
       }
       const w = waits?.[u];
-      if (err === undefined && w !== undefined) {
-        try {
-          if (w[0]) throw w[0];
-          this.replicationCheck(Number(w[1]));
-        } catch (e) {
-          err = e instanceof EventlaneError ? e : this.wrap(e);
-        }
-      }
+      if (err === undefined && w !== undefined) err = w[0] ? this.wrap(w[0]) : this.shortfall(Number(w[1]));
       if (err !== undefined) {
         failed ??= new Array<Error | undefined>(units.length).fill(undefined);
         failed[u] = err;
