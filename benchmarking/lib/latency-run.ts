@@ -4,11 +4,11 @@
  * intended send time, so coordinated omission is corrected) or as one closed-loop burst (latency from
  * each publish() call). Latency ends when our handler starts (after the bus validated the payload).
  */
-import { fileURLToPath } from 'node:url';
 import type { BatchingConfig } from '../../src/index.js';
 import { benchBus } from './bus.js';
 import { LatencyRecorder, paced } from './latency.js';
 import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter, type TickPayload } from './payload.js';
+import { IdProbe, OrderProbe, type StartProbe } from './start-probes.js';
 import type { Measured, RunContext } from './types.js';
 
 export interface LatencyOptions {
@@ -77,17 +77,14 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
   }
 }
 
-/** Worker-thread handler module that records handler-start latency into shared memory. */
-const LATENCY_HANDLER = fileURLToPath(new URL('../workers/latency-handler.mjs', import.meta.url));
-
 const hrNs = () => Number(process.hrtime.bigint());
 
 /**
  * Native transport: publish on the main thread, handler start in worker threads (`consumers` workers
  * of one group). Each event carries its send time `t` (open loop: its intended send time; burst: the
- * publish() call) in ns on process.hrtime's monotonic clock, which every thread shares; the worker
- * reads the clock first thing and writes the delta into a shared Float64Array slot per event id. The
- * histogram is built on the main thread after the run.
+ * publish() call) in ns on process.hrtime's monotonic clock, which every thread shares; the workers
+ * read the clock first thing and store it in shared memory (see start-probes.ts). The histogram is built
+ * on the main thread after the run.
  */
 export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
@@ -98,31 +95,14 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   // Warm-up events as on the main thread (WARM_EVENTS, sent the same way, in `workers` rounds), and at
   // least enough to start every worker.
   const warm = tickPayloads(Math.max(64, workers * 16, Math.min(n, WARM_EVENTS)), n);
-  const total = n + warm.length;
   const epoch = hrNs();
-  const shared = {
-    latNs: new SharedArrayBuffer(8 * total),
-    received: new SharedArrayBuffer(4),
-    unique: new SharedArrayBuffer(4),
-    seen: new SharedArrayBuffer(4 * total),
-    epoch,
-  };
-  const latNs = new Float64Array(shared.latNs);
-  const received = new Int32Array(shared.received);
-  const unique = new Int32Array(shared.unique);
-  const seen = new Int32Array(shared.seen);
+  // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
+  const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, workers * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {
     failed++;
   };
-  const waitUnique = (target: number, idleMs: number) =>
-    waitForCounter(
-      () => Atomics.load(unique, 0),
-      () => Atomics.load(received, 0),
-      target,
-      idleMs,
-    );
   const openLoopMode = o.open && c.rate > 0;
   const send = (list: TickPayload[]) => {
     // Send times are performance.now() ms; map them onto the hrtime clock once.
@@ -134,36 +114,33 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       bus.publish('bench.tick', p).catch(fail);
     }, 'spin');
   };
+  const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
   try {
-    await bus.subscribe('bench.tick', { group: 'latency', workers, handler: LATENCY_HANDLER, workerData: shared }, undefined as never);
+    await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData }, undefined as never);
     // One round per worker: each of N workers sees about as many warm-up events as the one worker of a
     // 1-consumer run, so its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms).
     for (let round = 0; round < workers; round++) {
-      Atomics.store(unique, 0, 0);
-      Atomics.store(received, 0, 0);
-      seen.fill(0);
+      probe.phase(round * warm.length);
       await send(warm);
-      await waitUnique(warm.length, 30_000);
+      await wait(warm.length, 30_000);
     }
-    Atomics.store(received, 0, 0);
-    Atomics.store(unique, 0, 0);
+    probe.phase(workers * warm.length);
     await ctx.timed(async () => {
       await send(payloads);
-      await waitUnique(n, 10_000);
+      await wait(n, 10_000);
     });
-    const rec = new LatencyRecorder();
-    for (let i = 0; i < n; i++) if (seen[i] === 1) rec.recordNs(latNs[i]!);
-    const notes = failed ? [`${failed} publish() calls rejected`] : undefined;
+    const got = probe.collect(payloads);
+    if (failed) got.notes.push(`${failed} publish() calls rejected`);
     const bytes = JSON.stringify(payloads[n - 1]).length;
     return {
-      events: Atomics.load(unique, 0),
+      events: got.unique,
       sent: n,
-      received: Atomics.load(received, 0),
-      unique: Atomics.load(unique, 0),
-      latency: rec.summary(openLoopMode ? 'open' : 'closed'),
+      received: got.received,
+      unique: got.unique,
+      latency: got.rec.summary(openLoopMode ? 'open' : 'closed'),
       extra: { workers, payloadBytes: bytes, warmupEvents: warm.length },
-      notes,
-      verifiedBy: 'payload ids counted by the worker handlers in shared memory',
+      notes: got.notes.length > 0 ? got.notes : undefined,
+      verifiedBy: got.verifiedBy,
     };
   } finally {
     await bus.close();
