@@ -27,6 +27,14 @@ export interface LatencyOptions {
  */
 const WARM_EVENTS = 10_000;
 
+/**
+ * Bursts are warmed with this many bursts of WARM_EVENTS: one left the measured burst the second a
+ * process ever sent, still compiling and growing its heap (native 1P/1C, standalone sequence of bursts:
+ * p99 15-30 ms for the second burst, 1-7 ms from the fourth on; CLI, 1 / 3 / 6 warm-up bursts, 2 runs:
+ * p99 18.5 / 6.6 / 6.0 ms and 12.8 / 8.4 / 5.9 ms). A service that bursts has sent bursts before.
+ */
+const WARM_BURSTS = 5;
+
 export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
   if (c.transport === 'native' && o.payload === 'trade') return latencyRunInWorkers(ctx, o);
@@ -37,7 +45,7 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
   const payloads: { id: number }[] = o.payload === 'trade' ? tradePayloads(n + warm) : sizedPayloads(n + warm, c.messageSize);
   const sendAt = new Float64Array(n + warm);
   const tracker = new DeliveryTracker(n);
-  const warmed = new DeliveryTracker(warm);
+  let warmed = new DeliveryTracker(warm);
   const rec = new LatencyRecorder();
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
@@ -63,8 +71,11 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
       });
     }
     if (c.transport === 'redis') await new Promise((r) => setTimeout(r, 200)); // let the first XREADGROUP block
-    await send(n, warm);
-    await warmed.waitAll(10_000);
+    for (let round = 0; round < (openLoopMode ? 1 : WARM_BURSTS); round++) {
+      warmed = new DeliveryTracker(warm);
+      await send(n, warm);
+      await warmed.waitAll(10_000);
+    }
     await ctx.timed(async () => {
       await send(0, n);
       await tracker.waitAll(10_000);
@@ -97,7 +108,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const warm = tickPayloads(Math.max(64, workers * 16, Math.min(n, WARM_EVENTS)), n);
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
-  const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, workers * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
+  const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, Math.max(workers, WARM_BURSTS) * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {
@@ -117,14 +128,15 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData }, undefined as never);
-    // One round per worker: each of N workers sees about as many warm-up events as the one worker of a
-    // 1-consumer run, so its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms).
-    for (let round = 0; round < workers; round++) {
+    // At least one round per worker: each of N workers sees about as many warm-up events as the one worker
+    // of a 1-consumer run, so its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms).
+    const rounds = openLoopMode ? workers : Math.max(workers, WARM_BURSTS);
+    for (let round = 0; round < rounds; round++) {
       probe.phase(round * warm.length);
       await send(warm);
       await wait(warm.length, 30_000);
     }
-    probe.phase(workers * warm.length);
+    probe.phase(rounds * warm.length);
     await ctx.timed(async () => {
       await send(payloads);
       await wait(n, 10_000);
