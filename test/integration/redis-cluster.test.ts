@@ -126,3 +126,43 @@ describe('redis-streams: cluster failover', () => {
   }, 120_000);
 });
 
+
+describe('redis-streams: cluster failover with waitForReplicas', () => {
+  let replicated: RedisCluster;
+  beforeAll(async () => {
+    replicated = await RedisCluster.start(3, 1, 2000);
+  }, 120_000);
+  afterAll(async () => {
+    await replicated?.stop();
+  });
+
+  it('a master killed mid-publish loses no publish that resolved; writes its promoted replica cannot replicate reject with ReplicationError', async () => {
+    const prefix = uniquePrefix('cluster-failover-wait');
+    const b: EventBus<typeof events> = await createEventBus({
+      service: 'it',
+      events,
+      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } },
+    });
+    try {
+      const seen = new Set<number>();
+      await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
+      await b.publishMany('order.created', orders(600));
+      await waitFor(() => seen.size === 600, 10_000, 'events before the failover');
+
+      const r = await publishThrough(b, 600, async () => {
+        await sleep(200);
+        await replicated.failover(streamKey(prefix, 'order.created', 0));
+        await sleep(500);
+      });
+      // Resolved: on the master and its replica. The promoted replica has no replica of its own, so writes
+      // retried or sent to it afterwards are stored but reject with ReplicationError.
+      expect(Object.keys(r.tally).filter((k) => k !== 'ok' && k !== 'ERR_REPLICATION')).toEqual([]);
+      expect(r.tally['ERR_REPLICATION']).toBeGreaterThan(0);
+      expect(r.accepted.length).toBeGreaterThan(100);
+      // No acknowledged event was lost: each is delivered, from whichever master holds its partition now.
+      await waitFor(() => r.accepted.every((s) => seen.has(s)), 30_000, 'every acknowledged event');
+    } finally {
+      await b.close();
+    }
+  }, 120_000);
+});
