@@ -136,6 +136,39 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
     await replicated?.stop();
   });
 
+  it('waitForReplicas sends one WAIT per node a write touched, not one per partition', async () => {
+    const prefix = uniquePrefix('cluster-wait-node');
+    const b: EventBus<typeof events> = await createEventBus({
+      service: 'it',
+      events,
+      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 12, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 1000 } },
+    });
+    const c = new Cluster(replicated.nodes);
+    try {
+      await b.publish('order.created', order(0)); // connects and learns the slot map
+      await c.ping();
+      const masters = c.nodes('master');
+      expect(masters).toHaveLength(3);
+      await Promise.all(masters.map((m) => m.config('RESETSTAT')));
+      const keys = Array.from({ length: 48 }, (_, i) => `k${i}`);
+      await b.publishMany('order.created', orders(120, 1), { key: (d) => keys[d.seq % 48]! });
+      const calls = (m: (typeof masters)[number], cmd: string) => m.info('commandstats').then((info) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0));
+      const waits = await Promise.all(masters.map((m) => calls(m, 'wait')));
+      const xadds = await Promise.all(masters.map((m) => calls(m, 'xadd')));
+      // One write (one pool connection) with an entry per partition: one WAIT on each master that took
+      // entries, after all of them, where there were 12 (one per partition).
+      expect(xadds.reduce((a, x) => a + x, 0)).toBe(12);
+      expect(waits).toEqual(xadds.map((x) => (x > 0 ? 1 : 0)));
+      expect(waits.reduce((a, x) => a + x, 0)).toBeGreaterThanOrEqual(2);
+      let stored = 0;
+      for (let p = 0; p < 12; p++) stored += await c.xlen(streamKey(prefix, 'order.created', p));
+      expect(stored).toBe(13);
+    } finally {
+      c.disconnect();
+      await b.close();
+    }
+  }, 30_000);
+
   it('a master killed mid-publish loses no publish that resolved; writes its promoted replica cannot replicate reject with ReplicationError', async () => {
     const prefix = uniquePrefix('cluster-failover-wait');
     const b: EventBus<typeof events> = await createEventBus({

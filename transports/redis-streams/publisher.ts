@@ -4,7 +4,7 @@
  * connection of a small pool. Pool connections never run blocking reads. With `waitForReplicas` a
  * WAIT follows the entries on their connection, and the write succeeds only if enough replicas have them.
  */
-import type { ChainableCommander, Command } from 'ioredis';
+import { Command, type ChainableCommander, type Cluster } from 'ioredis';
 import { ConnectionError, EventlaneError, ReplicationError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
@@ -21,6 +21,8 @@ interface TypeInfo {
   /** Pool connection of each partition: a lane always writes through the same connection, so two
    * writes of one lane in flight at once reach Redis in order (per-key order). */
   conns: number[];
+  /** Cluster slot of each partition's stream (as ioredis routes its commands); empty when not a cluster. */
+  slots: number[];
   /** `MAXLEN ~ n` / `MINID ~` args, or undefined for no trimming; MINID is computed per write. */
   trim: (string | number)[] | undefined;
   minIdAgeMs: number | undefined;
@@ -70,6 +72,7 @@ export class Publisher {
         keys,
         routes: keys.map((k) => [k]),
         conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
+        slots: this.connector.isCluster ? keys.map((k) => new Command('exists', [k]).getSlot()!) : [],
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', String(maxLen)] : undefined,
         minIdAgeMs,
       };
@@ -203,10 +206,12 @@ export class Publisher {
     const pipes: ChainableCommander[] = [];
     const pipeLen: number[] = [];
     const pipeOf = new Map<Client, number>();
-    // waitForReplicas: a WAIT after each unit's writes in a Cluster (routed to the node of its stream), or
-    // after all the writes of each pipeline; `waits[u]` is where unit u's WAIT reply will be.
+    // waitForReplicas: one WAIT after the writes of each connection: in a Cluster, of each node of each pool
+    // client (routed by one of its streams); else of each pipeline. `waits[u]` is where unit u's WAIT reply
+    // will be; a Cluster unit first notes its node's group (`nodeWait`: group -> units), placed below.
     const wfr = this.config.waitForReplicas;
     const waits: [number, number][] | undefined = wfr === undefined ? undefined : new Array<[number, number]>(units.length);
+    const nodeWait = cluster && wfr !== undefined ? new Map<string, number[]>() : undefined;
     const issue = (client: Client, cmd: Command): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
@@ -248,13 +253,28 @@ export class Publisher {
       }
       unit.release?.();
       if (waits !== undefined) {
-        if (cluster) {
-          waits[u] = [-1, replies.length];
-          replies.push(send(client, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[unit.partition]!)));
+        if (nodeWait !== undefined) {
+          const node = (client as Cluster).slots[t.slots[unit.partition]!]?.[0];
+          const group = node === undefined ? undefined : `${t.conns[unit.partition]} ${node}`;
+          const members = group === undefined ? undefined : nodeWait.get(group);
+          if (group === undefined) {
+            // Slot map not known yet: a WAIT of its own, routed like its writes.
+            waits[u] = [-1, replies.length];
+            replies.push(send(client, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[unit.partition]!)));
+          } else if (members === undefined) nodeWait.set(group, [u]);
+          else members.push(u);
         } else waits[u] = [pipeOf.get(client)!, -1]; // its pipeline's WAIT, placed below
       }
     }
-    if (waits !== undefined && !cluster) {
+    if (nodeWait !== undefined) {
+      for (const members of nodeWait.values()) {
+        const last = units[members[members.length - 1]!]!;
+        const t = this.info(last.type);
+        const at = replies.length;
+        replies.push(send(this.pool[t.conns[last.partition]!]!, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[last.partition]!)));
+        for (const u of members) waits![u] = [-1, at];
+      }
+    } else if (waits !== undefined && !cluster) {
       const at = pipes.map((pipe, pn) => {
         queue(pipe, waitCommand(wfr!.count, wfr!.timeoutMs));
         return pipeLen[pn]!++;
