@@ -156,7 +156,14 @@ export class OrderProbe implements StartProbe {
       const id0 = this.ids[w * (this.cap >> 4) + (k0 >> 4)]!;
       const p = (((this.before + id0) % P) + P) % P;
       const { first, count } = this.share(p, n);
-      let bad = owner[p]! >= 0 ? `partition ${p} also handled by worker ${owner[p]}` : c !== count ? `${c} events where partition ${p} got ${count}` : '';
+      let bad =
+        owner[p]! >= 0
+          ? `partition ${p} also handled by worker ${owner[p]}`
+          : c !== count
+            ? `${c} events where partition ${p} got ${count}`
+            : from + c > this.cap
+              ? `${from + c} events in all, more than its region holds (${this.cap})`
+              : '';
       owner[p] = w;
       for (let k = k0; !bad && k < from + c; k += 16) {
         const id = this.ids[w * (this.cap >> 4) + (k >> 4)]!;

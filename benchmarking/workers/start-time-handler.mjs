@@ -2,7 +2,7 @@
 // records when it started, in delivery order, into this worker's region of shared memory. It does not
 // read the payload, except every 16th event's `id` (its position check). The main thread matches the
 // k-th start time of a worker to the k-th event of the worker's partition: partitions are FIFO and
-// events without a key go round-robin, so it knows the order (see latency-run.ts, matchStarts).
+// events without a key go round-robin, so it knows the order (see OrderProbe in benchmarking/lib/start-probes.ts).
 let times;
 let counts;
 let ids;

@@ -255,14 +255,16 @@ export class Publisher {
       if (waits !== undefined) {
         if (nodeWait !== undefined) {
           const node = (client as Cluster).slots[t.slots[unit.partition]!]?.[0];
-          const group = node === undefined ? undefined : `${t.conns[unit.partition]} ${node}`;
-          const members = group === undefined ? undefined : nodeWait.get(group);
-          if (group === undefined) {
+          if (node === undefined) {
             // Slot map not known yet: a WAIT of its own, routed like its writes.
             waits[u] = [-1, replies.length];
             replies.push(send(client, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[unit.partition]!)));
-          } else if (members === undefined) nodeWait.set(group, [u]);
-          else members.push(u);
+          } else {
+            const group = `${t.conns[unit.partition]} ${node}`;
+            const members = nodeWait.get(group);
+            if (members === undefined) nodeWait.set(group, [u]);
+            else members.push(u);
+          }
         } else waits[u] = [pipeOf.get(client)!, -1]; // its pipeline's WAIT, placed below
       }
     }
