@@ -74,6 +74,67 @@ export class RedisCluster {
     }
   }
 
+  /** The live servers that are masters now. */
+  async masters(): Promise<RedisServer[]> {
+    const out: RedisServer[] = [];
+    for (const s of this.servers.filter((x) => x.alive)) {
+      const c = new Redis(s.port, '127.0.0.1');
+      try {
+        if (String(await c.info('replication')).includes('role:master')) out.push(s);
+      } finally {
+        c.disconnect();
+      }
+    }
+    return out;
+  }
+
+  /** The first replica of `master`. */
+  async replicaOf(master: RedisServer): Promise<RedisServer> {
+    const c = new Redis(master.port, '127.0.0.1');
+    try {
+      const port = Number(/slave0:ip=[^,]+,port=(\d+)/.exec(String(await c.info('replication')))?.[1]);
+      const replica = this.servers.find((s) => s.port === port);
+      if (replica === undefined) throw new Error(`no replica of the master on port ${master.port}`);
+      return replica;
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  /**
+   * Moves the slot of `key`, with its keys, to master `to` (the resharding steps: IMPORTING / MIGRATING,
+   * MIGRATE of every key, then SETSLOT NODE on every master). Clients learn of it by a MOVED reply.
+   */
+  async migrateSlot(key: string, to: RedisServer): Promise<void> {
+    const from = await this.masterOf(key);
+    if (from === to) throw new Error(`the slot of ${key} is on port ${to.port} already`);
+    const src = new Redis(from.port, '127.0.0.1');
+    const dst = new Redis(to.port, '127.0.0.1');
+    try {
+      const slot = Number(await src.call('CLUSTER', 'KEYSLOT', key));
+      const srcId = String(await src.call('CLUSTER', 'MYID'));
+      const dstId = String(await dst.call('CLUSTER', 'MYID'));
+      await dst.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', srcId);
+      await src.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId);
+      for (;;) {
+        const keys = (await src.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+        if (keys.length === 0) break;
+        await src.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...keys);
+      }
+      for (const m of [to, from, ...(await this.masters()).filter((x) => x !== to && x !== from)]) {
+        const c = new Redis(m.port, '127.0.0.1');
+        try {
+          await c.call('CLUSTER', 'SETSLOT', slot, 'NODE', dstId);
+        } finally {
+          c.disconnect();
+        }
+      }
+    } finally {
+      src.disconnect();
+      dst.disconnect();
+    }
+  }
+
   async stop(): Promise<void> {
     await Promise.allSettled(this.servers.map((s) => s.stop()));
   }

@@ -90,12 +90,21 @@ export class Publisher {
   }
 
   /**
-   * Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs. The writes
-   * waiting for one client share a single 'ready' listener (an outage can hold hundreds of them).
+   * Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs.
    */
   private waitReady(client: Client): Promise<void> {
     const ms = this.config.commandTimeoutMs;
-    return new Promise<void>((resolve, reject) => {
+    return this.readyWithin(client, ms).then((ready) => {
+      if (!ready) throw new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`);
+    });
+  }
+
+  /**
+   * True once `client` is ready, false after `ms` without. The writes waiting for one client share a single
+   * 'ready' listener (an outage can hold hundreds of them).
+   */
+  private readyWithin(client: Client, ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
       let waiters = this.readyWaiters.get(client);
       if (waiters === undefined) {
         const set = new Set<() => void>();
@@ -108,11 +117,11 @@ export class Publisher {
       }
       const onReady = (): void => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
       const timer = setTimeout(() => {
         waiters.delete(onReady);
-        reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`));
+        resolve(false);
       }, ms);
       waiters.add(onReady);
     });
@@ -121,12 +130,42 @@ export class Publisher {
   /** Writes waiting for each client's next 'ready'. */
   private readonly readyWaiters = new Map<Client, Set<() => void>>();
 
+  /**
+   * Cluster with `waitForReplicas`: the masters these units go to whose connection is not ready yet (each
+   * master has its own, opened on first use). A command sent to one of them fails and ioredis retries it on
+   * a random node; the WAIT must not be (see `waitOn`), so the write waits for them first.
+   */
+  private unreadyMasters(units: readonly PublishUnit[]): Client[] | undefined {
+    if (this.config.waitForReplicas === undefined || !this.connector.isCluster) return undefined;
+    let out: Set<Client> | undefined;
+    for (const unit of units) {
+      const t = this.info(unit.type);
+      const client = this.pool[t.conns[unit.partition]!] as Cluster;
+      const key = client.status === 'ready' ? client.slots[t.slots[unit.partition]!]?.[0] : undefined;
+      if (key === undefined) continue; // the client's own wait (below) or waitOn handles it
+      const node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === key);
+      if (node === undefined || !Publisher.notWritable(node)) continue;
+      if (node.status === 'wait') node.connect().catch(noResult);
+      (out ??= new Set()).add(node);
+    }
+    return out === undefined ? undefined : [...out];
+  }
+
   private static notWritable(client: Client): boolean {
     // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
     return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
   }
 
-  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+  write(units: readonly PublishUnit[], deadline = 0): Promise<WriteResult> {
+    const nodes = this.unreadyMasters(units);
+    if (nodes !== undefined) {
+      // Their connections may come up, or a failover may move the slots to other masters: look again soon.
+      const until = deadline || Date.now() + this.config.commandTimeoutMs;
+      if (Date.now() >= until) {
+        return Promise.reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection to the master of a partition within ${this.config.commandTimeoutMs} ms (transport.commandTimeoutMs); nothing was written`));
+      }
+      return Promise.all(nodes.map((n) => this.readyWithin(n, 100))).then(() => this.write(units, until));
+    }
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
@@ -155,12 +194,12 @@ export class Publisher {
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(this.replicated(client, t.keys[unit.partition]!, send(client, wireCommand('xadd', args, t.routes[unit.partition]!))));
+      return this.bounded(this.replicated(client, t, unit.partition, send(client, wireCommand('xadd', args, t.routes[unit.partition]!))));
     }
     if (this.config.entryMode === 'batch') {
       const cmd = rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type)), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(this.replicated(client, t.keys[unit.partition]!, send(client, cmd)));
+      return this.bounded(this.replicated(client, t, unit.partition, send(client, cmd)));
     }
     return this.sendMany([unit]);
   }
@@ -169,17 +208,51 @@ export class Publisher {
    * Resolves when `write` succeeded and, with `waitForReplicas`, a WAIT sent right after it on the same
    * connection counted enough replicas; else rejects (ReplicationError when only the WAIT fell short).
    */
-  private replicated(client: Client, key: string, write: Promise<unknown>): Promise<WriteResult> {
+  private replicated(client: Client, t: TypeInfo, partition: number, write: Promise<unknown>): Promise<WriteResult> {
     const w = this.config.waitForReplicas;
     if (w === undefined) return write.then(noResult);
-    const acks = send<number>(client, waitCommand(w.count, w.timeoutMs, key));
+    const node = this.nodeOf(client, t, partition);
+    const acks = this.waitOn(client, t, partition);
     acks.catch(noResult); // judged below, after the write
     return write.then(() =>
-      acks.then((n) => {
-        const short = this.shortfall(n);
-        if (short) throw short;
-      }),
+      acks
+        .then((n) => (this.nodeOf(client, t, partition) === node ? n : this.waitAgain(client, t, partition)))
+        .then((n) => {
+          const short = this.shortfall(n);
+          if (short) throw short;
+        }),
     );
+  }
+
+  /** Cluster: the master that holds the slot of a partition's stream, as `client` knows it now. */
+  private nodeOf(client: Client, t: TypeInfo, partition: number): string | undefined {
+    return this.connector.isCluster ? (client as Cluster).slots[t.slots[partition]!]?.[0] : undefined;
+  }
+
+  /**
+   * A WAIT on the node that holds a partition's slot now. A Cluster write whose slot moved while it was in
+   * flight was redirected (MOVED) to the new master after its WAIT had gone to the old one, which counted
+   * replicas of nothing; this one follows the write's reply on the new master's connection.
+   */
+  private waitAgain(client: Client, t: TypeInfo, partition: number): Promise<number> {
+    return this.waitOn(client, t, partition);
+  }
+
+  /**
+   * `WAIT` on the connection that takes a partition's writes. In a Cluster it is sent with a fixed target
+   * (the slot's master now), so ioredis does not retry it elsewhere: a command whose connection closed is
+   * retried on a random node until a MOVED sends it home, and a keyless WAIT is never moved; it would count
+   * the replicas of another master's writes. Failed, it rejects, and so does the publish.
+   */
+  private waitOn(client: Client, t: TypeInfo, partition: number): Promise<number> {
+    const w = this.config.waitForReplicas!;
+    const cmd = waitCommand(w.count, w.timeoutMs, t.keys[partition]!);
+    if (!this.connector.isCluster) return send<number>(client, cmd);
+    const slot = t.slots[partition]!;
+    // Without a master for the slot ioredis would pick any node.
+    if ((client as Cluster).slots[slot] === undefined) return Promise.reject(new ConnectionError(`No master known for the slot of ${t.keys[partition]} on ${this.connector.address}: replication of the write cannot be checked`));
+    void (client as Cluster).sendCommand(cmd, undefined, { slot });
+    return cmd.promise as Promise<number>;
   }
 
   /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
@@ -212,6 +285,8 @@ export class Publisher {
     const wfr = this.config.waitForReplicas;
     const waits: [number, number][] | undefined = wfr === undefined ? undefined : new Array<[number, number]>(units.length);
     const nodeWait = cluster && wfr !== undefined ? new Map<string, number[]>() : undefined;
+    // Cluster: the master each unit's WAIT went to (undefined: none known yet; its own WAIT follows it).
+    const issued: (string | undefined)[] | undefined = nodeWait === undefined ? undefined : new Array<string | undefined>(units.length);
     const issue = (client: Client, cmd: Command): void => {
       if (cluster) {
         slots.push([-1, replies.length]);
@@ -254,11 +329,12 @@ export class Publisher {
       unit.release?.();
       if (waits !== undefined) {
         if (nodeWait !== undefined) {
-          const node = (client as Cluster).slots[t.slots[unit.partition]!]?.[0];
+          const node = this.nodeOf(client, t, unit.partition);
+          issued![u] = node;
           if (node === undefined) {
             // Slot map not known yet: a WAIT of its own, routed like its writes.
             waits[u] = [-1, replies.length];
-            replies.push(send(client, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[unit.partition]!)));
+            replies.push(this.waitOn(client, t, unit.partition));
           } else {
             const group = `${t.conns[unit.partition]} ${node}`;
             const members = nodeWait.get(group);
@@ -273,7 +349,7 @@ export class Publisher {
         const last = units[members[members.length - 1]!]!;
         const t = this.info(last.type);
         const at = replies.length;
-        replies.push(send(this.pool[t.conns[last.partition]!]!, waitCommand(wfr!.count, wfr!.timeoutMs, t.keys[last.partition]!)));
+        replies.push(this.waitOn(this.pool[t.conns[last.partition]!]!, t, last.partition));
         for (const u of members) waits![u] = [-1, at];
       }
     } else if (waits !== undefined && !cluster) {
@@ -301,7 +377,42 @@ export class Publisher {
       };
       return { writes: slots.map(reply), waits: waits?.map(reply) };
     });
-    return this.bounded(all.then((res) => this.results(units, counts, res.writes, res.waits)));
+    const checked = issued === undefined ? all : all.then((res) => this.moved(units, issued, res.waits!).then((waits) => ({ writes: res.writes, waits })));
+    return this.bounded(checked.then((res) => this.results(units, counts, res.writes, res.waits)));
+  }
+
+  /**
+   * Cluster, after a write's replies: units whose slot moved to another master meanwhile were redirected
+   * there after their WAIT went to the old one (see `waitAgain`). They get a WAIT on the new master
+   * instead, one per connection; the others keep theirs.
+   */
+  private async moved(units: readonly PublishUnit[], issued: (string | undefined)[], waits: [Error | null, unknown][]): Promise<[Error | null, unknown][]> {
+    let again: Map<string, number[]> | undefined;
+    for (let u = 0; u < units.length; u++) {
+      const unit = units[u]!;
+      const t = this.info(unit.type);
+      const node = this.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
+      if (issued[u] === undefined || node === undefined || node === issued[u]) continue;
+      again ??= new Map();
+      const group = `${t.conns[unit.partition]} ${node}`;
+      const members = again.get(group);
+      if (members === undefined) again.set(group, [u]);
+      else members.push(u);
+    }
+    if (again === undefined) return waits;
+    const out = waits.slice();
+    await Promise.all(
+      [...again.values()].map(async (members) => {
+        const last = units[members[members.length - 1]!]!;
+        const t = this.info(last.type);
+        const reply: [Error | null, unknown] = await this.waitAgain(this.pool[t.conns[last.partition]!]!, t, last.partition).then(
+          (n) => [null, n],
+          (err: Error) => [err, undefined],
+        );
+        for (const u of members) out[u] = reply;
+      }),
+    );
+    return out;
   }
 
   /**
