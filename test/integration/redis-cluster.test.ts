@@ -9,6 +9,21 @@ import { partitionForKey } from '../../src/partition.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead, order, orders, publishThrough } from './redis-common.js';
 
+/** A bus on `on`'s Cluster with the given transport options. */
+function clusterBus(on: RedisCluster, prefix: string, transport: Record<string, unknown>): Promise<EventBus<typeof events>> {
+  return createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: on.nodes }, prefix, ...transport } });
+}
+
+/** Runs `f` with a plain ioredis Cluster client on `on`, disconnected after. */
+async function withClient<T>(on: RedisCluster, f: (c: Cluster) => Promise<T>): Promise<T> {
+  const c = new Cluster(on.nodes);
+  try {
+    return await f(c);
+  } finally {
+    c.disconnect();
+  }
+}
+
 let cluster: RedisCluster;
 beforeAll(async () => {
   cluster = await RedisCluster.start(3);
@@ -20,11 +35,7 @@ afterAll(async () => {
 describe('redis-streams: cluster', () => {
   it('round-trips through a 3-master cluster, with retries and DLQ in the partition slot', async () => {
     const prefix = uniquePrefix('cluster');
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6 },
-    });
+    const b = await clusterBus(cluster, prefix, { partitions: 6 });
     try {
       const seen = new Set<number>();
       const other = new Set<number>();
@@ -40,8 +51,7 @@ describe('redis-streams: cluster', () => {
       const t = b.transport as RedisStreamsTransport;
       await waitFor(async () => (await t.deadLetters('order.created', 'g')).length === 1, 10_000, 'the dead letter');
       // Partitions really landed on different masters.
-      const c = new Cluster(cluster.nodes);
-      try {
+      await withClient(cluster, async (c) => {
         const slots = new Set<number>();
         for (let p = 0; p < 6; p++) {
           expect(await c.xlen(streamKey(prefix, 'order.created', p))).toBeGreaterThan(0);
@@ -50,35 +60,26 @@ describe('redis-streams: cluster', () => {
         expect(slots.size).toBe(6);
         const admin = await t.admin();
         expect((await admin.listStreams()).filter((s) => s.type === 'order.created').length).toBe(6);
-      } finally {
-        c.disconnect();
-      }
+      });
     } finally {
       await b.close();
     }
   }, 60_000);
 
-  it('waitForReplicas: a WAIT per write on the node of its stream; masters without replicas reject', async () => {
+  it('waitForReplicas on masters without replicas: a single publish and a write over six partitions reject, the entries are stored', async () => {
     const prefix = uniquePrefix('cluster-wait');
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6, waitForReplicas: { count: 1, timeoutMs: 50 } },
-    });
+    const b = await clusterBus(cluster, prefix, { partitions: 6, waitForReplicas: { count: 1, timeoutMs: 50 } });
     try {
       // One unit, and a write of six units (one per partition, spread over the three masters).
       await expect(b.publish('order.created', orders(1)[0]!)).rejects.toBeInstanceOf(ReplicationError);
       const keys = Array.from({ length: 60 }, (_, i) => `k${i}`);
       await expect(b.publishMany('order.created', orders(60, 1), { key: (d) => keys[d.seq - 1] })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 });
       // The events are stored all the same.
-      const c = new Cluster(cluster.nodes);
-      try {
+      await withClient(cluster, async (c) => {
         let stored = 0;
         for (let p = 0; p < 6; p++) stored += await c.xlen(streamKey(prefix, 'order.created', p));
         expect(stored).toBeGreaterThanOrEqual(7); // entries: 1 + at least one per partition written
-      } finally {
-        c.disconnect();
-      }
+      });
     } finally {
       await b.close();
     }
@@ -96,11 +97,7 @@ describe('redis-streams: cluster failover', () => {
 
   it('a master killed mid-publish: its replica takes over, publishes wait for it instead of failing, and all partitions carry on', async () => {
     const prefix = uniquePrefix('cluster-failover');
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 6, commandTimeoutMs: 15_000 },
-    });
+    const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000 });
     try {
       const seen = new Set<number>();
       await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
@@ -139,11 +136,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
 
   it('waitForReplicas sends one WAIT per node a write touched, not one per partition', async () => {
     const prefix = uniquePrefix('cluster-wait-node');
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 12, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 1000 } },
-    });
+    const b = await clusterBus(replicated, prefix, { partitions: 12, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 1000 } });
     const c = new Cluster(replicated.nodes);
     try {
       await b.publish('order.created', order(0)); // connects and learns the slot map
@@ -173,11 +166,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
   it('waitForReplicas follows a write whose slot moved to another master while it was in flight (MOVED)', async () => {
     const prefix = uniquePrefix('cluster-wait-moved');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } },
-    });
+    const b = await clusterBus(replicated, prefix, { partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } });
     // A key per partition, for keyed publishes that land where the test wants them.
     const keyFor = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, 6) === p)!;
     try {
@@ -213,12 +202,9 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
       await whileStalled(() => expect(b.publish('order.created', order(102), { key: keyFor(p3) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 }));
       // The writes are on the target all the same, and with its replica back publishing resolves there.
       await waitFor(async () => (await b.publish('order.created', order(103), { key: keyFor(p3) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
-      const c = new Cluster(replicated.nodes);
-      try {
+      await withClient(replicated, async (c) => {
         for (const p of [p1, p2, p3]) expect(await c.xlen(key(p))).toBeGreaterThanOrEqual(2);
-      } finally {
-        c.disconnect();
-      }
+      });
     } finally {
       await b.close();
     }
@@ -226,11 +212,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
 
   it('a master killed mid-publish loses no publish that resolved; writes its promoted replica cannot replicate reject with ReplicationError', async () => {
     const prefix = uniquePrefix('cluster-failover-wait');
-    const b: EventBus<typeof events> = await createEventBus({
-      service: 'it',
-      events,
-      transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } },
-    });
+    const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } });
     try {
       const seen = new Set<number>();
       await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
