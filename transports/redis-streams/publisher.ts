@@ -142,7 +142,7 @@ export class Publisher {
       const t = this.info(unit.type);
       const client = this.pool[t.conns[unit.partition]!] as Cluster;
       const key = client.status === 'ready' ? client.slots[t.slots[unit.partition]!]?.[0] : undefined;
-      if (key === undefined) continue; // the client's own wait (below) or waitOn handles it
+      if (key === undefined) continue; // no master known for the slot: waitOn rejects
       const node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === key);
       if (node === undefined || !Publisher.notWritable(node)) continue;
       if (node.status === 'wait') node.connect().catch(noResult);
@@ -157,6 +157,14 @@ export class Publisher {
   }
 
   write(units: readonly PublishUnit[], deadline = 0): Promise<WriteResult> {
+    // Wait for a reconnect instead of failing at once: nothing has been sent yet. Then look again (with
+    // waitForReplicas in a Cluster, the masters' own connections are checked once the client is up).
+    const waits: Promise<void>[] = [];
+    for (const unit of units) {
+      const client = this.pool[this.info(unit.type).conns[unit.partition]!]!;
+      if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
+    }
+    if (waits.length > 0) return Promise.all(waits).then(() => this.write(units, deadline));
     const nodes = this.unreadyMasters(units);
     if (nodes !== undefined) {
       // Their connections may come up, or a failover may move the slots to other masters: look again soon.
@@ -169,17 +177,8 @@ export class Publisher {
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
-      const client = this.pool[t.conns[unit.partition]!]!;
-      // Wait for a reconnect instead of failing at once: nothing has been sent yet.
-      if (Publisher.notWritable(client)) return this.waitReady(client).then(() => this.sendOne(client, t, unit));
-      return this.sendOne(client, t, unit);
+      return this.sendOne(this.pool[t.conns[unit.partition]!]!, t, unit);
     }
-    const waits: Promise<void>[] = [];
-    for (const unit of units) {
-      const client = this.pool[this.info(unit.type).conns[unit.partition]!]!;
-      if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
-    }
-    if (waits.length > 0) return Promise.all(waits).then(() => this.sendMany(units));
     return this.sendMany(units);
   }
 
