@@ -38,6 +38,13 @@ function noResult(): WriteResult {
   return undefined;
 }
 
+/** Adds `u` to the group `key` of `groups`. */
+function addTo(groups: Map<string, number[]>, key: string, u: number): void {
+  const members = groups.get(key);
+  if (members === undefined) groups.set(key, [u]);
+  else members.push(u);
+}
+
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private readonly encoder = new BatchEncoder();
@@ -215,7 +222,8 @@ export class Publisher {
     acks.catch(noResult); // judged below, after the write
     return write.then(() =>
       acks
-        .then((n) => (this.nodeOf(client, t, partition) === node ? n : this.waitAgain(client, t, partition)))
+        // Slot moved while in flight: the write was redirected (MOVED) after its WAIT went to the old master.
+        .then((n) => (this.nodeOf(client, t, partition) === node ? n : this.waitOn(client, t, partition)))
         .then((n) => {
           const short = this.shortfall(n);
           if (short) throw short;
@@ -226,15 +234,6 @@ export class Publisher {
   /** Cluster: the master that holds the slot of a partition's stream, as `client` knows it now. */
   private nodeOf(client: Client, t: TypeInfo, partition: number): string | undefined {
     return this.connector.isCluster ? (client as Cluster).slots[t.slots[partition]!]?.[0] : undefined;
-  }
-
-  /**
-   * A WAIT on the node that holds a partition's slot now. A Cluster write whose slot moved while it was in
-   * flight was redirected (MOVED) to the new master after its WAIT had gone to the old one, which counted
-   * replicas of nothing; this one follows the write's reply on the new master's connection.
-   */
-  private waitAgain(client: Client, t: TypeInfo, partition: number): Promise<number> {
-    return this.waitOn(client, t, partition);
   }
 
   /**
@@ -252,6 +251,13 @@ export class Publisher {
     if ((client as Cluster).slots[slot] === undefined) return Promise.reject(new ConnectionError(`No master known for the slot of ${t.keys[partition]} on ${this.connector.address}: replication of the write cannot be checked`));
     void (client as Cluster).sendCommand(cmd, undefined, { slot });
     return cmd.promise as Promise<number>;
+  }
+
+  /** Cluster: the WAIT covering `members`, units on one master's connection, sent after all their writes. */
+  private groupWait(units: readonly PublishUnit[], members: number[]): Promise<number> {
+    const last = units[members[members.length - 1]!]!;
+    const t = this.info(last.type);
+    return this.waitOn(this.pool[t.conns[last.partition]!]!, t, last.partition);
   }
 
   /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
@@ -284,7 +290,7 @@ export class Publisher {
     const wfr = this.config.waitForReplicas;
     const waits: [number, number][] | undefined = wfr === undefined ? undefined : new Array<[number, number]>(units.length);
     const nodeWait = cluster && wfr !== undefined ? new Map<string, number[]>() : undefined;
-    // Cluster: the master each unit's WAIT went to (undefined: none known yet; its own WAIT follows it).
+    // Cluster: the master each unit's WAIT went to (undefined: none known; that WAIT rejects).
     const issued: (string | undefined)[] | undefined = nodeWait === undefined ? undefined : new Array<string | undefined>(units.length);
     const issue = (client: Client, cmd: Command): void => {
       if (cluster) {
@@ -331,24 +337,17 @@ export class Publisher {
           const node = this.nodeOf(client, t, unit.partition);
           issued![u] = node;
           if (node === undefined) {
-            // Slot map not known yet: a WAIT of its own, routed like its writes.
+            // No master known for the slot: waitOn rejects (ioredis would send it to any node).
             waits[u] = [-1, replies.length];
             replies.push(this.waitOn(client, t, unit.partition));
-          } else {
-            const group = `${t.conns[unit.partition]} ${node}`;
-            const members = nodeWait.get(group);
-            if (members === undefined) nodeWait.set(group, [u]);
-            else members.push(u);
-          }
+          } else addTo(nodeWait, `${t.conns[unit.partition]} ${node}`, u);
         } else waits[u] = [pipeOf.get(client)!, -1]; // its pipeline's WAIT, placed below
       }
     }
     if (nodeWait !== undefined) {
       for (const members of nodeWait.values()) {
-        const last = units[members[members.length - 1]!]!;
-        const t = this.info(last.type);
         const at = replies.length;
-        replies.push(this.waitOn(this.pool[t.conns[last.partition]!]!, t, last.partition));
+        replies.push(this.groupWait(units, members));
         for (const u of members) waits![u] = [-1, at];
       }
     } else if (waits !== undefined && !cluster) {
@@ -382,8 +381,8 @@ export class Publisher {
 
   /**
    * Cluster, after a write's replies: units whose slot moved to another master meanwhile were redirected
-   * there after their WAIT went to the old one (see `waitAgain`). They get a WAIT on the new master
-   * instead, one per connection; the others keep theirs.
+   * there (MOVED) after their WAIT went to the old one, which counted replicas of nothing. They get a WAIT
+   * on the new master instead, one per connection; the others keep theirs.
    */
   private async moved(units: readonly PublishUnit[], issued: (string | undefined)[], waits: [Error | null, unknown][]): Promise<[Error | null, unknown][]> {
     let again: Map<string, number[]> | undefined;
@@ -392,19 +391,13 @@ export class Publisher {
       const t = this.info(unit.type);
       const node = this.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
       if (issued[u] === undefined || node === undefined || node === issued[u]) continue;
-      again ??= new Map();
-      const group = `${t.conns[unit.partition]} ${node}`;
-      const members = again.get(group);
-      if (members === undefined) again.set(group, [u]);
-      else members.push(u);
+      addTo((again ??= new Map()), `${t.conns[unit.partition]} ${node}`, u);
     }
     if (again === undefined) return waits;
     const out = waits.slice();
     await Promise.all(
       [...again.values()].map(async (members) => {
-        const last = units[members[members.length - 1]!]!;
-        const t = this.info(last.type);
-        const reply: [Error | null, unknown] = await this.waitAgain(this.pool[t.conns[last.partition]!]!, t, last.partition).then(
+        const reply: [Error | null, unknown] = await this.groupWait(units, members).then(
           (n) => [null, n],
           (err: Error) => [err, undefined],
         );
