@@ -24,6 +24,23 @@ async function withClient<T>(on: RedisCluster, f: (c: Cluster) => Promise<T>): P
   }
 }
 
+/**
+ * Consumes into `seen`, publishes 600 events and waits for them, then publishes one every 5 ms through a
+ * SIGKILL of partition 0's master and its failover.
+ */
+async function throughMasterCrash(on: RedisCluster, b: EventBus<typeof events>, prefix: string) {
+  const seen = new Set<number>();
+  await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
+  await b.publishMany('order.created', orders(600));
+  await waitFor(() => seen.size === 600, 10_000, 'events before the failover');
+  const r = await publishThrough(b, 600, async () => {
+    await sleep(200);
+    await on.failover(streamKey(prefix, 'order.created', 0));
+    await sleep(500);
+  });
+  return { seen, r };
+}
+
 let cluster: RedisCluster;
 beforeAll(async () => {
   cluster = await RedisCluster.start(3);
@@ -99,16 +116,7 @@ describe('redis-streams: cluster failover', () => {
     const prefix = uniquePrefix('cluster-failover');
     const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000 });
     try {
-      const seen = new Set<number>();
-      await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
-      await b.publishMany('order.created', orders(600));
-      await waitFor(() => seen.size === 600, 10_000, 'events before the failover');
-
-      const r = await publishThrough(b, 600, async () => {
-        await sleep(200);
-        await replicated.failover(streamKey(prefix, 'order.created', 0));
-        await sleep(500);
-      });
+      const { seen, r } = await throughMasterCrash(replicated, b, prefix);
       // The failover takes ~2-4 s; each write is retried on the new master within commandTimeoutMs
       // (before: ioredis gave up after 16 tries, ~1.6 s, and ~20% of these publishes failed).
       expect(r.tally).toEqual({ ok: r.accepted.length });
@@ -214,16 +222,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
     const prefix = uniquePrefix('cluster-failover-wait');
     const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } });
     try {
-      const seen = new Set<number>();
-      await b.subscribe('order.created', { group: 'g', concurrency: 8, ...fastRead }, (e) => void seen.add(e.data.seq));
-      await b.publishMany('order.created', orders(600));
-      await waitFor(() => seen.size === 600, 10_000, 'events before the failover');
-
-      const r = await publishThrough(b, 600, async () => {
-        await sleep(200);
-        await replicated.failover(streamKey(prefix, 'order.created', 0));
-        await sleep(500);
-      });
+      const { seen, r } = await throughMasterCrash(replicated, b, prefix);
       // Resolved: on the master and its replica. The promoted replica has no replica of its own, so writes
       // retried or sent to it afterwards are stored but reject with ReplicationError. A write whose WAIT was
       // in flight when the master died rejects with ConnectionError: whether it was replicated is unknown.

@@ -2,27 +2,22 @@
  * Publishing: each publish unit (events of one type and partition) becomes one batch entry (or one
  * entry per event in `entryMode: 'event'`); all entries of a write go out in one pipeline on one
  * connection of a small pool. Pool connections never run blocking reads. With `waitForReplicas` a
- * WAIT follows the entries on their connection, and the write succeeds only if enough replicas have them.
+ * WAIT follows the entries on their connection (replica-wait.ts), and the write succeeds only if enough replicas have them.
  */
-import { Command, type ChainableCommander, type Cluster } from 'ioredis';
-import { ConnectionError, EventlaneError, ReplicationError, TransportError } from '../../src/errors.js';
+import { Command, type ChainableCommander } from 'ioredis';
+import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
+import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
 import { queue, rawCommand, send, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
-interface TypeInfo {
-  keys: string[];
+interface TypeInfo extends StreamInfo {
   /** `[key]` per partition: all ioredis needs to see of an XADD (the slot, in a cluster). */
   routes: string[][];
-  /** Pool connection of each partition: a lane always writes through the same connection, so two
-   * writes of one lane in flight at once reach Redis in order (per-key order). */
-  conns: number[];
-  /** Cluster slot of each partition's stream (as ioredis routes its commands); empty when not a cluster. */
-  slots: number[];
   /** `MAXLEN ~ n` / `MINID ~` args, or undefined for no trimming; MINID is computed per write. */
   trim: (string | number)[] | undefined;
   minIdAgeMs: number | undefined;
@@ -38,18 +33,13 @@ function noResult(): WriteResult {
   return undefined;
 }
 
-/** Adds `u` to the group `key` of `groups`. */
-function addTo(groups: Map<string, number[]>, key: string, u: number): void {
-  const members = groups.get(key);
-  if (members === undefined) groups.set(key, [u]);
-  else members.push(u);
-}
-
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private readonly encoder = new BatchEncoder();
   private readonly inflight = new Set<InFlight>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** `waitForReplicas`'s WAITs (see replica-wait.ts). */
+  private readonly replicas: ReplicaWait;
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -60,7 +50,9 @@ export class Publisher {
     private readonly serializer: (type: string) => Encode,
     /** The bus's compiled JSON byte writer for a type's payloads, where the schema allows one. */
     private readonly writer: (type: string) => JsonWriter | undefined = () => undefined,
-  ) {}
+  ) {
+    this.replicas = new ReplicaWait(config, connector, pool, (type) => this.info(type));
+  }
 
   partitionsFor(type: string): number {
     return this.config.topics[type]?.partitions ?? this.config.partitions;
@@ -137,27 +129,6 @@ export class Publisher {
   /** Writes waiting for each client's next 'ready'. */
   private readonly readyWaiters = new Map<Client, Set<() => void>>();
 
-  /**
-   * Cluster with `waitForReplicas`: the masters these units go to whose connection is not ready yet (each
-   * master has its own, opened on first use). A command sent to one of them fails and ioredis retries it on
-   * a random node; the WAIT must not be (see `waitOn`), so the write waits for them first.
-   */
-  private unreadyMasters(units: readonly PublishUnit[]): Client[] | undefined {
-    if (this.config.waitForReplicas === undefined || !this.connector.isCluster) return undefined;
-    let out: Set<Client> | undefined;
-    for (const unit of units) {
-      const t = this.info(unit.type);
-      const client = this.pool[t.conns[unit.partition]!] as Cluster;
-      const key = client.status === 'ready' ? client.slots[t.slots[unit.partition]!]?.[0] : undefined;
-      if (key === undefined) continue; // no master known for the slot: waitOn rejects
-      const node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === key);
-      if (node === undefined || !Publisher.notWritable(node)) continue;
-      if (node.status === 'wait') node.connect().catch(noResult);
-      (out ??= new Set()).add(node);
-    }
-    return out === undefined ? undefined : [...out];
-  }
-
   private static notWritable(client: Client): boolean {
     // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
     return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
@@ -172,7 +143,7 @@ export class Publisher {
       if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
     }
     if (waits.length > 0) return Promise.all(waits).then(() => this.write(units, deadline));
-    const nodes = this.unreadyMasters(units);
+    const nodes = this.config.waitForReplicas === undefined ? undefined : this.replicas.unreadyMasters(units, Publisher.notWritable);
     if (nodes !== undefined) {
       // Their connections may come up, or a failover may move the slots to other masters: look again soon.
       const until = deadline || Date.now() + this.config.commandTimeoutMs;
@@ -210,65 +181,10 @@ export class Publisher {
     return this.sendMany([unit]);
   }
 
-  /**
-   * Resolves when `write` succeeded and, with `waitForReplicas`, a WAIT sent right after it on the same
-   * connection counted enough replicas; else rejects (ReplicationError when only the WAIT fell short).
-   */
+  /** The write's outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
   private replicated(client: Client, t: TypeInfo, partition: number, write: Promise<unknown>): Promise<WriteResult> {
-    const w = this.config.waitForReplicas;
-    if (w === undefined) return write.then(noResult);
-    const node = this.nodeOf(client, t, partition);
-    const acks = this.waitOn(client, t, partition);
-    acks.catch(noResult); // judged below, after the write
-    return write.then(() =>
-      acks
-        // Slot moved while in flight: the write was redirected (MOVED) after its WAIT went to the old master.
-        .then((n) => (this.nodeOf(client, t, partition) === node ? n : this.waitOn(client, t, partition)))
-        .then((n) => {
-          const short = this.shortfall(n);
-          if (short) throw short;
-        }),
-    );
-  }
-
-  /** Cluster: the master that holds the slot of a partition's stream, as `client` knows it now. */
-  private nodeOf(client: Client, t: TypeInfo, partition: number): string | undefined {
-    return this.connector.isCluster ? (client as Cluster).slots[t.slots[partition]!]?.[0] : undefined;
-  }
-
-  /**
-   * `WAIT` on the connection that takes a partition's writes. In a Cluster it is sent with a fixed target
-   * (the slot's master now), so ioredis does not retry it elsewhere: a command whose connection closed is
-   * retried on a random node until a MOVED sends it home, and a keyless WAIT is never moved; it would count
-   * the replicas of another master's writes. Failed, it rejects, and so does the publish.
-   */
-  private waitOn(client: Client, t: TypeInfo, partition: number): Promise<number> {
-    const w = this.config.waitForReplicas!;
-    const cmd = waitCommand(w.count, w.timeoutMs, t.keys[partition]!);
-    if (!this.connector.isCluster) return send<number>(client, cmd);
-    const slot = t.slots[partition]!;
-    // Without a master for the slot ioredis would pick any node.
-    if ((client as Cluster).slots[slot] === undefined) return Promise.reject(new ConnectionError(`No master known for the slot of ${t.keys[partition]} on ${this.connector.address}: replication of the write cannot be checked`));
-    void (client as Cluster).sendCommand(cmd, undefined, { slot });
-    return cmd.promise as Promise<number>;
-  }
-
-  /** Cluster: the WAIT covering `members`, units on one master's connection, sent after all their writes. */
-  private groupWait(units: readonly PublishUnit[], members: number[]): Promise<number> {
-    const last = units[members[members.length - 1]!]!;
-    const t = this.info(last.type);
-    return this.waitOn(this.pool[t.conns[last.partition]!]!, t, last.partition);
-  }
-
-  /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
-  private shortfall(n: number): ReplicationError | undefined {
-    const w = this.config.waitForReplicas!;
-    if (n >= w.count) return undefined;
-    return new ReplicationError(
-      `Written to ${this.connector.address}, but ${n} of the ${w.count} replicas required acknowledged it within ${w.timeoutMs} ms (transport.waitForReplicas): the events are on the master, publishing them again may store them twice, and they are lost if the master fails first`,
-      n,
-      w.count,
-    );
+    if (this.config.waitForReplicas === undefined) return write.then(noResult);
+    return this.replicas.after(client, t, partition, write).then(noResult);
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
@@ -334,12 +250,12 @@ export class Publisher {
       unit.release?.();
       if (waits !== undefined) {
         if (nodeWait !== undefined) {
-          const node = this.nodeOf(client, t, unit.partition);
+          const node = this.replicas.nodeOf(client, t, unit.partition);
           issued![u] = node;
           if (node === undefined) {
-            // No master known for the slot: waitOn rejects (ioredis would send it to any node).
+            // No master known for the slot: the WAIT rejects (ioredis would send it to any node).
             waits[u] = [-1, replies.length];
-            replies.push(this.waitOn(client, t, unit.partition));
+            replies.push(this.replicas.on(client, t, unit.partition));
           } else addTo(nodeWait, `${t.conns[unit.partition]} ${node}`, u);
         } else waits[u] = [pipeOf.get(client)!, -1]; // its pipeline's WAIT, placed below
       }
@@ -347,7 +263,7 @@ export class Publisher {
     if (nodeWait !== undefined) {
       for (const members of nodeWait.values()) {
         const at = replies.length;
-        replies.push(this.groupWait(units, members));
+        replies.push(this.replicas.group(units, members));
         for (const u of members) waits![u] = [-1, at];
       }
     } else if (waits !== undefined && !cluster) {
@@ -357,7 +273,6 @@ export class Publisher {
       });
       for (const w of waits) w[1] = at[w[0]]!;
     }
-    type Reply = [Error | null, unknown];
     const execs = pipes.map((pipe) =>
       pipe.exec().then(
         (r) => (r ?? []) as Reply[],
@@ -375,36 +290,8 @@ export class Publisher {
       };
       return { writes: slots.map(reply), waits: waits?.map(reply) };
     });
-    const checked = issued === undefined ? all : all.then((res) => this.moved(units, issued, res.waits!).then((waits) => ({ writes: res.writes, waits })));
+    const checked = issued === undefined ? all : all.then((res) => this.replicas.moved(units, issued, res.waits!).then((waits) => ({ writes: res.writes, waits })));
     return this.bounded(checked.then((res) => this.results(units, counts, res.writes, res.waits)));
-  }
-
-  /**
-   * Cluster, after a write's replies: units whose slot moved to another master meanwhile were redirected
-   * there (MOVED) after their WAIT went to the old one, which counted replicas of nothing. They get a WAIT
-   * on the new master instead, one per connection; the others keep theirs.
-   */
-  private async moved(units: readonly PublishUnit[], issued: (string | undefined)[], waits: [Error | null, unknown][]): Promise<[Error | null, unknown][]> {
-    let again: Map<string, number[]> | undefined;
-    for (let u = 0; u < units.length; u++) {
-      const unit = units[u]!;
-      const t = this.info(unit.type);
-      const node = this.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
-      if (issued[u] === undefined || node === undefined || node === issued[u]) continue;
-      addTo((again ??= new Map()), `${t.conns[unit.partition]} ${node}`, u);
-    }
-    if (again === undefined) return waits;
-    const out = waits.slice();
-    await Promise.all(
-      [...again.values()].map(async (members) => {
-        const reply: [Error | null, unknown] = await this.groupWait(units, members).then(
-          (n) => [null, n],
-          (err: Error) => [err, undefined],
-        );
-        for (const u of members) out[u] = reply;
-      }),
-    );
-    return out;
   }
 
   /**
@@ -461,7 +348,7 @@ export class Publisher {
    * Per unit: the first failed write of its commands, else (with `waitForReplicas`) a WAIT that failed or
    * fell short.
    */
-  private results(units: readonly PublishUnit[], counts: number[], replies: [Error | null, unknown][], waits?: [Error | null, unknown][]): WriteResult {
+  private results(units: readonly PublishUnit[], counts: number[], replies: Reply[], waits?: Reply[]): WriteResult {
     let failed: (Error | undefined)[] | undefined;
     let r = 0;
     for (let u = 0; u < units.length; u++) {
@@ -471,7 +358,7 @@ export class Publisher {
         if (e && err === undefined) err = this.wrap(e);
       }
       const w = waits?.[u];
-      if (err === undefined && w !== undefined) err = w[0] ? this.wrap(w[0]) : this.shortfall(Number(w[1]));
+      if (err === undefined && w !== undefined) err = w[0] ? this.wrap(w[0]) : this.replicas.shortfall(Number(w[1]));
       if (err !== undefined) {
         failed ??= new Array<Error | undefined>(units.length).fill(undefined);
         failed[u] = err;
