@@ -4,7 +4,7 @@
  * connection of a small pool. Pool connections never run blocking reads. With `waitForReplicas` a
  * WAIT follows the entries on their connection (replica-wait.ts), and the write succeeds only if enough replicas have them.
  */
-import { Command, type ChainableCommander } from 'ioredis';
+import type { ChainableCommander, Command } from 'ioredis';
 import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
@@ -13,7 +13,7 @@ import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
-import { queue, rawCommand, send, waitCommand, wireCommand, type WireArg } from './wire-command.js';
+import { queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo extends StreamInfo {
   /** `[key]` per partition: all ioredis needs to see of an XADD (the slot, in a cluster). */
@@ -71,7 +71,7 @@ export class Publisher {
         keys,
         routes: keys.map((k) => [k]),
         conns: Array.from({ length: n }, (_, p) => (base + p) % this.pool.length),
-        slots: this.connector.isCluster ? keys.map((k) => new Command('exists', [k]).getSlot()!) : [],
+        slots: this.connector.isCluster ? keys.map(slotOf) : [],
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', String(maxLen)] : undefined,
         minIdAgeMs,
       };

@@ -73,7 +73,7 @@ export class ReplicaWait {
    */
   on(client: Client, t: StreamInfo, partition: number): Promise<number> {
     const w = this.config.waitForReplicas!;
-    const cmd = waitCommand(w.count, w.timeoutMs, t.keys[partition]!);
+    const cmd = waitCommand(w.count, w.timeoutMs);
     if (!this.connector.isCluster) return send<number>(client, cmd);
     const slot = t.slots[partition]!;
     // Without a master for the slot ioredis would pick any node.

@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { encodeCommand, waitCommand } from './wire-command.js';
+import { encodeCommand, slotOf, waitCommand } from './wire-command.js';
 
 /** ioredis's own request bytes for the same command (numbers become strings as ioredis does). */
 function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer {
@@ -42,16 +42,15 @@ describe('encodeCommand (RESP request bytes)', () => {
   });
 });
 
-describe('waitCommand', () => {
-  it('writes WAIT and, given a stream key, reports that key so a Cluster sends it to the stream\'s node', () => {
+describe('waitCommand and slotOf', () => {
+  it('writes WAIT; a stream key\'s slot is the one ioredis routes its XADD to', () => {
     const key = 'el:{order.created:3}';
-    const cmd = waitCommand(2, 500, key);
+    const cmd = waitCommand(2, 500);
     void cmd.promise;
     expect(cmd.toWritable({}).toString()).toBe('*3\r\n$4\r\nwait\r\n$1\r\n2\r\n$3\r\n500\r\n');
     const xadd = new Command('xadd', [key, '*', 'f', 'v']);
-    expect(cmd.getSlot()).toBe(xadd.getSlot());
-    expect(waitCommand(2, 500, 'foo').getSlot()).toBe(12182); // CLUSTER KEYSLOT foo
-    expect(waitCommand(2, 500).getSlot()).toBeNull(); // standalone: no routing
+    expect(slotOf(key)).toBe(xadd.getSlot());
+    expect(slotOf('foo')).toBe(12182); // CLUSTER KEYSLOT foo
+    expect(cmd.getSlot()).toBeNull(); // keyless: ioredis itself would send it to any node
   });
 });
-

@@ -117,28 +117,17 @@ class WireCommand extends Command {
   }
 }
 
-/** A keyless command a Cluster sends to the node of `slotKey` (ioredis would pick a node at random). */
-class SlotCommand extends WireCommand {
-  constructor(
-    name: string,
-    bytes: Buffer,
-    private readonly slotKey: string,
-  ) {
-    super(name, [], bytes);
-  }
-
-  override getKeys(): string[] {
-    return [this.slotKey];
-  }
-}
-
 /**
  * `WAIT <replicas> <timeoutMs>`: replies how many replicas acknowledged every write sent before it on
- * its connection. `slotKey` routes it, in a Cluster, to the node that took those writes.
+ * its connection. Keyless: in a Cluster the caller names its node (see replica-wait.ts).
  */
-export function waitCommand(replicas: number, timeoutMs: number, slotKey?: string): Command {
-  const bytes = encodeCommand('wait', [String(replicas), String(timeoutMs)]);
-  return slotKey === undefined ? new WireCommand('wait', [], bytes) : new SlotCommand('wait', bytes, slotKey);
+export function waitCommand(replicas: number, timeoutMs: number): Command {
+  return new WireCommand('wait', [], encodeCommand('wait', [String(replicas), String(timeoutMs)]));
+}
+
+/** The Cluster slot of `key`, as ioredis routes a command whose key it is. */
+export function slotOf(key: string): number {
+  return new Command('exists', [key]).getSlot()!;
 }
 
 /**
