@@ -134,7 +134,12 @@ export class Publisher {
     return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
   }
 
-  write(units: readonly PublishUnit[], deadline = 0): Promise<WriteResult> {
+  write(units: readonly PublishUnit[]): Promise<WriteResult> {
+    return this.writeBy(units, 0);
+  }
+
+  /** `write`, with the deadline (0: none yet) of waiting for masters' connections. */
+  private writeBy(units: readonly PublishUnit[], deadline: number): Promise<WriteResult> {
     // Wait for a reconnect instead of failing at once: nothing has been sent yet. Then look again (with
     // waitForReplicas in a Cluster, the masters' own connections are checked once the client is up).
     const waits: Promise<void>[] = [];
@@ -142,7 +147,7 @@ export class Publisher {
       const client = this.pool[this.info(unit.type).conns[unit.partition]!]!;
       if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
     }
-    if (waits.length > 0) return Promise.all(waits).then(() => this.write(units, deadline));
+    if (waits.length > 0) return Promise.all(waits).then(() => this.writeBy(units, deadline));
     const nodes = this.config.waitForReplicas === undefined ? undefined : this.replicas.unreadyMasters(units, Publisher.notWritable);
     if (nodes !== undefined) {
       // Their connections may come up, or a failover may move the slots to other masters: look again soon.
@@ -150,7 +155,7 @@ export class Publisher {
       if (Date.now() >= until) {
         return Promise.reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection to the master of a partition within ${this.config.commandTimeoutMs} ms (transport.commandTimeoutMs); nothing was written`));
       }
-      return Promise.all(nodes.map((n) => this.readyWithin(n, 100))).then(() => this.write(units, until));
+      return Promise.all(nodes.map((n) => this.readyWithin(n, 100))).then(() => this.writeBy(units, until));
     }
     if (units.length === 1) {
       const unit = units[0]!;

@@ -53,18 +53,28 @@ export class ReplicaWait {
    */
   unreadyMasters(units: readonly PublishUnit[], notWritable: (c: Client) => boolean): Client[] | undefined {
     if (!this.connector.isCluster) return undefined;
-    let out: Set<Client> | undefined;
+    // The masters the units go to, per pool client (usually one or two lookups for a whole write).
+    let wanted: Map<Cluster, Set<string>> | undefined;
     for (const unit of units) {
       const t = this.info(unit.type);
       const client = this.pool[t.conns[unit.partition]!] as Cluster;
-      const key = client.status === 'ready' ? client.slots[t.slots[unit.partition]!]?.[0] : undefined;
+      const key = client.status === 'ready' ? this.nodeOf(client, t, unit.partition) : undefined;
       if (key === undefined) continue; // no master known for the slot: `on` rejects
-      const node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === key);
-      if (node === undefined || !notWritable(node)) continue;
-      if (node.status === 'wait') node.connect().catch(() => undefined);
-      (out ??= new Set()).add(node);
+      wanted ??= new Map();
+      const keys = wanted.get(client);
+      if (keys === undefined) wanted.set(client, new Set([key]));
+      else keys.add(key);
     }
-    return out === undefined ? undefined : [...out];
+    if (wanted === undefined) return undefined;
+    let out: Client[] | undefined;
+    for (const [client, keys] of wanted) {
+      for (const node of client.nodes('master')) {
+        if (!keys.has(`${node.options.host}:${node.options.port}`) || !notWritable(node)) continue;
+        if (node.status === 'wait') node.connect().catch(() => undefined);
+        (out ??= []).push(node);
+      }
+    }
+    return out;
   }
 
   /**
