@@ -1,8 +1,7 @@
 /** Test harness: a Redis Cluster of real redis-server processes (see redis-server.ts). */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
-import { RedisServer, waitReady } from './redis-server.js';
+import { RedisServer, waitReady, withRedis } from './redis-server.js';
 
 const run = promisify(execFile);
 
@@ -43,15 +42,12 @@ export class RedisCluster {
 
   /** The server that is master for the slot of `key` now (asks the cluster). */
   async masterOf(key: string): Promise<RedisServer> {
-    const c = new Redis(this.servers.find((s) => s.alive)!.port, '127.0.0.1');
-    try {
+    return withRedis(this.servers.find((s) => s.alive)!.port, async (c) => {
       const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
       const ranges = (await c.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
       const range = ranges.find(([from, to]) => slot >= from && slot <= to)!;
       return this.servers.find((s) => s.port === Number(range[2][1]))!;
-    } finally {
-      c.disconnect();
-    }
+    });
   }
 
   /** Kills the master of `key`'s slot (SIGKILL); resolves once its replica took over and the cluster is ok. */
@@ -78,27 +74,18 @@ export class RedisCluster {
   async masters(): Promise<RedisServer[]> {
     const out: RedisServer[] = [];
     for (const s of this.servers.filter((x) => x.alive)) {
-      const c = new Redis(s.port, '127.0.0.1');
-      try {
-        if (String(await c.info('replication')).includes('role:master')) out.push(s);
-      } finally {
-        c.disconnect();
-      }
+      if (await withRedis(s.port, async (c) => String(await c.info('replication')).includes('role:master'))) out.push(s);
     }
     return out;
   }
 
   /** The first replica of `master`. */
   async replicaOf(master: RedisServer): Promise<RedisServer> {
-    const c = new Redis(master.port, '127.0.0.1');
-    try {
-      const port = Number(/slave0:ip=[^,]+,port=(\d+)/.exec(String(await c.info('replication')))?.[1]);
-      const replica = this.servers.find((s) => s.port === port);
-      if (replica === undefined) throw new Error(`no replica of the master on port ${master.port}`);
-      return replica;
-    } finally {
-      c.disconnect();
-    }
+    const info = await withRedis(master.port, (c) => c.info('replication'));
+    const port = Number(/slave0:ip=[^,]+,port=(\d+)/.exec(info)?.[1]);
+    const replica = this.servers.find((s) => s.port === port);
+    if (replica === undefined) throw new Error(`no replica of the master on port ${master.port}`);
+    return replica;
   }
 
   /**
@@ -108,30 +95,20 @@ export class RedisCluster {
   async migrateSlot(key: string, to: RedisServer): Promise<void> {
     const from = await this.masterOf(key);
     if (from === to) throw new Error(`the slot of ${key} is on port ${to.port} already`);
-    const src = new Redis(from.port, '127.0.0.1');
-    const dst = new Redis(to.port, '127.0.0.1');
-    try {
-      const slot = Number(await src.call('CLUSTER', 'KEYSLOT', key));
-      const srcId = String(await src.call('CLUSTER', 'MYID'));
-      const dstId = String(await dst.call('CLUSTER', 'MYID'));
-      await dst.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', srcId);
-      await src.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId);
+    const slot = await withRedis(from.port, async (c) => Number(await c.call('CLUSTER', 'KEYSLOT', key)));
+    const srcId = await withRedis(from.port, async (c) => String(await c.call('CLUSTER', 'MYID')));
+    const dstId = await withRedis(to.port, async (c) => String(await c.call('CLUSTER', 'MYID')));
+    await withRedis(to.port, (c) => c.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', srcId));
+    await withRedis(from.port, async (c) => {
+      await c.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId);
       for (;;) {
-        const keys = (await src.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+        const keys = (await c.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
         if (keys.length === 0) break;
-        await src.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...keys);
+        await c.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...keys);
       }
-      for (const m of [to, from, ...(await this.masters()).filter((x) => x !== to && x !== from)]) {
-        const c = new Redis(m.port, '127.0.0.1');
-        try {
-          await c.call('CLUSTER', 'SETSLOT', slot, 'NODE', dstId);
-        } finally {
-          c.disconnect();
-        }
-      }
-    } finally {
-      src.disconnect();
-      dst.disconnect();
+    });
+    for (const m of [to, from, ...(await this.masters()).filter((x) => x !== to && x !== from)]) {
+      await withRedis(m.port, (c) => c.call('CLUSTER', 'SETSLOT', slot, 'NODE', dstId));
     }
   }
 

@@ -3,8 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { endProcess, freePort, RedisServer, spawnRedis, waitReady } from './redis-server.js';
+import { endProcess, freePort, RedisServer, spawnRedis, waitReady, withRedis } from './redis-server.js';
 
 /**
  * A master, `replicas` replicas and one Sentinel (quorum 1) on loopback, monitoring the master as `name`.
@@ -85,13 +84,8 @@ export class RedisSentinelSet {
 
   /** The master's port as the Sentinel reports it. */
   async masterPort(): Promise<number> {
-    const c = new Redis({ host: '127.0.0.1', port: this.sentinelPort, maxRetriesPerRequest: 1 });
-    try {
-      const [, port] = (await c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)) as [string, string];
-      return Number(port);
-    } finally {
-      c.disconnect();
-    }
+    const [, port] = (await withRedis(this.sentinelPort, (c) => c.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name))) as [string, string];
+    return Number(port);
   }
 
   /**
@@ -105,21 +99,18 @@ export class RedisSentinelSet {
     if (how === 'crash') {
       await this.servers.find((s) => s.port === before)!.crash();
     } else {
-      const c = new Redis({ host: '127.0.0.1', port: this.sentinelPort, maxRetriesPerRequest: 1 });
-      try {
+      await withRedis(this.sentinelPort, async (c) => {
         // NOGOODSLAVE while the Sentinel has not yet refreshed what it knows of the replicas: try again.
         for (;;) {
           try {
             await c.call('SENTINEL', 'FAILOVER', this.name);
-            break;
+            return;
           } catch (err) {
             if (!String(err).includes('NOGOODSLAVE') || Date.now() > until) throw err;
             await new Promise((r) => setTimeout(r, 200));
           }
         }
-      } finally {
-        c.disconnect();
-      }
+      });
     }
     for (;;) {
       const now = await this.masterPort();

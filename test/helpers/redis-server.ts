@@ -55,6 +55,16 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Runs `f` with a client on the loopback server at `port`, disconnected after. */
+export async function withRedis<T>(port: number, f: (c: Redis) => Promise<T>): Promise<T> {
+  const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  try {
+    return await f(c);
+  } finally {
+    c.disconnect();
+  }
+}
+
 export async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
