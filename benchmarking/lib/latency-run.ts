@@ -102,19 +102,21 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const n = c.messageCount;
   const workers = c.consumers;
   const payloads = tickPayloads(n);
-  // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured.
-  // Warm-up events as on the main thread (WARM_EVENTS, sent the same way, in `workers` rounds), and at
-  // least enough to start every worker.
+  // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured: as
+  // on the main thread (WARM_EVENTS, sent the same way), and at least enough to start every worker. At
+  // least one round per worker, so each of N workers sees about as many as the one worker of a 1-consumer
+  // run and its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms); bursts WARM_BURSTS.
   const warm = tickPayloads(Math.max(64, workers * 16, Math.min(n, WARM_EVENTS)), n);
+  const openLoopMode = o.open && c.rate > 0;
+  const rounds = openLoopMode ? workers : Math.max(workers, WARM_BURSTS);
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
-  const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, Math.max(workers, WARM_BURSTS) * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
+  const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, rounds * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {
     failed++;
   };
-  const openLoopMode = o.open && c.rate > 0;
   const send = (list: TickPayload[]) => {
     // Send times are performance.now() ms; map them onto the hrtime clock once.
     const hr0 = hrNs() - epoch;
@@ -128,9 +130,6 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
   try {
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData }, undefined as never);
-    // At least one round per worker: each of N workers sees about as many warm-up events as the one worker
-    // of a 1-consumer run, so its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms).
-    const rounds = openLoopMode ? workers : Math.max(workers, WARM_BURSTS);
     for (let round = 0; round < rounds; round++) {
       probe.phase(round * warm.length);
       await send(warm);
