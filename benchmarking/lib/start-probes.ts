@@ -109,6 +109,11 @@ export class OrderProbe implements StartProbe {
     this.from = new Array<number>(partitions).fill(0);
   }
 
+  /** The payload id worker `w` read at its `k`-th event (k a multiple of 16). */
+  private sampledId(w: number, k: number): number {
+    return this.ids[w * (this.cap >> 4) + (k >> 4)]!;
+  }
+
   private count(w: number): number {
     return Atomics.load(this.counts, w * 16);
   }
@@ -153,7 +158,7 @@ export class OrderProbe implements StartProbe {
         notes.push(`worker ${w}: ${c} events, none sampled; not matched`);
         continue;
       }
-      const id0 = this.ids[w * (this.cap >> 4) + (k0 >> 4)]!;
+      const id0 = this.sampledId(w, k0);
       const p = (((this.before + id0) % P) + P) % P;
       const { first, count } = this.share(p, n);
       let bad =
@@ -166,7 +171,7 @@ export class OrderProbe implements StartProbe {
               : '';
       owner[p] = w;
       for (let k = k0; !bad && k < from + c; k += 16) {
-        const id = this.ids[w * (this.cap >> 4) + (k >> 4)]!;
+        const id = this.sampledId(w, k);
         if (id !== first + (k - from) * P) bad = `event ${k - from} of partition ${p} is id ${id}, expected ${first + (k - from) * P}`;
       }
       if (bad) {
