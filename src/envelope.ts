@@ -60,11 +60,16 @@ export class IdGenerator {
     this.node = node;
   }
 
-  /** Everything but the last two characters, rebuilt every 1024 ids (or when the clock moves). */
-  private head = '';
+  /** Everything but the last two characters of the id `step` made last, rebuilt every 1024 ids (or when the clock moves). */
+  head = '';
   private headBlock = -1;
 
-  next(now: number): string {
+  /**
+   * Makes the next id without building its string: returns the index of its last two characters
+   * (`idTail(low)`); `head` holds the other 24 until the next call. The bus keeps the two parts, so an
+   * event's id costs no string unless something asks for it, and transports write ids as bytes.
+   */
+  step(now: number): number {
     const s = this.seq++;
     const block = Math.floor(s / 1024);
     if (now > this.lastMs) {
@@ -77,8 +82,21 @@ export class IdGenerator {
       // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
       this.head = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
     }
-    return this.head + PAIRS[s & 1023]!;
+    return s & 1023;
   }
+
+  next(now: number): string {
+    const low = this.step(now);
+    return this.head + PAIRS[low]!;
+  }
+}
+
+/** Characters in an id's head (`IdGenerator.head`); the id is the head and `idTail(low)`. */
+export const ID_HEAD_LENGTH = 24;
+
+/** The last two characters of an id made by `IdGenerator.step` (which returned `low`). */
+export function idTail(low: number): string {
+  return PAIRS[low]!;
 }
 
 /**

@@ -9,6 +9,7 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
+import { writeIdBytes } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import type { JsonReader } from '../../src/json-reader.js';
 
@@ -137,23 +138,17 @@ let idScratch = Buffer.allocUnsafeSlow(ID_LEN * 4096) as DirectBuffer;
 let idView = viewOf(idScratch);
 
 /**
- * Writes the ids of `events` into `idScratch` (an id of another width as 26 spaces: its record takes the
- * text path). Ids are ropes (a shared head plus two characters), and reading one character at a time
- * from a rope costs ~5x more than joining them all and writing the result once. False when some id is
- * not ASCII (then every header is written from its id string, with a check).
+ * Writes the ids of `events` into `idScratch`, 26 bytes each: the bus's events without building their id
+ * strings (`writeIdBytes`). False when some id is not 26 ASCII characters: then every header is written
+ * from its id string, with a check, and other widths take the text path.
  */
 function writeIds(events: readonly OutgoingEvent[]): boolean {
-  const n = events.length;
-  let ids = '';
-  for (let i = 0; i < n; i++) {
-    const id = events[i]!.id;
-    ids += id.length === ID_LEN ? id : NO_ID;
-  }
-  if (idScratch.length < ids.length * 3) {
-    idScratch = Buffer.allocUnsafeSlow(ids.length * 3) as DirectBuffer;
+  const need = events.length * ID_LEN;
+  if (idScratch.length < need) {
+    idScratch = Buffer.allocUnsafeSlow(Math.max(need, idScratch.length * 2)) as DirectBuffer;
     idView = viewOf(idScratch);
   }
-  return idScratch.utf8Write(ids, 0) === ids.length;
+  return writeIdBytes(events, idScratch, 0);
 }
 
 /** `encodeEvents` with a compiled JSON writer: plain records as bytes, the others as text. */
@@ -168,7 +163,7 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
     const start = o;
     let end: number = NEEDS_STRING;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
-    if (ev.json === undefined && plainHeader(ev)) {
+    if (ev.json === undefined && (idsAscii ? plainExtras(ev) : plainHeader(ev))) {
       for (;;) {
         end = idsAscii ? writeHeaderAt(i * ID_LEN, start) : writeHeader(ev.id, start);
         if (end >= 0) end = writer(ev.data, scratch, end);
@@ -241,7 +236,12 @@ export function copyBatch(b: EncodedBatch, from = 0): EncodedBatch {
  * of 13 digits (`timeText`, which this leaves current for the header writers) and no extras.
  */
 function plainHeader(ev: OutgoingEvent): boolean {
-  return timeText(ev.time) !== '' && ev.id.length === ID_LEN && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
+  return plainExtras(ev) && ev.id.length === ID_LEN;
+}
+
+/** `plainHeader` for an event whose id is known to have the usual width. */
+function plainExtras(ev: OutgoingEvent): boolean {
+  return timeText(ev.time) !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
 }
 
 /** The record of an event as text: the fixed header, then extras (key, ids, headers, an unusual id/time) if any. */

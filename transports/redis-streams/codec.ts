@@ -7,6 +7,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import { parseJsonSlice, type JsonReader } from '../../src/json-reader.js';
+import { writeIdBytes } from '../../src/outgoing.js';
 import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
 
 export const WIRE_VERSION = '1';
@@ -28,6 +29,9 @@ export const ID_WIDTH = 26;
 /** Encodes an event's validated payload to JSON (the bus's schema-compiled serializer). */
 export type Encode = (data: unknown) => string;
 
+/** The ids of the batch being encoded (`request` is synchronous, so one buffer serves every call). */
+let idScratch = Buffer.allocUnsafeSlow(ID_WIDTH * 4096);
+
 /** Room left for the payloads' length header `$<len>\r\n` (any length a Buffer can have). */
 const LENGTH_ROOM = 1 + 16 + 2;
 
@@ -39,18 +43,12 @@ export class BatchEncoder {
    */
   request(head: readonly WireArg[], type: string, source: string, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer?: JsonWriter): Buffer {
     const n = events.length;
-    let fixed = true;
     let t = n > 0 ? events[0]!.time : 0;
     let run = 0;
     let times = '[';
     let meta: string | undefined;
-    // One rope of the ids, written with one call (faster than a write per id).
-    let ids = '';
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
-      const id = ev.id;
-      if (id.length !== ID_WIDTH) fixed = false;
-      ids += id;
       if (ev.time !== t) {
         times += t + ',' + run + ',';
         t = ev.time;
@@ -62,9 +60,12 @@ export class BatchEncoder {
       }
     }
     times += n > 0 ? t + ',' + run + ']' : ']';
+    // The ids as bytes, without building their strings; a JSON array when some id is not 26 ASCII characters.
+    if (idScratch.length < n * ID_WIDTH) idScratch = Buffer.allocUnsafeSlow(Math.max(n * ID_WIDTH, idScratch.length * 2));
+    const fixed = writeIdBytes(events, idScratch, 0);
+    const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(events.map((e) => e.id));
+    const idsLen = argBytes(ids);
     const fields: WireArg[] = ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n, 'idw', fixed ? ID_WIDTH : 0];
-    if (!fixed) ids = JSON.stringify(events.map((e) => e.id));
-    const idsLen = Buffer.byteLength(ids);
     const more: WireArg[] = ['times', times];
     if (meta !== undefined) more.push('meta', meta + '}');
     more.push('payloads');
