@@ -48,8 +48,22 @@ export class Lane {
 
 const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
 
+/**
+ * The arrays and objects a batch is made of that outlive a young-generation GC under load are not made
+ * by literals. V8 tracks where literals are made and, once most from one site outlived a scavenge (as
+ * batches do with 10,000 concurrent publishers), allocates that site's later ones in the old generation.
+ * A dead one there, uncollected until a full GC, keeps every event it held alive through each scavenge,
+ * so every event was promoted: measured on noop with 10,000 concurrent publishers, 1 to 5 processes in 5
+ * ran at 0.66-0.84M/s instead of ~2.9M/s, with scavenges of ~5 ms instead of ~0.15 ms. Copies of an empty
+ * array (`slice`) and class instances are never allocated that way.
+ */
+function emptyArray<T>(): T[] {
+  return (NO_ITEMS as T[]).slice();
+}
+const NO_ITEMS: unknown[] = [];
+
 class Unit implements PublishUnit {
-  events: OutgoingEvent[] = [];
+  events: OutgoingEvent[] = emptyArray();
   /** Events carried (kept after `release`). */
   count = 0;
   bytes = 0;
@@ -72,16 +86,27 @@ class Unit implements PublishUnit {
 }
 
 class Batch {
-  readonly units: Unit[] = [];
+  readonly units: Unit[] = emptyArray();
   events = 0;
   bytes = 0;
 }
 
-interface Waiter {
-  lane: Lane;
-  event: OutgoingEvent;
-  size: number;
-  resolve: (p: Promise<void>) => void;
+/** A single publisher waiting for room (`maxPendingEvents`). */
+class Waiter {
+  constructor(
+    readonly lane: Lane,
+    readonly event: OutgoingEvent,
+    readonly size: number,
+    readonly resolve: (p: Promise<void>) => void,
+  ) {}
+}
+
+/** A bulk producer waiting until `n` more events fit. */
+class RoomWaiter {
+  constructor(
+    readonly n: number,
+    readonly resolve: () => void,
+  ) {}
 }
 
 /** Counters since the batcher was created. */
@@ -104,7 +129,7 @@ export class Batcher {
   private timer: NodeJS.Timeout | undefined;
   private readonly waiters = new Deque<Waiter>();
   /** Bulk producers (publishMany) waiting until a whole slice fits. */
-  private readonly roomWaiters = new Deque<{ n: number; resolve: () => void }>();
+  private readonly roomWaiters = new Deque<RoomWaiter>();
   private drained: (() => void)[] = [];
   private writableWaiters: (() => void)[] = [];
   private closed = false;
@@ -146,7 +171,7 @@ export class Batcher {
    */
   room(n: number): Promise<void> | undefined {
     if (this.fits(n)) return undefined;
-    return new Promise<void>((resolve) => this.roomWaiters.push({ n, resolve }));
+    return new Promise<void>((resolve) => this.roomWaiters.push(new RoomWaiter(n, resolve)));
   }
 
   /** Queue one event of a slice `room` made space for (no per-event backpressure check). */
@@ -206,7 +231,7 @@ export class Batcher {
       return Promise.reject(new BackpressureError(this.pending, this.opts.maxPendingEvents));
     }
     return new Promise<Promise<void>>((resolve) => {
-      this.waiters.push({ lane, event, size, resolve });
+      this.waiters.push(new Waiter(lane, event, size, resolve));
     }).then((p) => p);
   }
 
