@@ -67,4 +67,20 @@ describe('native retained history', () => {
     expect(got.length).toBeGreaterThanOrEqual(5);
     expect(got.length).toBeLessThanOrEqual(4096 + 5);
   });
+
+  it('reuses dropped blocks for units larger than a standard block (publishMany of 4,096 small events)', () => {
+    const h = new History(10_000);
+    const buffers = new Set<ArrayBufferLike>();
+    let next = 0;
+    for (let u = 0; u < 50; u++) {
+      h.add(batch(next, 4096, 86 + (u % 3))); // ~350 KB a unit, sizes varying a little
+      next += 4096;
+      for (const c of h.chunks()) buffers.add(c.bytes.buffer);
+    }
+    // 3 blocks hold the newest 10,000+ events, one more is being filled or spare: not a new block per unit.
+    expect(buffers.size).toBeLessThanOrEqual(6);
+    const got = records(h);
+    expect(got.at(-1)).toBe(`r${next - 1}`);
+    expect(got.length).toBeGreaterThanOrEqual(10_000);
+  });
 });

@@ -1,16 +1,22 @@
 /**
  * The last `retain` events of one partition, kept as encoded records so a consumer group created later
  * with `startFrom: '0'` can read them. Records are copied into blocks of preallocated memory (one set of
- * typed arrays per ~256 KiB, not per publish, and the oldest block is reused once dropped): keeping a copy of every one-event unit as its own typed
+ * typed arrays per ~256 KiB or per larger unit, not per publish, and the oldest block is reused once dropped): keeping a copy of every one-event unit as its own typed
  * arrays cost three ArrayBuffers per publish, all surviving into the old generation, and made every
  * young-generation GC of a steady publisher take 4-6 ms.
  */
 import type { EncodedBatch } from './record.js';
 
-/** Bytes per block; a unit larger than this gets a block of its own size. */
+/** Bytes per block at least; a unit larger than this gets a block of its own size. */
 const BLOCK_BYTES = 256 * 1024;
-/** Records per block. */
+/** Records per block at least. */
 const BLOCK_RECORDS = 4096;
+/**
+ * The largest dropped block kept for reuse. Units of 4,096 trading events (~350 KB of records) each fill
+ * a block of their own size; before dropped blocks of any size were reused, each such unit allocated
+ * ~380 KB of new typed arrays.
+ */
+const SPARE_MAX_BYTES = 4 * 1024 * 1024;
 
 class Block implements EncodedBatch {
   n = 0;
@@ -22,10 +28,6 @@ class Block implements EncodedBatch {
     this.bytes = new Uint8Array(bytes);
     this.lens = new Uint32Array(records);
     this.chars = new Uint32Array(records);
-  }
-
-  get standard(): boolean {
-    return this.bytes.length === BLOCK_BYTES && this.lens.length === BLOCK_RECORDS;
   }
 
   fits(b: EncodedBatch, size: number): boolean {
@@ -61,7 +63,8 @@ export class History {
     if (!last || !last.fits(b, size)) {
       const spare = this.spare;
       this.spare = undefined;
-      last = spare && spare.fits(b, size) ? spare : new Block(Math.max(BLOCK_BYTES, size), Math.max(BLOCK_RECORDS, b.n));
+      // A new block has a quarter more room than the unit needs, so the next unit of about its size fits the block once it is reused.
+      last = spare && spare.fits(b, size) ? spare : new Block(Math.max(BLOCK_BYTES, size + (size >> 2)), Math.max(BLOCK_RECORDS, b.n));
       this.blocks.push(last);
     }
     last.append(b, size);
@@ -69,14 +72,14 @@ export class History {
     while (this.blocks.length > 1 && this.events - this.blocks[0]!.n >= this.limit) {
       const dropped = this.blocks.shift()!;
       this.events -= dropped.n;
-      if (dropped.standard) {
+      if (dropped.bytes.length <= SPARE_MAX_BYTES && (this.spare === undefined || dropped.bytes.length >= this.spare.bytes.length)) {
         dropped.n = dropped.used = 0;
         this.spare = dropped;
       }
     }
   }
 
-  /** The last standard block dropped, reused as the next one (no new memory, nothing left to collect). */
+  /** The largest block dropped lately (up to SPARE_MAX_BYTES), reused as the next one that fits (no new memory, nothing left to collect). */
   private spare: Block | undefined;
 
   /** The retained records, oldest first, as views valid until the next `add`. */
