@@ -89,18 +89,28 @@ export class RedisCluster {
   }
 
   /**
-   * Moves the slot of `key`, with its keys, to master `to` (the resharding steps: IMPORTING / MIGRATING,
-   * MIGRATE of every key, then SETSLOT NODE on every master). Clients learn of it by a MOVED reply.
+   * Starts moving the slot of `key` to master `to` (CLUSTER SETSLOT IMPORTING on it, MIGRATING on the
+   * slot's master). Until `migrateSlot` ends it, the old master answers a command for a key it does not
+   * hold with ASK, naming `to`.
    */
-  async migrateSlot(key: string, to: RedisServer): Promise<void> {
+  async beginMigration(key: string, to: RedisServer): Promise<{ slot: number; from: RedisServer; dstId: string }> {
     const from = await this.masterOf(key);
     if (from === to) throw new Error(`the slot of ${key} is on port ${to.port} already`);
     const slot = await withRedis(from.port, async (c) => Number(await c.call('CLUSTER', 'KEYSLOT', key)));
     const srcId = await withRedis(from.port, async (c) => String(await c.call('CLUSTER', 'MYID')));
     const dstId = await withRedis(to.port, async (c) => String(await c.call('CLUSTER', 'MYID')));
     await withRedis(to.port, (c) => c.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', srcId));
+    await withRedis(from.port, (c) => c.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId));
+    return { slot, from, dstId };
+  }
+
+  /**
+   * Moves the slot of `key`, with its keys, to master `to` (the resharding steps: `beginMigration`, MIGRATE
+   * of every key, then SETSLOT NODE on every master). Clients learn of it by a MOVED reply.
+   */
+  async migrateSlot(key: string, to: RedisServer): Promise<void> {
+    const { slot, from, dstId } = await this.beginMigration(key, to);
     await withRedis(from.port, async (c) => {
-      await c.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', dstId);
       for (;;) {
         const keys = (await c.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
         if (keys.length === 0) break;

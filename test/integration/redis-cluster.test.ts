@@ -218,6 +218,46 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
     }
   }, 60_000);
 
+  it('waitForReplicas follows a write that an ASK sent to the master importing its slot', async () => {
+    const prefix = uniquePrefix('cluster-wait-ask');
+    const key = (p: number) => streamKey(prefix, 'order.created', p);
+    const b = await clusterBus(replicated, prefix, { partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } });
+    const keyFor = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, 6) === p)!;
+    try {
+      // Partition p's stream does not exist yet; its slot starts moving to `target`. Its old master has no
+      // such key, so it answers each XADD with ASK and ioredis resends it to the target, slot map unchanged.
+      const p = 0;
+      const source = await replicated.masterOf(key(p));
+      const masters = await replicated.masters();
+      const target = masters.find((m) => m !== source)!;
+      const homes = await Promise.all([1, 2, 3, 4, 5].map(async (q) => [q, await replicated.masterOf(key(q))] as const));
+      const q = homes.find(([, m]) => m !== target)![0]; // a partition whose master's replica stays up
+      await b.publish('order.created', order(1), { key: keyFor(q) }); // resolves; the client knows the slots
+      await replicated.beginMigration(key(p), target);
+      const stalled = await replicated.replicaOf(target);
+      stalled.pause();
+      try {
+        // A single publish (its own path): the WAIT routed by slot would go to the old master, whose replica
+        // is fine; the write is on the target, whose replica is stalled.
+        await expect(b.publish('order.created', order(2), { key: keyFor(p) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 });
+        // Two units in one write: only the redirected one fails.
+        const [asked, stayed] = await Promise.allSettled([
+          b.publish('order.created', order(3), { key: keyFor(p) }),
+          b.publish('order.created', order(4), { key: keyFor(q) }),
+        ]);
+        expect(asked).toMatchObject({ status: 'rejected', reason: { code: 'ERR_REPLICATION', acknowledged: 0 } });
+        expect(stayed).toMatchObject({ status: 'fulfilled' });
+      } finally {
+        stalled.resume();
+      }
+      await replicated.migrateSlot(key(p), target); // ends the migration: the stream (on the target) stays there
+      await waitFor(async () => (await b.publish('order.created', order(5), { key: keyFor(p) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
+      await withClient(replicated, async (c) => expect(await c.xlen(key(p))).toBe(3));
+    } finally {
+      await b.close();
+    }
+  }, 60_000);
+
   it('a master killed mid-publish loses no publish that resolved; writes its promoted replica cannot replicate reject with ReplicationError', async () => {
     const prefix = uniquePrefix('cluster-failover-wait');
     const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } });

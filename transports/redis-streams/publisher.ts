@@ -176,20 +176,21 @@ export class Publisher {
     if (evs.length === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(this.replicated(client, t, unit.partition, send(client, wireCommand('xadd', args, t.routes[unit.partition]!))));
+      return this.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!)));
     }
     if (this.config.entryMode === 'batch') {
       const cmd = rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type)), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(this.replicated(client, t, unit.partition, send(client, cmd)));
+      return this.bounded(this.replicated(client, t, unit.partition, cmd));
     }
     return this.sendMany([unit]);
   }
 
-  /** The write's outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
-  private replicated(client: Client, t: TypeInfo, partition: number, write: Promise<unknown>): Promise<WriteResult> {
+  /** Sends `cmd`: its outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
+  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command): Promise<WriteResult> {
+    const write = send(client, cmd);
     if (this.config.waitForReplicas === undefined) return write.then(noResult);
-    return this.replicas.after(client, t, partition, write).then(noResult);
+    return this.replicas.after(client, t, partition, write, cmd).then(noResult);
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
@@ -213,7 +214,10 @@ export class Publisher {
     const nodeWait = cluster && wfr !== undefined ? new Map<string, number[]>() : undefined;
     // Cluster: the master each unit's WAIT went to (undefined: none known; that WAIT rejects).
     const issued: (string | undefined)[] | undefined = nodeWait === undefined ? undefined : new Array<string | undefined>(units.length);
+    // Cluster: each unit's write commands (an ASK may send some to another master than the slot's).
+    const sent: Command[][] | undefined = issued === undefined ? undefined : [];
     const issue = (client: Client, cmd: Command): void => {
+      sent?.[sent.length - 1]!.push(cmd);
       if (cluster) {
         slots.push([-1, replies.length]);
         replies.push(send(client, cmd));
@@ -233,6 +237,7 @@ export class Publisher {
       const unit = units[u]!;
       const t = this.info(unit.type);
       const client = this.pool[t.conns[unit.partition]!]!;
+      sent?.push([]);
       const minId = this.minId(t, now);
       const evs = unit.events;
       const serialize = this.serializer(unit.type);
@@ -295,7 +300,7 @@ export class Publisher {
       };
       return { writes: slots.map(reply), waits: waits?.map(reply) };
     });
-    const checked = issued === undefined ? all : all.then((res) => this.replicas.moved(units, issued, res.waits!).then((waits) => ({ writes: res.writes, waits })));
+    const checked = issued === undefined ? all : all.then((res) => this.replicas.moved(units, issued, res.waits!, sent!).then((waits) => ({ writes: res.writes, waits })));
     return this.bounded(checked.then((res) => this.results(units, counts, res.writes, res.waits)));
   }
 

@@ -12,7 +12,8 @@ import { ConnectionError, ReplicationError } from '../../src/errors.js';
 import type { PublishUnit } from '../../src/transport.js';
 import type { ResolvedConfig } from './config.js';
 import type { Client, Connector } from './connection.js';
-import { send, waitCommand } from './wire-command.js';
+import type { Command } from 'ioredis';
+import { askedNode, send, waitCommand } from './wire-command.js';
 
 /** Where a type's partitions are written. */
 export interface StreamInfo {
@@ -25,6 +26,13 @@ export interface StreamInfo {
 
 /** A command's outcome as the write collects it: [error, reply]. */
 export type Reply = [Error | null, unknown];
+
+/** The worse of two WAIT outcomes: an error, else the fewer replicas. */
+function worse(a: Reply, b: Reply): Reply {
+  if (a[0]) return a;
+  if (b[0]) return b;
+  return Number(a[1]) <= Number(b[1]) ? a : b;
+}
 
 /** Adds `u` to the group `key` of `groups`. */
 export function addTo(groups: Map<string, number[]>, key: string, u: number): void {
@@ -102,50 +110,86 @@ export class ReplicaWait {
   }
 
   /**
-   * Resolves when `write` succeeded and a WAIT sent right after it on the same connection counted enough
-   * replicas; else rejects (ReplicationError when only the WAIT fell short).
+   * Resolves when `write` (the command `cmd`) succeeded and a WAIT sent right after it on the same
+   * connection counted enough replicas; else rejects (ReplicationError when only the WAIT fell short).
    */
-  after(client: Client, t: StreamInfo, partition: number, write: Promise<unknown>): Promise<void> {
+  after(client: Client, t: StreamInfo, partition: number, write: Promise<unknown>, cmd: Command): Promise<void> {
     const node = this.nodeOf(client, t, partition);
     const acks = this.on(client, t, partition);
     acks.catch(() => undefined); // judged below, after the write
-    return write.then(() =>
-      acks
-        // Slot moved while in flight: the write was redirected (MOVED) after its WAIT went to the old master.
-        .then((n) => (this.nodeOf(client, t, partition) === node ? n : this.on(client, t, partition)))
-        .then((n) => {
-          const short = this.shortfall(n);
-          if (short) throw short;
-        }),
-    );
+    return write.then(() => {
+      const landed = this.landed(client, t, partition, [cmd], node);
+      // Sent elsewhere than its WAIT (see `moved`): a WAIT where it landed decides.
+      const n = landed === undefined ? acks : this.onNode(client, [...landed][0]!);
+      return n.then((count) => {
+        const short = this.shortfall(count);
+        if (short) throw short;
+      });
+    });
   }
 
   /**
-   * Cluster, after a write's replies: units whose slot moved to another master meanwhile were redirected
-   * there (MOVED) after their WAIT went to the old one (`issued`), which counted replicas of nothing. They
-   * get a WAIT on the new master instead, one per connection; the others keep theirs.
+   * Cluster, after a write's replies: the masters the commands `cmds` of a partition's unit went to, when
+   * that is not just `issued`, the one its WAIT went to; undefined when it is. A command redirected by ASK
+   * (its key's slot being migrated) went to the node the ASK named; after a MOVED (the slot moved in
+   * flight) ioredis knows the slot's new master. A WAIT on `issued` counted replicas of nothing there.
    */
-  async moved(units: readonly PublishUnit[], issued: (string | undefined)[], waits: Reply[]): Promise<Reply[]> {
+  private landed(client: Client, t: StreamInfo, partition: number, cmds: readonly Command[], issued: string | undefined): Set<string> | undefined {
+    if (issued === undefined) return undefined; // its WAIT rejected already
+    const now = this.nodeOf(client, t, partition) ?? issued;
+    const nodes = new Set<string>();
+    for (const cmd of cmds) nodes.add(askedNode(cmd) ?? now);
+    return nodes.size === 1 && nodes.has(issued) ? undefined : nodes;
+  }
+
+  /**
+   * Cluster, after a write's replies: units whose commands went to other masters than their WAIT did (see
+   * `landed`) get a WAIT on each of those, one per connection and master, and keep the worst of the replies
+   * (their first WAIT's too, where some of their commands stayed on its master); the others keep theirs.
+   */
+  async moved(units: readonly PublishUnit[], issued: (string | undefined)[], waits: Reply[], cmds: Command[][]): Promise<Reply[]> {
     let again: Map<string, number[]> | undefined;
+    const where: Set<string>[] = [];
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const t = this.info(unit.type);
-      const node = this.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
-      if (issued[u] === undefined || node === undefined || node === issued[u]) continue;
-      addTo((again ??= new Map()), `${t.conns[unit.partition]} ${node}`, u);
+      const conn = t.conns[unit.partition]!;
+      const landed = this.landed(this.pool[conn]!, t, unit.partition, cmds[u]!, issued[u]);
+      if (landed === undefined) continue;
+      where[u] = landed;
+      for (const node of landed) if (node !== issued[u]) addTo((again ??= new Map()), `${conn} ${node}`, u);
     }
     if (again === undefined) return waits;
     const out = waits.slice();
+    // Units that moved entirely: their first WAIT does not count.
+    for (let u = 0; u < units.length; u++) if (where[u] !== undefined && !where[u]!.has(issued[u]!)) out[u] = [null, Infinity];
     await Promise.all(
-      [...again.values()].map(async (members) => {
-        const reply: Reply = await this.group(units, members).then(
+      [...again].map(async ([group, members]) => {
+        const [conn, node] = group.split(' ') as [string, string];
+        const reply: Reply = await this.onNode(this.pool[Number(conn)]!, node).then(
           (n) => [null, n],
           (err: Error) => [err, undefined],
         );
-        for (const u of members) out[u] = reply;
+        for (const u of members) out[u] = worse(out[u]!, reply);
       }),
     );
     return out;
+  }
+
+  /**
+   * Cluster: `WAIT` on the connection to master `node` ("host:port"), where a write went by ASK or MOVED.
+   * Sent to that node's own client, and only while its connection is open (queued for a new one, it would
+   * count replicas of nothing).
+   */
+  onNode(client: Client, node: string): Promise<number> {
+    const w = this.config.waitForReplicas!;
+    const redis = (client as Cluster).nodes('all').find((n) => `${n.options.host}:${n.options.port}` === node);
+    if (redis === undefined || redis.status !== 'ready') {
+      return Promise.reject(
+        new ConnectionError(`A write went to ${node} (${redis === undefined ? 'not a node of' : 'its connection closed, on'} ${this.connector.address}) after its slot moved: replication of the write cannot be checked`),
+      );
+    }
+    return send<number>(redis, waitCommand(w.count, w.timeoutMs));
   }
 
   /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */

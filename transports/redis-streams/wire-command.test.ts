@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { encodeCommand, slotOf, waitCommand } from './wire-command.js';
+import { askedNode, encodeCommand, slotOf, waitCommand, wireCommand } from './wire-command.js';
 
 /** ioredis's own request bytes for the same command (numbers become strings as ioredis does). */
 function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer {
@@ -52,5 +52,25 @@ describe('waitCommand and slotOf', () => {
     expect(slotOf(key)).toBe(xadd.getSlot());
     expect(slotOf('foo')).toBe(12182); // CLUSTER KEYSLOT foo
     expect(cmd.getSlot()).toBeNull(); // keyless: ioredis itself would send it to any node
+  });
+});
+
+describe('askedNode', () => {
+  it('notes the node of an ASK passed to a reject assigned over the command\'s own, and passes every error on', async () => {
+    const cmd = wireCommand('xadd', ['k', '*', 'f', 'v'], ['k']);
+    const seen: string[] = [];
+    // What ioredis's Cluster does: replace reject with its redirect handler.
+    const own = cmd.reject;
+    cmd.reject = (err: Error) => {
+      seen.push(err.message);
+      if (!err.message.startsWith('ASK')) own(err);
+    };
+    expect(askedNode(cmd)).toBeUndefined();
+    cmd.reject(new Error('ASK 3999 127.0.0.1:7002'));
+    expect(askedNode(cmd)).toBe('127.0.0.1:7002');
+    cmd.reject(new Error('ERR other'));
+    await expect(cmd.promise).rejects.toThrow('ERR other');
+    expect(seen).toEqual(['ASK 3999 127.0.0.1:7002', 'ERR other']);
+    expect(askedNode(new Command('xadd', ['k']))).toBeUndefined();
   });
 });

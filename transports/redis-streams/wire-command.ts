@@ -115,6 +115,38 @@ class WireCommand extends Command {
   override toWritable(): Buffer {
     return this.bytes;
   }
+
+  /** The node ("host:port") the last ASK reply sent this command to, if any (see `askedNode`). */
+  asked: string | undefined = undefined;
+}
+
+/**
+ * ioredis reports a redirect by calling `command.reject` with the `ASK <slot> <host:port>` reply, and a
+ * Cluster client assigns its own `reject` (which then resends the command there) over the command's. An
+ * accessor on the prototype sees every reject assigned and notes an ASK before passing it on.
+ */
+type Reject = (err: Error) => void;
+const REJECT = Symbol('reject');
+Object.defineProperty(WireCommand.prototype, 'reject', {
+  get(this: WireCommand & { [REJECT]: Reject }): Reject {
+    return this[REJECT];
+  },
+  set(this: WireCommand & { [REJECT]: Reject }, f: Reject) {
+    this[REJECT] = (err: Error) => {
+      const m = typeof err?.message === 'string' && err.message.startsWith('ASK ') ? err.message.split(' ') : undefined;
+      if (m !== undefined && m.length === 3) this.asked = m[2];
+      f.call(this, err);
+    };
+  },
+});
+
+/**
+ * Cluster: the node an ASK reply redirected `cmd` to (a key of a slot being migrated that its old master
+ * no longer has). ioredis resends the command there without changing its slot map, so a WAIT routed by
+ * slot would go to the old master. Undefined when it was not redirected that way (or is not ours).
+ */
+export function askedNode(cmd: Command): string | undefined {
+  return cmd instanceof WireCommand ? cmd.asked : undefined;
 }
 
 /**
