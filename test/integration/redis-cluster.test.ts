@@ -41,6 +41,14 @@ async function throughMasterCrash(on: RedisCluster, b: EventBus<typeof events>, 
   return { seen, r };
 }
 
+/** A key whose events go to partition `p` of 6, for keyed publishes that land where a test wants them. */
+function keyFor(p: number): string {
+  return Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, 6) === p)!;
+}
+
+/** 6 partitions on one pool connection, each write waiting for 1 replica (300 ms). */
+const WAIT_ONE_OF_6 = { partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } };
+
 let cluster: RedisCluster;
 beforeAll(async () => {
   cluster = await RedisCluster.start(3);
@@ -174,9 +182,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
   it('waitForReplicas follows a write whose slot moved to another master while it was in flight (MOVED)', async () => {
     const prefix = uniquePrefix('cluster-wait-moved');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b = await clusterBus(replicated, prefix, { partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } });
-    // A key per partition, for keyed publishes that land where the test wants them.
-    const keyFor = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, 6) === p)!;
+    const b = await clusterBus(replicated, prefix, WAIT_ONE_OF_6);
     try {
       // Every partition written once, with replicas up: resolves, and the client learns the slot map.
       await b.publishMany('order.created', orders(6, 1), { key: (d) => keyFor(d.seq - 1) });
@@ -221,8 +227,7 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
   it('waitForReplicas follows a write that an ASK sent to the master importing its slot', async () => {
     const prefix = uniquePrefix('cluster-wait-ask');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b = await clusterBus(replicated, prefix, { partitions: 6, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 300 } });
-    const keyFor = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, 6) === p)!;
+    const b = await clusterBus(replicated, prefix, WAIT_ONE_OF_6);
     try {
       // Partition p's stream does not exist yet; its slot starts moving to `target`. Its old master has no
       // such key, so it answers each XADD with ASK and ioredis resends it to the target, slot map unchanged.
