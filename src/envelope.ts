@@ -61,7 +61,10 @@ export class IdGenerator {
   }
 
   /** Everything but the last two characters of the id `step` made last, rebuilt every 1024 ids (or when the clock moves). */
-  head = '';
+  get head(): string {
+    return this.current;
+  }
+  private current = '';
   private headBlock = -1;
 
   /**
@@ -80,14 +83,14 @@ export class IdGenerator {
     if (block !== this.headBlock) {
       this.headBlock = block;
       // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
-      this.head = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
+      this.current = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
     }
     return s & 1023;
   }
 
   next(now: number): string {
     const low = this.step(now);
-    return this.head + PAIRS[low]!;
+    return this.current + PAIRS[low]!;
   }
 }
 

@@ -12,11 +12,12 @@ const BLOCK_BYTES = 256 * 1024;
 /** Records per block at least. */
 const BLOCK_RECORDS = 4096;
 /**
- * The largest dropped block kept for reuse. Units of 4,096 trading events (~350 KB of records) each fill
- * a block of their own size; before dropped blocks of any size were reused, each such unit allocated
- * ~380 KB of new typed arrays.
+ * The largest dropped block kept for reuse (one per partition). Units of 4,096 trading events (~350 KB of
+ * records) each fill a block of their own size; before dropped blocks larger than the standard size were
+ * reused, each such unit allocated ~380 KB of new typed arrays. Larger units allocate their block each time:
+ * a spare that size per partition would cost more memory than the allocation costs time.
  */
-const SPARE_MAX_BYTES = 4 * 1024 * 1024;
+const SPARE_MAX_BYTES = 1024 * 1024;
 
 class Block implements EncodedBatch {
   n = 0;
