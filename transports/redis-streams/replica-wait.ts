@@ -137,6 +137,7 @@ export class ReplicaWait {
   private landed(client: Client, t: StreamInfo, partition: number, cmds: readonly Command[], issued: string | undefined): Set<string> | undefined {
     if (issued === undefined) return undefined; // its WAIT rejected already
     const now = this.nodeOf(client, t, partition) ?? issued;
+    if (now === issued && cmds.every((cmd) => askedNode(cmd) === undefined)) return undefined; // the usual case
     const nodes = new Set<string>();
     for (const cmd of cmds) nodes.add(askedNode(cmd) ?? now);
     return nodes.size === 1 && nodes.has(issued) ? undefined : nodes;
@@ -186,7 +187,7 @@ export class ReplicaWait {
     const redis = (client as Cluster).nodes('all').find((n) => `${n.options.host}:${n.options.port}` === node);
     if (redis === undefined || redis.status !== 'ready') {
       return Promise.reject(
-        new ConnectionError(`A write went to ${node} (${redis === undefined ? 'not a node of' : 'its connection closed, on'} ${this.connector.address}) after its slot moved: replication of the write cannot be checked`),
+        new ConnectionError(`A write was redirected (ASK or MOVED) to ${node} (${redis === undefined ? 'not a node of' : 'its connection closed, on'} ${this.connector.address}): replication of the write cannot be checked`),
       );
     }
     return send<number>(redis, waitCommand(w.count, w.timeoutMs));
