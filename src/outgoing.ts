@@ -78,8 +78,14 @@ export class Outgoing implements OutgoingEvent {
 /** Width of the ids `writeIdBytes` writes. */
 export const ID_BYTES = ID_HEAD_LENGTH + 2;
 
-/** The last head written by `writeIdBytes`, as bytes (and as six words, copied four bytes at a time). */
+/** The last head written, as six 32-bit words of its bytes (copied four bytes at a time). */
 let lastHead = '';
+let w0 = 0;
+let w1 = 0;
+let w2 = 0;
+let w3 = 0;
+let w4 = 0;
+let w5 = 0;
 const headBytes = new Uint8Array(ID_HEAD_LENGTH);
 const headView = new DataView(headBytes.buffer);
 /** `idTail(low)` as two bytes at `2 * low`. */
@@ -90,7 +96,7 @@ for (let low = 0; low < 1024; low++) {
   TAIL_BYTES[2 * low + 1] = t.charCodeAt(1);
 }
 
-/** Loads `head` into `headBytes`; false when it is not ASCII of the head's width. */
+/** Loads `head` as the current head words; false when it is not ASCII of the head's width. */
 function loadHead(head: string): boolean {
   lastHead = '';
   if (head.length !== ID_HEAD_LENGTH) return false;
@@ -99,42 +105,52 @@ function loadHead(head: string): boolean {
     if (c > 0x7f) return false;
     headBytes[k] = c;
   }
+  // Byte order is irrelevant: read here and written in `writeId` alike.
+  w0 = headView.getUint32(0);
+  w1 = headView.getUint32(4);
+  w2 = headView.getUint32(8);
+  w3 = headView.getUint32(12);
+  w4 = headView.getUint32(16);
+  w5 = headView.getUint32(20);
   lastHead = head;
   return true;
 }
 
 /**
- * Writes the ids of `events` back to back into `out` from `at`, `ID_BYTES` ASCII bytes each, the bus's
- * events without building their id strings. Returns false when some id is not `ID_BYTES` ASCII characters
- * (the bytes written are then meaningless: write the ids as text). `out` needs room for all of them.
+ * Writes the id of `ev` at `o` as `ID_BYTES` ASCII bytes (`view` is a DataView of `out`, which must have
+ * the room), a bus event's without building its string. False when the id is not `ID_BYTES` ASCII
+ * characters (the bytes written are then meaningless: write it as text).
+ */
+export function writeId(ev: OutgoingEvent, out: Uint8Array, view: DataView, o: number): boolean {
+  if (ev instanceof Outgoing) {
+    if (ev.idHead !== lastHead && !loadHead(ev.idHead)) return false;
+    view.setUint32(o, w0);
+    view.setUint32(o + 4, w1);
+    view.setUint32(o + 8, w2);
+    view.setUint32(o + 12, w3);
+    view.setUint32(o + 16, w4);
+    view.setUint32(o + 20, w5);
+    const t = 2 * ev.idLow;
+    out[o + 24] = TAIL_BYTES[t]!;
+    out[o + 25] = TAIL_BYTES[t + 1]!;
+    return true;
+  }
+  const id = ev.id;
+  if (id.length !== ID_BYTES) return false;
+  for (let k = 0; k < ID_BYTES; k++) {
+    const c = id.charCodeAt(k);
+    if (c > 0x7f) return false;
+    out[o + k] = c;
+  }
+  return true;
+}
+
+/**
+ * Writes the ids of `events` back to back into `out` from `at` (`writeId` each). False when some id is not
+ * `ID_BYTES` ASCII characters (write the ids as text). `out` needs room for all of them.
  */
 export function writeIdBytes(events: readonly OutgoingEvent[], out: Uint8Array, at: number): boolean {
-  const n = events.length;
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  const hv = headView;
-  for (let i = 0, o = at; i < n; i++, o += ID_BYTES) {
-    const ev = events[i]!;
-    if (ev instanceof Outgoing) {
-      if (ev.idHead !== lastHead && !loadHead(ev.idHead)) return false;
-      // 24 head bytes as 6 x 4 (byte order is irrelevant: read and written alike), then the tail.
-      view.setUint32(o, hv.getUint32(0));
-      view.setUint32(o + 4, hv.getUint32(4));
-      view.setUint32(o + 8, hv.getUint32(8));
-      view.setUint32(o + 12, hv.getUint32(12));
-      view.setUint32(o + 16, hv.getUint32(16));
-      view.setUint32(o + 20, hv.getUint32(20));
-      const t = 2 * ev.idLow;
-      out[o + 24] = TAIL_BYTES[t]!;
-      out[o + 25] = TAIL_BYTES[t + 1]!;
-      continue;
-    }
-    const id = ev.id;
-    if (id.length !== ID_BYTES) return false;
-    for (let k = 0; k < ID_BYTES; k++) {
-      const c = id.charCodeAt(k);
-      if (c > 0x7f) return false;
-      out[o + k] = c;
-    }
-  }
+  for (let i = 0, o = at; i < events.length; i++, o += ID_BYTES) if (!writeId(events[i]!, out, view, o)) return false;
   return true;
 }

@@ -9,7 +9,7 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { OutgoingEvent } from '../../src/transport.js';
-import { writeIdBytes } from '../../src/outgoing.js';
+import { ID_BYTES, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import type { JsonReader } from '../../src/json-reader.js';
 
@@ -35,7 +35,7 @@ interface Extras {
   t?: number;
 }
 
-const ID_LEN = 26;
+const ID_LEN = ID_BYTES; // the header holds a bus id as it is
 const HEADER = ID_LEN + 13 + 1;
 const NO_ID = ' '.repeat(ID_LEN);
 let scratch = Buffer.allocUnsafeSlow(1 << 20) as DirectBuffer;
@@ -133,39 +133,20 @@ function writeText(rec: string, o: number): number {
   return scratch.utf8Write(rec, o);
 }
 
-/** The unit's ids back to back (26 bytes each), when they are all ASCII: see `writeRecords`. */
-let idScratch = Buffer.allocUnsafeSlow(ID_LEN * 4096) as DirectBuffer;
-let idView = viewOf(idScratch);
-
-/**
- * Writes the ids of `events` into `idScratch`, 26 bytes each: the bus's events without building their id
- * strings (`writeIdBytes`). False when some id is not 26 ASCII characters: then every header is written
- * from its id string, with a check, and other widths take the text path.
- */
-function writeIds(events: readonly OutgoingEvent[]): boolean {
-  const need = events.length * ID_LEN;
-  if (idScratch.length < need) {
-    idScratch = Buffer.allocUnsafeSlow(Math.max(need, idScratch.length * 2)) as DirectBuffer;
-    idView = viewOf(idScratch);
-  }
-  return writeIdBytes(events, idScratch, 0);
-}
-
 /** `encodeEvents` with a compiled JSON writer: plain records as bytes, the others as text. */
 function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknown) => string, writer: JsonWriter): EncodedBatch {
   const n = events.length;
   const lens = lensBuf;
   const chars = charsBuf;
-  const idsAscii = writeIds(events);
   let o = 0;
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
     const start = o;
     let end: number = NEEDS_STRING;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
-    if (ev.json === undefined && (idsAscii ? plainExtras(ev) : plainHeader(ev))) {
+    if (ev.json === undefined && plainExtras(ev)) {
       for (;;) {
-        end = idsAscii ? writeHeaderAt(i * ID_LEN, start) : writeHeader(ev.id, start);
+        end = writeHeader(ev, start);
         if (end >= 0) end = writer(ev.data, scratch, end);
         if (end !== NO_ROOM) break;
         growScratch(scratch.length * 2, start);
@@ -186,32 +167,11 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
 
-/** `<id><time>0` at `o`, the id from `idScratch` at `at` (ASCII) and the time of the last `timeText`. */
-function writeHeaderAt(at: number, o: number): number {
+/** `<id><time>0` at `o` (the time of the last `timeText`); NEEDS_STRING when the id is not 26 ASCII characters, or NO_ROOM. */
+function writeHeader(ev: OutgoingEvent, o: number): number {
   if (o + HEADER > scratch.length) return NO_ROOM;
-  const d = scratchView;
-  const ids = idView;
-  // 26 id bytes as 6 x 4 + 2 (byte order is irrelevant: read and written alike).
-  d.setUint32(o, ids.getUint32(at));
-  d.setUint32(o + 4, ids.getUint32(at + 4));
-  d.setUint32(o + 8, ids.getUint32(at + 8));
-  d.setUint32(o + 12, ids.getUint32(at + 12));
-  d.setUint32(o + 16, ids.getUint32(at + 16));
-  d.setUint32(o + 20, ids.getUint32(at + 20));
-  d.setUint16(o + 24, ids.getUint16(at + 24));
+  if (!writeId(ev, scratch, scratchView, o)) return NEEDS_STRING;
   return writeTime(o + ID_LEN);
-}
-
-/** `<id><time>0` at `o` when the id is ASCII; else NEEDS_STRING (or NO_ROOM). */
-function writeHeader(id: string, o: number): number {
-  if (o + HEADER > scratch.length) return NO_ROOM;
-  const b = scratch;
-  for (let k = 0; k < ID_LEN; k++) {
-    const c = id.charCodeAt(k);
-    if (c > 0x7e) return NEEDS_STRING;
-    b[o++] = c;
-  }
-  return writeTime(o);
 }
 
 /** The 13 time digits of the last `timeText` and the '0' flag. */
