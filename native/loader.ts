@@ -22,8 +22,8 @@ interface Binding {
   abi?: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld. */
-const BINDING_ABI = 2;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe. */
+const BINDING_ABI = 3;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));

@@ -14,6 +14,11 @@ export const PushMode = {
   evictOldest: 2,
   /** Accept the prefix that fits and count the rest as `droppedNewest` (`drop-newest`). */
   dropNewest: 3,
+  /**
+   * Accept nothing: return `n` when all would fit now, else 0, counting nothing (`tryPublish`). Exact when
+   * every producer of the ring is the calling thread (room only grows meanwhile).
+   */
+  probe: 4,
 } as const;
 
 /** Counter snapshot of one partition ring, from `stats()`: exact, in records. */

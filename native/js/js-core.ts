@@ -240,6 +240,7 @@ export class JsCore implements PartitionCore {
         const [k2, b2] = fit(lens, done, maxN, freeBytes - room);
         if (k2 > k) [k, bytes_, pad] = [k2, b2, room];
       }
+      if (mode === PushMode.probe) return k === n ? n : 0;
       if (k === 0 || (mode === PushMode.allOrNothing && k < n)) {
         if (mode === PushMode.evictOldest) {
           ring.evict(n - done);

@@ -168,6 +168,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       Napi::RangeError::New(env, "byteLens exceed the bytes given").ThrowAsJavaScriptException();
       return env.Undefined();
     }
+    if (mode == kProbe) return Napi::Number::New(env, ring.Fits(lens, n) ? n : 0);
     const uint8_t* src = bytes.Data();
     uint32_t done = 0;
     size_t srcOff = 0;
@@ -344,7 +345,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = CoreHandle::Define(env);
   DefineAddon(exports, {InstanceValue("Core", ctor, napi_enumerable)});
-  exports.Set("abi", Napi::Number::New(env, 2));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 3));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

@@ -59,6 +59,7 @@ enum PushMode : int {
   kAllOrNothing = 1, // error strategy: accept all or none (counted as rejected)
   kEvictOldest = 2,  // drop-oldest: evict the oldest records until everything fits
   kDropNewest = 3,   // drop-newest: accept the prefix that fits, count the rest as dropped
+  kProbe = 4,        // try-publish check: whether all would fit now; nothing claimed, nothing counted
 };
 
 // A claimed range of slots and arena bytes, to be filled and then committed.
@@ -98,26 +99,22 @@ class Ring {
   // empty ring wherever its positions stand (before the arena end, or after wrapping to the start).
   uint32_t MaxRecordBytes() const { return arenaBytes_ / 2 - 1; }
 
+  // Whether all of `lens` fit now (nothing is claimed). Exact when every producer of the ring is the calling
+  // thread: consumers only hand room back, so what fits here still fits at the next Reserve.
+  bool Fits(const uint32_t* lens, uint32_t n) const {
+    uint32_t k = 0, bytes = 0, pad = 0;
+    return Plan(claimTail_.load(std::memory_order_acquire), releaseHead_.load(std::memory_order_acquire), lens, n, true, &k, &bytes, &pad);
+  }
+
   // Claims room for the longest prefix of `lens` (bytes; `chars` in UTF-16 units) that fits (all of it, or
   // none, when allOrNothing). Returns false when nothing was claimed.
   bool Reserve(const uint32_t* lens, const uint32_t* chars, uint32_t n, bool allOrNothing, Reservation* out) {
     uint64_t t = claimTail_.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t r = releaseHead_.load(std::memory_order_acquire);
-      const uint32_t freeSlots = cap_ - (SlotOf(t) - SlotOf(r));
-      const uint32_t freeBytes = arenaBytes_ - (ArenaOf(t) - ArenaOf(r));
       const uint32_t off = ArenaOf(t) & amask_;
-      const uint32_t room = arenaBytes_ - off;  // contiguous bytes before the arena end
-      const uint32_t maxN = n < freeSlots ? n : freeSlots;
-      uint32_t b1 = 0;
-      const uint32_t k1 = Fit(lens, maxN, freeBytes < room ? freeBytes : room, &b1);
-      uint32_t k = k1, bytes = b1, pad = 0;
-      if (k1 < maxN && freeBytes > room) {
-        uint32_t b2 = 0;
-        const uint32_t k2 = Fit(lens, maxN, freeBytes - room, &b2);
-        if (k2 > k1) k = k2, bytes = b2, pad = room;
-      }
-      if (k == 0 || (allOrNothing && k < n)) return false;
+      uint32_t k = 0, bytes = 0, pad = 0;
+      if (!Plan(t, r, lens, n, allOrNothing, &k, &bytes, &pad)) return false;
       const uint64_t next = Pack(SlotOf(t) + k, ArenaOf(t) + pad + bytes + 1);
       if (claimTail_.compare_exchange_weak(t, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
         out->start = t;
@@ -245,6 +242,26 @@ class Ring {
   }
 
  private:
+  // The room for a prefix of `lens` with the claim tail at `t` and the release head at `r`: `k` records of
+  // `bytes` bytes, after `pad` bytes skipped to wrap to the arena start. False when none fit (or, with
+  // allOrNothing, not all).
+  bool Plan(uint64_t t, uint64_t r, const uint32_t* lens, uint32_t n, bool allOrNothing, uint32_t* k, uint32_t* bytes, uint32_t* pad) const {
+    const uint32_t freeSlots = cap_ - (SlotOf(t) - SlotOf(r));
+    const uint32_t freeBytes = arenaBytes_ - (ArenaOf(t) - ArenaOf(r));
+    const uint32_t off = ArenaOf(t) & amask_;
+    const uint32_t room = arenaBytes_ - off;  // contiguous bytes before the arena end
+    const uint32_t maxN = n < freeSlots ? n : freeSlots;
+    uint32_t b1 = 0;
+    const uint32_t k1 = Fit(lens, maxN, freeBytes < room ? freeBytes : room, &b1);
+    *k = k1, *bytes = b1, *pad = 0;
+    if (k1 < maxN && freeBytes > room) {
+      uint32_t b2 = 0;
+      const uint32_t k2 = Fit(lens, maxN, freeBytes - room, &b2);
+      if (k2 > k1) *k = k2, *bytes = b2, *pad = room;
+    }
+    return !(*k == 0 || (allOrNothing && *k < n));
+  }
+
   static uint32_t Fit(const uint32_t* lens, uint32_t maxN, uint32_t avail, uint32_t* bytes) {
     if (avail == 0) return 0;
     uint64_t sum = 0;

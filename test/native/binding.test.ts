@@ -139,6 +139,26 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: 8, droppedNewest: 0, rejected: 0, size: 8 });
   });
 
+  it('probe: says whether all records would fit now, for slots and arena bytes, and changes nothing', () => {
+    const c = core(8, 1024);
+    const lane = c.createLane(1);
+    expect(push(c, lane, 0, recs(6), PushMode.partial)).toBe(6);
+    expect(push(c, lane, 0, recs(2, 6), PushMode.probe)).toBe(2);
+    expect(push(c, lane, 0, recs(3, 6), PushMode.probe)).toBe(0); // 2 slots left
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: 6, rejected: 0, droppedNewest: 0, size: 6 });
+    expect(popAll(c, lane)).toEqual([0, 1, 2, 3, 4, 5]);
+    // Arena bytes: a probe agrees with an all-or-nothing push that follows it, wherever the positions stand.
+    const outcomes = new Set<boolean>();
+    for (let i = 0; i < 300; i++) {
+      const r = Array.from({ length: 1 + (i % 4) }, (_, k) => `"${i}:${k}:${'w'.repeat((i * 53 + k * 31) % 200)}"`);
+      const fits = push(c, lane, 0, r, PushMode.probe);
+      outcomes.add(fits > 0);
+      expect(push(c, lane, 0, r, PushMode.allOrNothing)).toBe(fits);
+      if (i % 3 === 0) c.pop(lane, Uint32Array.of(0), 1, 0, 1000, info, 0, 0);
+    }
+    expect([...outcomes].sort()).toEqual([false, true]);
+  });
+
   it('counts drop-newest, drop-oldest and error exactly', () => {
     const c = core(8);
     const dn = c.createLane(1);
