@@ -355,6 +355,23 @@ export class Batcher {
     }
   }
 
+  /**
+   * Hands what is buffered to the transport now, as far as write slots allow. True when nothing is left
+   * buffered (writes may still be in flight).
+   */
+  flushSync(): boolean {
+    if (this.open.events > 0) this.seal();
+    this.flush();
+    return this.open.events === 0 && this.ready.length === 0;
+  }
+
+  /** Counts an event a caller wrote to the transport itself (`tryPublish`) as one batch of one unit. */
+  countWritten(): void {
+    this.stats.events++;
+    this.stats.batches++;
+    this.stats.units++;
+  }
+
   /** Send everything buffered now and resolve when nothing is pending. */
   flushAll(): Promise<void> {
     if (this.open.events > 0) {

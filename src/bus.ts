@@ -180,6 +180,31 @@ export class EventBus<M extends EventMap> {
   }
 
   /**
+   * Publishes one event now, without waiting: true when the transport took it, false when it has no room
+   * for it now (nothing was sent; `publish` would wait, or apply the transport's backpressure strategy).
+   * Events published before it go first: a partition still waiting for room for them counts as full.
+   * Invalid names or payloads throw, as `publish` rejects; so does a transport without a synchronous
+   * write (`native` and `memory` have one, `redis-streams` does not).
+   * @example if (!bus.tryPublish('tick.received', tick)) skipped++;
+   */
+  tryPublish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): boolean {
+    if (this.closing) throw new ClosedError();
+    const t = this.types.get(type);
+    if (t === undefined) throw new UnknownEventError(type, this.events.names);
+    if (this.transport.tryWrite === undefined) {
+      throw new ConfigError(`The ${this.transport.type} transport has no synchronous write: use publish(), which waits for room.`);
+    }
+    const value = this.parse(t, data, -1);
+    // What is buffered goes to the transport first (an in-process write completes now); if some of it
+    // cannot, this event would overtake it.
+    if (this.batcher.pendingEvents > 0 && !this.batcher.flushSync()) return false;
+    const ev = this.make(t, value, this.parsedJson, this.metaOf(t, options), options?.key);
+    const ok = this.transport.tryWrite({ type: t.name, partition: ev.partition, events: [ev], bytes: this.parsedSize });
+    if (ok) this.batcher.countWritten();
+    return ok;
+  }
+
+  /**
    * Publishes many events of one type. Every payload is validated before any is queued, so one bad
    * payload rejects the call and sends nothing. Resolves when all were accepted.
    */
@@ -270,12 +295,17 @@ export class EventBus<M extends EventMap> {
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
     const value = this.parse(t, data, -1);
-    const now = Date.now();
-    let meta = t.meta;
-    if (options !== undefined) meta = new EventMeta(t.name, now, options);
-    else if (meta.time !== now) meta = t.meta = new EventMeta(t.name, now, undefined);
-    const ev = this.make(t, value, this.parsedJson, meta, key);
+    const ev = this.make(t, value, this.parsedJson, this.metaOf(t, options), key);
     return this.batcher.add(t.lanes[ev.partition]!, ev, this.parsedSize);
+  }
+
+  /** What a single publish shares: per call with options, else one per type while the clock stays on a millisecond. */
+  private metaOf(t: TypeState, options: Omit<PublishOptions, 'key'> | undefined): EventMeta {
+    const now = Date.now();
+    if (options !== undefined) return new EventMeta(t.name, now, options);
+    let meta = t.meta;
+    if (meta.time !== now) meta = t.meta = new EventMeta(t.name, now, undefined);
+    return meta;
   }
 
   /** Set by `parse`: the encoded payload of the value it returned (undefined when not encoded). */

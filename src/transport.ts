@@ -162,6 +162,12 @@ export interface Transport {
    * keeps handing full batches to consumers instead of filling every slot and waiting for the loop to end.
    */
   write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult;
+  /**
+   * `bus.tryPublish`: writes `unit` now when the transport can take all of it without waiting, else writes
+   * nothing and returns false ("full"). Synchronous, so only in-process transports have it. Throws the
+   * typed errors `write` would fail the unit with (closed, too large).
+   */
+  tryWrite?(unit: PublishUnit): boolean;
   subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription>;
   /** Dead letters of a type (and group), oldest first. */
   deadLetters?(type: string, group?: string, limit?: number): Promise<DeadLetter[]>;

@@ -143,6 +143,41 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     release();
   });
 
+  it('tryPublish: takes events while the partition has room, then reports full and sends nothing', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    // A synchronous loop: the consumer does not pop meanwhile, so the ring takes 4.
+    const results = Array.from({ length: 10 }, (_, i) => b.tryPublish('tick', { seq: i }));
+    expect(results).toEqual([true, true, true, true, false, false, false, false, false, false]);
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, rejected: 0, droppedNewest: 0, droppedOldest: 0 });
+    expect(b.stats()).toMatchObject({ events: 4, pendingEvents: 0 });
+    expect(() => b.tryPublish('tick', { seq: 'x' } as never)).toThrow(/Invalid payload/);
+    release();
+    await waitFor(() => seen.length === 4, 5000, '4 events');
+    expect(b.tryPublish('tick', { seq: 4 })).toBe(true);
+    await waitFor(() => seen.length === 5, 5000, 'the fifth');
+    expect(seen).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('tryPublish: does not overtake events still waiting for room, whatever the strategy', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    const waiting = b.publishMany('tick', ticks(6)); // 4 in the ring, 2 waiting for room
+    await sleep(20);
+    expect(b.tryPublish('tick', { seq: 100 })).toBe(false);
+    release();
+    await waiting;
+    await waitFor(() => seen.length === 6, 5000, '6 events');
+    expect(b.tryPublish('tick', { seq: 101 })).toBe(true);
+    await waitFor(() => seen.length === 7, 5000, 'the seventh');
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5, 101]);
+    const dropping = await bus({ capacity: 4, backpressure: 'drop-oldest', batchSize: 1 });
+    const stuck = await stuckConsumer(dropping);
+    expect(Array.from({ length: 6 }, (_, i) => dropping.tryPublish('tick', { seq: i }))).toEqual([true, true, true, true, false, false]);
+    expect(transportOf(dropping).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, droppedOldest: 0 });
+    stuck.release();
+  });
+
   it('round-trips non-ASCII payloads, keys, correlation ids and headers', async () => {
     const b = await bus({ partitions: 2 });
     const got: unknown[] = [];

@@ -89,6 +89,30 @@ describe('publishing bad input', () => {
   });
 });
 
+describe('tryPublish', () => {
+  it('writes at once on an in-process transport, keeps order with what publish() buffered, and throws typed errors', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    const seen: string[] = [];
+    await bus.subscribe('user.signed-up', { group: 'g' }, (e) => void seen.push(e.data.userId));
+    const buffered = bus.publish('user.signed-up', { userId: 'u1', email: 'a@b.co' }); // in the open batch
+    expect(bus.tryPublish('user.signed-up', { userId: 'u2', email: 'a@b.co' })).toBe(true);
+    await buffered;
+    expect(() => bus.tryPublish('user.signed-up', { userId: 'u3', email: 'nope' })).toThrow(ValidationError);
+    expect(() => bus.tryPublish('nope' as never, {} as never)).toThrow(/nope/);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen).toEqual(['u1', 'u2']);
+    expect(bus.stats().events).toBe(2);
+    await bus.close();
+    expect(() => bus.tryPublish('user.signed-up', { userId: 'u4', email: 'a@b.co' })).toThrow(/closed/i);
+  });
+
+  it('throws ConfigError on a transport without a synchronous write', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
+    expect(() => bus.tryPublish('user.signed-up', { userId: 'u1', email: 'a@b.co' })).toThrow(ConfigError);
+    await bus.close();
+  });
+});
+
 describe('transport registry', () => {
   it('lets a third-party transport register itself and be picked by config', async () => {
     const written: PublishUnit[] = [];

@@ -100,6 +100,13 @@ export class MemoryTransport implements Transport {
     return Promise.resolve(undefined);
   }
 
+  /** Always has room (its queues are unbounded): writes the unit now. */
+  tryWrite(unit: PublishUnit): boolean {
+    if (this.closed) throw new ClosedError('memory transport');
+    void this.write([unit]);
+    return true;
+  }
+
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
     if (this.closed) throw new ClosedError('memory transport');
     if (Object.keys(spec.options).length > 0) {

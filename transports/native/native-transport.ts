@@ -161,6 +161,33 @@ export class NativeTransport implements Transport {
   }
 
   /**
+   * Writes `unit` when every consumer group's ring of its partition has room for all of it now, whatever
+   * the backpressure strategy; else writes nothing and returns false. A ring with an earlier write still
+   * waiting for room counts as full: the unit must not overtake it. All-or-nothing across groups holds
+   * because every push to these rings comes from this thread (consumers only hand room back).
+   */
+  tryWrite(unit: PublishUnit): boolean {
+    if (this.closed) throw new ClosedError('native transport');
+    const topic = this.topic(unit.type);
+    try {
+      const batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
+      for (const group of topic.groups.values()) {
+        if (this.blocked.has(`${group.lane}:${unit.partition}`)) return false;
+        if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) return false;
+      }
+      topic.history[unit.partition]?.add(batch);
+      for (const group of topic.groups.values()) {
+        const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.allOrNothing);
+        if (done > 0) group.kick();
+        if (done < batch.n) throw new NativeError(`Partition ${unit.partition} of "${unit.type}" (group "${group.name}") had room and then did not: another thread pushed to it`);
+      }
+      return true;
+    } catch (err) {
+      throw this.mapError(err);
+    }
+  }
+
+  /**
    * Rings (`lane:partition`) with a blocked push in progress, across writes: with several writes in
    * flight, a later write must not slip events into a ring ahead of an earlier write's remainder.
    */
