@@ -12,7 +12,7 @@ const events = defineEvents({
 });
 
 describe('typed API', () => {
-  it('types publish, publishMany and handlers from the event map', async () => {
+  it('types publish, publishMany, tryPublish and handlers from the event map', async () => {
     const bus = await createEventBus({ service: 't', events, transport: { type: 'memory' } });
     await bus.publish('order.created', { orderId: 'o', amount: 1 });
     const codes: string[] = [];
@@ -26,6 +26,9 @@ describe('typed API', () => {
     // @ts-expect-error missing field
     await bus.publishMany('order.created', [{ orderId: 'o' }]).catch(code);
     expect(codes).toEqual(['ERR_UNKNOWN_EVENT', 'ERR_VALIDATION', 'ERR_VALIDATION', 'ERR_VALIDATION']);
+    expect(bus.tryPublish('user.deleted', { userId: 'u' })).toBe(true);
+    // @ts-expect-error wrong field type
+    expect(() => bus.tryPublish('user.deleted', { userId: 1 })).toThrow(expect.objectContaining({ code: 'ERR_VALIDATION' }));
     await bus.subscribe('user.deleted', { group: 'g' }, (e) => {
       const id: string = e.data.userId;
       const typed: EventEnvelope<{ userId: string }, 'user.deleted'> = e;
