@@ -9,6 +9,8 @@
 // Phase 1c: as 1 and 1b, with consumers holding what they pop and acknowledging it later, out of order.
 // Phase 3 (drop-newest / error counters): single thread, exact counter arithmetic.
 // Phase 4: a consumer dies holding records; TakeHeld hands them back, none lost.
+// Phase 5 (try-publish probe): one producer, as the bus's thread is, asks Fits before each all-or-nothing
+//   Reserve while consumers pop (and hold): whenever Fits says yes the Reserve succeeds; exactly once, in order.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -70,14 +72,20 @@ void ParseSpan(const uint8_t* a, size_t n, F&& onRecord) {
 // Pushes one batch into ring `ring` as room allows, as the addon does: reserve, copy into the arena,
 // commit, wake. `onFull(remaining)` runs whenever nothing could be reserved (wait, evict, ...).
 template <typename OnFull>
-void PushBatch(Lane& lane, uint32_t ring, const std::vector<uint32_t>& lens, const std::string& text, bool allOrNothing, OnFull&& onFull) {
+void PushBatch(Lane& lane, uint32_t ring, const std::vector<uint32_t>& lens, const std::string& text, bool allOrNothing, bool probe, OnFull&& onFull) {
   Ring& r = lane.ring(ring);
   uint32_t done = 0;
   size_t off = 0;
   while (done < lens.size()) {
     Reservation res;
-    if (!r.Reserve(lens.data() + done, lens.data() + done, uint32_t(lens.size() - done), allOrNothing, &res)) {
-      onFull(r, uint32_t(lens.size() - done));
+    const uint32_t left = uint32_t(lens.size() - done);
+    if (probe && !r.Fits(lens.data() + done, left)) {
+      onFull(r, left);
+      continue;
+    }
+    if (!r.Reserve(lens.data() + done, lens.data() + done, left, allOrNothing, &res)) {
+      if (probe) Fail("Fits said yes, then Reserve refused (one producer)", long(left), 0);
+      onFull(r, left);
       continue;
     }
     std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
@@ -154,7 +162,7 @@ long Run(const Config& cfg, bool strictOrderNoLoss, bool hold = false) {
           text += r;
           sent++;
         }
-        PushBatch(lane, uint32_t(ring), lens, text, cfg.mode == kAllOrNothing, [&](Ring& r, uint32_t remaining) {
+        PushBatch(lane, uint32_t(ring), lens, text, cfg.mode == kAllOrNothing || cfg.mode == kProbe, cfg.mode == kProbe, [&](Ring& r, uint32_t remaining) {
           // drop-oldest makes room by evicting; block waits for consumers
           if (cfg.mode != kEvictOldest || r.Evict(remaining) == 0) std::this_thread::yield();
         });
@@ -222,7 +230,7 @@ void SharedConsumers(int producers, int consumers, int rings, int perProducer, b
           lens.push_back(uint32_t(r.size()));
           text += r;
         }
-        PushBatch(lane, uint32_t(ring), lens, text, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
+        PushBatch(lane, uint32_t(ring), lens, text, false, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
       }
       producersLeft.fetch_sub(1);
     });
@@ -291,7 +299,7 @@ void DeadConsumer(int total, bool report) {
         lens.push_back(uint32_t(r.size()));
         text += r;
       }
-      PushBatch(lane, 0, lens, text, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
+      PushBatch(lane, 0, lens, text, false, false, [](Ring&, uint32_t) { std::this_thread::yield(); });
     }
     producersLeft.fetch_sub(1);
   });
@@ -346,6 +354,9 @@ int main(int argc, char** argv) {
   Counters3();
   std::printf("phase 4: a consumer dies holding records\n");
   for (int i = 0; i < 5 * scale; i++) DeadConsumer(5000, i == 0);
+  std::printf("phase 5: try-publish probe, one producer\n");
+  Run({1, 2, 4, 40, 40000 * scale, 256, 8192, kProbe}, true);
+  Run({1, 2, 4, 40, 40000 * scale, 256, 8192, kProbe}, true, true);
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;
