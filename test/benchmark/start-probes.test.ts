@@ -31,6 +31,13 @@ function worker(shared: Shared) {
   };
 }
 
+/** An order probe for `workers` workers (capacity `cap`) and the simulated workers that write into it. */
+function probeWith(workers: number, cap: number) {
+  const probe = new OrderProbe(workers, cap, 0);
+  const shared = probe.workerData as unknown as Shared;
+  return { probe, handle: Array.from({ length: workers }, () => worker(shared)) };
+}
+
 const payloads = (n: number): TickPayload[] => Array.from({ length: n }, (_, i) => ({ id: i, sym: 'AAPL', px: 150.25, qty: 100, t: 1000 * i }));
 
 /** Delivers `events` ids round-robin after `before` earlier events; `owner[p]` is the worker of partition p. */
@@ -42,9 +49,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
   it('matches every start to its event across phases, whichever worker took which partition', () => {
     const P = 4;
     const n = 1003;
-    const probe = new OrderProbe(P, 200 + n, 0);
-    const shared = probe.workerData as unknown as Shared;
-    const handle = [0, 1, 2, 3].map(() => worker(shared));
+    const { probe, handle } = probeWith(P, 200 + n);
     const owner = [2, 0, 3, 1];
     // A warm-up phase of 200 events (ids after the measured ones), then the measured one.
     probe.phase(0);
@@ -65,9 +70,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
   });
 
   it('reports a break in partition order and leaves that worker unmeasured', () => {
-    const probe = new OrderProbe(2, 400, 0);
-    const shared = probe.workerData as unknown as Shared;
-    const handle = [worker(shared), worker(shared)];
+    const { probe, handle } = probeWith(2, 400);
     probe.phase(0);
     const sent = payloads(400);
     const ids = sent.map((p) => p.id);
@@ -83,9 +86,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
   });
 
   it('reports a lost event and a duplicated one by their partitions\' counts', () => {
-    const probe = new OrderProbe(2, 400, 0);
-    const shared = probe.workerData as unknown as Shared;
-    const handle = [worker(shared), worker(shared)];
+    const { probe, handle } = probeWith(2, 400);
     probe.phase(0);
     const sent = payloads(100);
     const ids = sent.map((p) => p.id).filter((id) => id !== 51); // partition 1 loses one
@@ -99,9 +100,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
   });
 
   it('reports two workers on one partition', () => {
-    const probe = new OrderProbe(2, 100, 0);
-    const shared = probe.workerData as unknown as Shared;
-    const handle = [worker(shared), worker(shared)];
+    const { probe, handle } = probeWith(2, 100);
     probe.phase(0);
     const sent = payloads(64);
     // Both halves of partition 0 (ids 0..62, even) go to different workers; partition 1 is not delivered.
