@@ -122,21 +122,24 @@ class WireCommand extends Command {
 
 /**
  * ioredis reports a redirect by calling `command.reject` with the `ASK <slot> <host:port>` reply, and a
- * Cluster client assigns its own `reject` (which then resends the command there) over the command's. An
- * accessor on the prototype sees every reject assigned and notes an ASK before passing it on.
+ * Cluster client reads the command's `reject` and assigns its own (which then resends the command there)
+ * over it. An accessor on the prototype keeps what is assigned and hands out a reject that notes an ASK
+ * first: a function is made only when `reject` is read (errors, and a Cluster's sendCommand), not per
+ * command sent.
  */
 type Reject = (err: Error) => void;
 const REJECT = Symbol('reject');
 Object.defineProperty(WireCommand.prototype, 'reject', {
   get(this: WireCommand & { [REJECT]: Reject }): Reject {
-    return this[REJECT];
-  },
-  set(this: WireCommand & { [REJECT]: Reject }, f: Reject) {
-    this[REJECT] = (err: Error) => {
+    const f = this[REJECT];
+    return (err: Error) => {
       const m = typeof err?.message === 'string' && err.message.startsWith('ASK ') ? err.message.split(' ') : undefined;
       if (m !== undefined && m.length === 3) this.asked = m[2];
       f.call(this, err);
     };
+  },
+  set(this: WireCommand & { [REJECT]: Reject }, f: Reject) {
+    this[REJECT] = f;
   },
 });
 
