@@ -135,7 +135,7 @@ export class OrderProbe implements StartProbe {
 
   /** The first payload id of partition p in this phase, and how many of `n` it gets. */
   private share(p: number, n: number): { first: number; count: number } {
-    const first = (((p - this.before) % this.partitions) + this.partitions) % this.partitions;
+    const first = mod(p - this.before, this.partitions);
     return { first, count: first < n ? Math.ceil((n - first) / this.partitions) : 0 };
   }
 
@@ -159,7 +159,7 @@ export class OrderProbe implements StartProbe {
         continue;
       }
       const id0 = this.sampledId(w, k0);
-      const p = (((this.before + id0) % P) + P) % P;
+      const p = mod(this.before + id0, P);
       const { first, count } = this.share(p, n);
       let bad =
         owner[p]! >= 0
@@ -190,4 +190,9 @@ export class OrderProbe implements StartProbe {
       verifiedBy: 'handler starts counted per worker in shared memory, each worker exactly its partition\'s share, every 16th payload id checked against round-robin order',
     };
   }
+}
+
+/** `a` modulo `m`, in [0, m) for negative `a` too. */
+function mod(a: number, m: number): number {
+  return ((a % m) + m) % m;
 }
