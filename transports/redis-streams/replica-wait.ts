@@ -4,8 +4,8 @@
  * connection that took the write. Standalone, that is the pipeline's; in a Cluster each master has its own,
  * and ioredis retries a command whose connection closed (or was not open yet) on a random node until a
  * MOVED reply sends it home. A keyless WAIT is never moved: retried elsewhere it would count another
- * master's replicas. So in a Cluster a WAIT goes to the slot's master with retries off, a write waits for
- * its masters' connections first, and a unit whose slot moved in flight gets a WAIT on the new master.
+ * master's replicas. So in a Cluster a WAIT goes on the master's own client (no retries), a write waits for
+ * its masters' connections first, and a unit whose write went elsewhere (MOVED, ASK) gets a WAIT there.
  */
 import type { Cluster } from 'ioredis';
 import { ConnectionError, ReplicationError } from '../../src/errors.js';
@@ -86,20 +86,21 @@ export class ReplicaWait {
   }
 
   /**
-   * `WAIT` on the connection that takes a partition's writes; in a Cluster sent to the slot's master with
-   * a fixed target, which ioredis does not retry elsewhere. Failed, it rejects, and so does the publish.
+   * `WAIT` on the connection that takes a partition's writes; in a Cluster on the slot's master's own client
+   * (`onNode`). Failed, it rejects, and so does the publish.
    */
   on(client: Client, t: StreamInfo, partition: number): Promise<number> {
-    const w = this.config.waitForReplicas!;
-    const cmd = waitCommand(w.count, w.timeoutMs);
-    if (!this.connector.isCluster) return send<number>(client, cmd);
-    const slot = t.slots[partition]!;
-    // Without a master for the slot ioredis would pick any node.
-    if ((client as Cluster).slots[slot] === undefined) {
+    if (!this.connector.isCluster) return send<number>(client, this.waitCommand());
+    const node = this.nodeOf(client, t, partition);
+    if (node === undefined) {
       return Promise.reject(new ConnectionError(`No master known for the slot of ${t.keys[partition]} on ${this.connector.address}: replication of the write cannot be checked`));
     }
-    void (client as Cluster).sendCommand(cmd, undefined, { slot });
-    return cmd.promise as Promise<number>;
+    return this.onNode(client, node);
+  }
+
+  private waitCommand(): Command {
+    const w = this.config.waitForReplicas!;
+    return waitCommand(w.count, w.timeoutMs);
   }
 
   /** Cluster: the WAIT covering `members`, units on one master's connection, sent after all their writes. */
@@ -178,19 +179,18 @@ export class ReplicaWait {
   }
 
   /**
-   * Cluster: `WAIT` on the connection to master `node` ("host:port"), where a write went by ASK or MOVED.
-   * Sent to that node's own client, and only while its connection is open (queued for a new one, it would
-   * count replicas of nothing).
+   * Cluster: `WAIT` on the connection to master `node` ("host:port"): the slot's master, or where an ASK or
+   * MOVED sent a write. Sent to that node's own client, which ioredis does not retry elsewhere, and only
+   * while its connection is open (queued for a new one, it would count replicas of nothing).
    */
   onNode(client: Client, node: string): Promise<number> {
-    const w = this.config.waitForReplicas!;
     const redis = (client as Cluster).nodes('all').find((n) => `${n.options.host}:${n.options.port}` === node);
     if (redis === undefined || redis.status !== 'ready') {
       return Promise.reject(
-        new ConnectionError(`A write was redirected (ASK or MOVED) to ${node} (${redis === undefined ? 'not a node of' : 'its connection closed, on'} ${this.connector.address}): replication of the write cannot be checked`),
+        new ConnectionError(`No open connection to master ${node} on ${this.connector.address}${redis === undefined ? ' (not a known node)' : ''}: replication of the write cannot be checked`),
       );
     }
-    return send<number>(redis, waitCommand(w.count, w.timeoutMs));
+    return send<number>(redis, this.waitCommand());
   }
 
   /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
