@@ -18,12 +18,16 @@ interface NativeCoreCtor {
 }
 interface Binding {
   Core: NativeCoreCtor;
+  /** Pins the calling thread to these CPUs (Linux); throws with the OS's reason. */
+  setThreadCpus(cpus: number[]): void;
+  /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
+  threadCpus(): number[];
   /** Version of the binding's interface; a binary built from other sources is not used. */
   abi?: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe. */
-const BINDING_ABI = 3;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus. */
+const BINDING_ABI = 4;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "affinity.h"
 #include "core.h"
 
 namespace eventlane {
@@ -342,10 +343,35 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   bool owner_ = false;
 };
 
+// setThreadCpus([cpu, ...]): pins the calling thread; throws with the reason when the OS refuses.
+static Napi::Value SetThreadCpusJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) {
+    Napi::TypeError::New(env, "setThreadCpus expects an array of CPU numbers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Array a = info[0].As<Napi::Array>();
+  std::vector<int> cpus;
+  for (uint32_t i = 0; i < a.Length(); i++) cpus.push_back(a.Get(i).As<Napi::Number>().Int32Value());
+  std::string err = SetThreadCpus(cpus);
+  if (!err.empty()) Napi::Error::New(env, err).ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+// threadCpus(): the CPUs the calling thread may run on.
+static Napi::Value ThreadCpusJs(const Napi::CallbackInfo& info) {
+  std::vector<int> cpus = ThreadCpus();
+  Napi::Array a = Napi::Array::New(info.Env(), cpus.size());
+  for (uint32_t i = 0; i < cpus.size(); i++) a.Set(i, Napi::Number::New(info.Env(), cpus[i]));
+  return a;
+}
+
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = CoreHandle::Define(env);
   DefineAddon(exports, {InstanceValue("Core", ctor, napi_enumerable)});
-  exports.Set("abi", Napi::Number::New(env, 3));  // native/loader.ts BINDING_ABI
+  exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
+  exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
+  exports.Set("abi", Napi::Number::New(env, 4));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

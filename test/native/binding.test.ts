@@ -30,6 +30,41 @@ describe('native addon loading', () => {
   });
 });
 
+describe('thread affinity', () => {
+  const affinity = new URL('../../transports/native/affinity.ts', import.meta.url).href;
+  const run = (code: string, env: Record<string, string> = {}) =>
+    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const m = await import(${JSON.stringify(affinity)});\n${code}`], { env: { ...process.env, ...env }, encoding: 'utf8' });
+
+  it('pins the calling thread, as the kernel reports it, and refuses bad lists with ConfigError', () => {
+    const out = run(`
+      const { readFileSync } = await import('node:fs');
+      const kernel = () => /Cpus_allowed_list:\\s*(\\S+)/.exec(readFileSync('/proc/thread-self/status', 'utf8'))[1];
+      const before = m.currentThreadCpus();
+      const last = before[before.length - 1];
+      const pinned = m.pinCurrentThread([last]);
+      const after = m.currentThreadCpus();
+      const errs = [];
+      for (const bad of [[], [-1], [1.5], [1024], 'x', [1023]]) {
+        try { m.pinCurrentThread(bad); errs.push('none'); } catch (e) { errs.push(e.name + ': ' + e.message); }
+      }
+      console.log(JSON.stringify({ before, last, pinned, after, kernel: kernel(), errs, still: m.currentThreadCpus() }));`);
+    const r = JSON.parse(out.trim().split('\n').pop()!);
+    expect(r.before.length).toBeGreaterThan(0);
+    expect(r.pinned).toBe(true);
+    expect(r.after).toEqual([r.last]);
+    expect(r.kernel).toBe(String(r.last));
+    expect(r.errs.slice(0, 5).every((e: string) => e.startsWith('ConfigError: pinCurrentThread:'))).toBe(true);
+    // 1023 is a valid number but not a CPU of this machine: the OS refuses, the thread stays where it was.
+    expect(r.errs[5]).toMatch(/^ConfigError: Cannot pin this thread to CPUs 1023: pthread_setaffinity_np: Invalid argument/);
+    expect(r.still).toEqual([r.last]);
+  });
+
+  it('without the addon, pinCurrentThread changes nothing and says so (false)', () => {
+    const out = run(`console.log(JSON.stringify({ pinned: m.pinCurrentThread([0]), cpus: m.currentThreadCpus() ?? null }));`, { EVENTLANE_NATIVE: '0' });
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ pinned: false, cpus: null });
+  });
+});
+
 describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
   const core = (capacity = 8, arena = 1024): PartitionCore => createCore(capacity, arena, impl, () => {});
   const info = new Uint32Array(2);

@@ -2,6 +2,7 @@
  * Config of the native transport (`transport: { type: 'native', ... }`) and of its subscriptions.
  */
 import { z } from 'zod';
+import { MAX_CPU } from './affinity.js';
 
 export const nativeConfigSchema = z
   .object({
@@ -50,5 +51,10 @@ export const nativeSubscribeSchema = z
     handler: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
     /** Passed (structured-cloned) to the module's optional `setup(data)` export before consuming. */
     workerData: z.unknown().optional(),
+    /**
+     * Pins worker thread k to CPU `cpus[k % cpus.length]` (Linux, with the addon; without it the threads
+     * run unpinned, with one warning). Keep them off the publishing thread's CPU (`pinCurrentThread`).
+     */
+    cpus: z.array(z.number().int().min(0).max(MAX_CPU)).min(1).max(MAX_CPU + 1).optional(),
   })
   .strict();

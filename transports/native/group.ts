@@ -81,7 +81,14 @@ class WorkerMember {
     readonly threads: ConsumerThread[],
     readonly handlerModule: string,
     readonly userData: unknown,
+    /** Subscribe option `cpus`: thread k runs on `cpus[k % cpus.length]`. */
+    readonly cpus: readonly number[] | undefined,
   ) {}
+}
+
+/** The CPU of a member's k-th thread, if it pins its threads. */
+function cpuOf(cpus: readonly number[] | undefined, k: number): number | undefined {
+  return cpus === undefined ? undefined : cpus[k % cpus.length];
 }
 
 /** A thread that dies is replaced, at most this many times per minute per member. */
@@ -171,8 +178,8 @@ export class NativeGroup {
   }
 
   /** Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load. */
-  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown): Promise<TransportSubscription> {
-    const started = Array.from({ length: workers }, () => this.startThread(spec, handlerModule, userData));
+  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus?: readonly number[]): Promise<TransportSubscription> {
+    const started = Array.from({ length: workers }, (_, k) => this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
     const threads = started.map((s) => s.thread);
     try {
       await Promise.all(started.map((s) => s.ready));
@@ -180,7 +187,7 @@ export class NativeGroup {
       await Promise.all(threads.map((t) => t.worker.terminate()));
       throw err;
     }
-    const member = new WorkerMember(spec, threads, handlerModule, userData);
+    const member = new WorkerMember(spec, threads, handlerModule, userData, cpus);
     for (const t of threads) t.member = member;
     this.members.push(member);
     this.rebalance();
@@ -188,7 +195,7 @@ export class NativeGroup {
     return { close: () => (closing ??= this.leaveWorkers(member)) };
   }
 
-  private startThread(spec: SubscriptionSpec, handlerModule: string, userData: unknown): { thread: ConsumerThread; ready: Promise<void> } {
+  private startThread(spec: SubscriptionSpec, handlerModule: string, userData: unknown, cpu: number | undefined): { thread: ConsumerThread; ready: Promise<void> } {
     const stop = new SharedArrayBuffer(4);
     const held = new SharedArrayBuffer(4);
     const last = new SharedArrayBuffer(4 * (1 + MAX_ID_UNITS));
@@ -207,6 +214,7 @@ export class NativeGroup {
       waitUs: WORKER_WAIT_US,
       spinUs: this.o.spinUs,
       drainMs: spec.drainTimeoutMs,
+      cpu,
     };
     const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine));
     return { thread, ready: this.watch(thread, handlerModule) };
@@ -235,9 +243,10 @@ export class NativeGroup {
         ? `native consumer thread died; up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them); starting a new thread`
         : `native consumer thread died; the ${recovered} event(s) it held go to the group's other threads; starting a new thread`,
     );
-    const { thread, ready } = this.startThread(member.spec, member.handlerModule, member.userData);
+    const k = member.threads.indexOf(dead);
+    const { thread, ready } = this.startThread(member.spec, member.handlerModule, member.userData, cpuOf(member.cpus, k));
     thread.member = member;
-    member.threads[member.threads.indexOf(dead)] = thread;
+    member.threads[k] = thread;
     ready.then(
       () => this.rebalance(),
       (err: unknown) => {
@@ -303,6 +312,15 @@ export class NativeGroup {
     return { recovered: back.length, lost };
   }
 
+  private warnedUnpinned = false;
+
+  /** `cpus` without the addon: the threads run unpinned (said once per group). */
+  private warnUnpinned(): void {
+    if (this.warnedUnpinned) return;
+    this.warnedUnpinned = true;
+    this.o.logger.warn({ group: this.name }, 'subscribe option cpus ignored: the native addon is not loaded, and the JS fallback cannot pin threads');
+  }
+
   /** How many threads died on each event (the newest MAX_TRACKED_DEATHS events). */
   private readonly deaths = new Map<string, number>();
 
@@ -312,10 +330,12 @@ export class NativeGroup {
       thread.worker.on('message', (m: WorkerMessage) => {
         if (m.t === 'ready') {
           started = true;
+          if (m.pinned === false) this.warnUnpinned();
           resolve();
         } else if (m.t === 'load-error') {
           thread.finish([]);
-          reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
+          if (m.field === 'cpus') reject(new ConfigError(`subscribe options: cpus: ${m.message}`, [{ path: ['cpus'], message: m.message }]));
+          else reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
         } else if (m.t === 'park') {
           thread.parked.set(m.item.env.id, m.item);
         } else if (m.t === 'unpark') {

@@ -1,2 +1,3 @@
 export { createNativeTransport, NativeTransport } from './native-transport.js';
 export { nativeConfigSchema, type NativeTransportConfig } from './config.js';
+export { currentThreadCpus, pinCurrentThread } from './affinity.js';

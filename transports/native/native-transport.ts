@@ -247,6 +247,7 @@ export class NativeTransport implements Transport {
     const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
     const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
     if (useWorkers && opts.handler === undefined) throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
+    if (!useWorkers && opts.cpus !== undefined) throw new ConfigError('subscribe options: `cpus` pins worker threads: it needs `workers` and `handler`.', [{ path: ['cpus'], message: 'only with workers' }]);
     if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
@@ -267,7 +268,7 @@ export class NativeTransport implements Transport {
     }
     if (!useWorkers) return group.joinMain(spec, handler);
     const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
-    return group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData);
+    return group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus);
   }
 
   /** Copies the retained history into a new group's rings (what does not fit waits, as under `block`). */

@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DeliveryHandler } from '../../src/transport.js';
 import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
+import { pinCurrentThread } from './affinity.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { toPlainEnvelope } from './record.js';
 
@@ -28,11 +29,14 @@ export interface WorkerInit {
   waitUs: number;
   spinUs: number;
   drainMs: number;
+  /** The CPU to pin this thread to (subscribe option `cpus`). */
+  cpu: number | undefined;
 }
 
 export type WorkerMessage =
-  | { t: 'ready' }
-  | { t: 'load-error'; message: string }
+  /** `pinned: false`: a CPU was asked for and the addon is not loaded here. */
+  | { t: 'ready'; pinned?: boolean }
+  | { t: 'load-error'; message: string; field?: 'cpus' }
   | { t: 'dead'; dl: unknown }
   | { t: 'park'; item: Pending }
   | { t: 'unpark'; id: string }
@@ -45,6 +49,15 @@ const importModule = new Function('specifier', 'return import(specifier)') as (s
 async function main(): Promise<void> {
   const init = workerData as WorkerInit;
   const port = parentPort!;
+  let pinned: boolean | undefined;
+  if (init.cpu !== undefined) {
+    try {
+      pinned = pinCurrentThread([init.cpu]);
+    } catch (err) {
+      port.postMessage({ t: 'load-error', message: (err as Error).message, field: 'cpus' } satisfies WorkerMessage);
+      return;
+    }
+  }
   let handler: DeliveryHandler;
   try {
     const mod = (await importModule(init.handler)) as { default?: unknown; handler?: unknown; setup?: (data: unknown) => unknown };
@@ -73,7 +86,7 @@ async function main(): Promise<void> {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
     else if (m.t === 'give') consumer.give(m.items!);
   });
-  port.postMessage({ t: 'ready' } satisfies WorkerMessage);
+  port.postMessage({ t: 'ready', pinned } satisfies WorkerMessage);
   await consumer.run(() => Atomics.load(stopFlag, 0) === 1 || core.closed, init.waitUs, init.spinUs);
   const left = (await consumer.stop(init.drainMs)).map((p) => ({ ...p, env: toPlainEnvelope(p.env) }));
   core.release();
