@@ -9,6 +9,7 @@ import { benchBus } from './bus.js';
 import { LatencyRecorder, paced } from './latency.js';
 import { DeliveryTracker, sizedPayloads, tickPayloads, tradePayloads, waitForCounter, type TickPayload } from './payload.js';
 import { IdProbe, OrderProbe, type StartProbe } from './start-probes.js';
+import { currentThreadCpus, pinCurrentThread } from '../../transports/native/affinity.js';
 import type { Measured, RunContext } from './types.js';
 
 export interface LatencyOptions {
@@ -17,6 +18,11 @@ export interface LatencyOptions {
   open: boolean;
   batching?: BatchingConfig;
   transport?: Record<string, unknown>;
+  /**
+   * Native: pin the publishing (main) thread to the first CPU this process may use and the consumer
+   * threads to the others (`pinCurrentThread`, subscribe option `cpus`), restored afterwards.
+   */
+  pin?: boolean;
 }
 
 /**
@@ -28,18 +34,38 @@ export interface LatencyOptions {
 const WARM_EVENTS = 10_000;
 
 /**
- * Bursts are warmed with this many bursts of WARM_EVENTS: one left the measured burst the second a
- * process ever sent, still compiling and growing its heap (native 1P/1C, standalone sequence of bursts:
- * p99 15-30 ms for the second burst, 1-7 ms from the fourth on; CLI, 1 / 3 / 6 warm-up bursts, 2 runs:
- * p99 18.5 / 6.6 / 6.0 ms and 12.8 / 8.4 / 5.9 ms). A service that bursts has sent bursts before.
+ * Bursts are warmed with this many bursts: one left the measured burst the second a process ever sent,
+ * still compiling and growing its heap (native 1P/1C, standalone sequence of bursts: p99 15-30 ms for the
+ * second burst, 1-7 ms from the fourth on; CLI, 1 / 3 / 6 warm-up bursts, 2 runs: p99 18.5 / 6.6 / 6.0 ms
+ * and 12.8 / 8.4 / 5.9 ms). A service that bursts has sent bursts before.
  */
 const WARM_BURSTS = 5;
+
+/**
+ * Warm-up events: at a rate, WARM_EVENTS; a warm-up burst is as large as the measured one. Smaller warm-up
+ * bursts (10,000 before a 15,000-event one, until 2026-11-24) left code the measured burst runs when its
+ * queue grows deeper unoptimized: V8 compiled it on its helper threads during the measured burst, taking a
+ * CPU from the publisher or the consumer for ~2.5 ms (perf samples of the helper threads in the measured
+ * window: TurboFan phases). Standalone, native 1P/1C pinned, 8 runs after the first: p99 0.4-0.9 ms with
+ * warm-up bursts of 15,000 against 1.1-7.6 ms with bursts of 10,000.
+ */
+function warmCount(n: number, openLoop: boolean): number {
+  return openLoop ? Math.min(n, WARM_EVENTS) : n;
+}
+
+/**
+ * Before each burst the publisher is idle this long, as before a real burst: consumer threads are asleep
+ * when it starts, and are woken by it (back to back, the burst after a warm-up one found them awake).
+ */
+const QUIET_BEFORE_BURST_MS = 50;
+const quiet = () => new Promise((r) => setTimeout(r, QUIET_BEFORE_BURST_MS));
 
 export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
   if (c.transport === 'native' && o.payload === 'trade') return latencyRunInWorkers(ctx, o);
   const n = c.messageCount;
-  const warm = Math.min(n, WARM_EVENTS);
+  const openLoopMode = o.open && c.rate > 0;
+  const warm = warmCount(n, openLoopMode);
   const type = o.payload === 'trade' ? 'bench.trade' : 'bench.sized';
   // Ids [0, n) are measured; [n, n + warm) are the warm-up events.
   const payloads: { id: number }[] = o.payload === 'trade' ? tradePayloads(n + warm) : sizedPayloads(n + warm, c.messageSize);
@@ -52,7 +78,6 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
   const fail = () => {
     failed++;
   };
-  const openLoopMode = o.open && c.rate > 0;
   const send = (from: number, count: number) =>
     paced(count, openLoopMode ? c.rate : 0, (i, at) => {
       sendAt[from + i] = at;
@@ -72,10 +97,12 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
     }
     if (c.transport === 'redis') await new Promise((r) => setTimeout(r, 200)); // let the first XREADGROUP block
     for (let round = 0; round < (openLoopMode ? 1 : WARM_BURSTS); round++) {
+      if (!openLoopMode) await quiet();
       warmed = new DeliveryTracker(warm);
       await send(n, warm);
       await warmed.waitAll(10_000);
     }
+    if (!openLoopMode) await quiet();
     await ctx.timed(async () => {
       await send(0, n);
       await tracker.waitAll(10_000);
@@ -103,11 +130,11 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const workers = c.consumers;
   const payloads = tickPayloads(n);
   // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured: as
-  // on the main thread (WARM_EVENTS, sent the same way), and at least enough to start every worker. At
+  // on the main thread (warmCount, sent the same way), and at least enough to start every worker. At
   // least one round per worker, so each of N workers sees about as many as the one worker of a 1-consumer
   // run and its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms); bursts WARM_BURSTS.
-  const warm = tickPayloads(Math.max(64, workers * 16, Math.min(n, WARM_EVENTS)), n);
   const openLoopMode = o.open && c.rate > 0;
+  const warm = tickPayloads(Math.max(64, workers * 16, warmCount(n, openLoopMode)), n);
   const rounds = openLoopMode ? workers : Math.max(workers, WARM_BURSTS);
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
@@ -128,14 +155,20 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
     }, 'spin');
   };
   const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
+  const cpus = o.pin ? currentThreadCpus() : undefined;
+  if (o.pin && (cpus === undefined || cpus.length < 2)) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
   try {
-    await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData }, undefined as never);
+    if (cpus !== undefined) pinCurrentThread([cpus[0]!]);
+    const pinned = cpus === undefined ? {} : { cpus: cpus.slice(1) };
+    await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData, ...pinned }, undefined as never);
     for (let round = 0; round < rounds; round++) {
+      if (!openLoopMode) await quiet();
       probe.phase(round * warm.length);
       await send(warm);
       await wait(warm.length, 30_000);
     }
     probe.phase(rounds * warm.length);
+    if (!openLoopMode) await quiet();
     await ctx.timed(async () => {
       await send(payloads);
       await wait(n, 10_000);
@@ -149,11 +182,12 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       received: got.received,
       unique: got.unique,
       latency: got.rec.summary(openLoopMode ? 'open' : 'closed'),
-      extra: { workers, payloadBytes: bytes, warmupEvents: warm.length },
+      extra: { workers, payloadBytes: bytes, warmupEvents: warm.length, ...(cpus === undefined ? {} : { publisherCpu: cpus[0]!, consumerCpus: cpus.length - 1 }) },
       notes: got.notes.length > 0 ? got.notes : undefined,
       verifiedBy: got.verifiedBy,
     };
   } finally {
     await bus.close();
+    if (cpus !== undefined) pinCurrentThread(cpus);
   }
 }

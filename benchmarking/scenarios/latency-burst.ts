@@ -3,6 +3,7 @@
  * capacity, consumers already running, no-op handler; 1 partition / 1 consumer and 4 / 4. Latency from
  * each publish() call to handler start (closed loop).
  */
+import { availableParallelism } from 'node:os';
 import { latencyRun } from '../lib/latency-run.js';
 import type { Scenario, SeedFigure } from '../lib/types.js';
 import { variant } from './helpers.js';
@@ -35,6 +36,11 @@ export const latencyBurst: Scenario = {
         }),
       );
     }
+    // native, 1P/1C: the same with the publishing thread on one CPU and the consumer thread on another.
+    // (4P/4C puts four consumer threads on two cores: pinned, they queue behind each other instead.)
+    if (c.transport === 'native' && !explicit.has('batchSize') && availableParallelism() >= 2 && pc.some(([p, k]) => p === 1 && k === 1)) {
+      rows.push(variant(c, '1p1c-pinned', '1 partition / 1 consumer, threads pinned (publisher and consumer on different CPUs)', 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C }));
+    }
     return rows;
   },
   runners: {
@@ -44,6 +50,7 @@ export const latencyBurst: Scenario = {
         open: false,
         // The bus buffers at most 16K events, like the seed's 16K ring (native: pass --transport-option for its own ring size).
         batching: { maxPendingEvents: 16_384 },
+        pin: ctx.variant.params['pin'] === true,
       }),
   },
 };

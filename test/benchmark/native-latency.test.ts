@@ -21,8 +21,9 @@ describe('native benchmark paths (worker threads)', () => {
       const r = await runCli(args);
       expect(r.code, r.stderr).toBe(0);
       const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
-      // plus the native-only 1P/1C tuning row: a spinning consumer (sustained) or batches of 256 (burst)
-      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', scenario === 'latency-sustained' ? '1p1c-spin' : '1p1c-batch256']);
+      // plus the native-only 1P/1C tuning rows: a spinning consumer (sustained), or batches of 256 and
+      // pinned threads (burst; this machine has 2+ CPUs)
+      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', ...(scenario === 'latency-sustained' ? ['1p1c-spin'] : ['1p1c-batch256', '1p1c-pinned'])]);
       for (const v of run.variants) {
         expect(v.error).toBeUndefined();
         const it0 = v.iterations[0];
@@ -34,6 +35,11 @@ describe('native benchmark paths (worker threads)', () => {
         // one partition per worker: the no-op handler, matched by delivery order
         expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
         expect(v.delivery).toMatchObject({ sent: 400, received: 400, lost: 0, duplicated: 0, ok: true });
+        // The pinned row ran the publisher on the first CPU and its consumer on the others.
+        if (v.id.endsWith('-pinned')) {
+          expect(it0.extra.publisherCpu).toBeGreaterThanOrEqual(0);
+          expect(it0.extra.consumerCpus).toBeGreaterThanOrEqual(1);
+        } else expect(it0.extra.publisherCpu).toBeUndefined();
       }
     }, 120_000);
   }
