@@ -10,8 +10,8 @@ import { loadBinding } from '../../native/loader.js';
 /** Highest CPU number accepted (Linux's CPU_SETSIZE is 1024). */
 export const MAX_CPU = 1023;
 
-/** The problem with a CPU list, or undefined when it is a non-empty list of distinct CPU numbers. */
-export function cpuListProblem(cpus: unknown): string | undefined {
+/** The problem with a CPU list, or undefined when it is a non-empty list of CPU numbers. */
+function cpuListProblem(cpus: unknown): string | undefined {
   if (!Array.isArray(cpus) || cpus.length === 0) return 'expected a non-empty array of CPU numbers';
   for (const c of cpus) if (!Number.isInteger(c) || c < 0 || c > MAX_CPU) return `CPU numbers are integers in [0, ${MAX_CPU}], got ${String(c)}`;
   return undefined;
