@@ -338,6 +338,19 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(masks).toEqual([cpus[0]!, cpus[1]!, cpus[0]!].map((c) => 1 << c).sort());
   });
 
+  it('worker consumers: a replacement thread runs on the CPU of the thread it replaces', async () => {
+    const allowed = currentThreadCpus()!.filter((c) => c < 31);
+    const cpu = allowed[allowed.length - 1]!;
+    const b = await bus({ partitions: 1 }, { logger: errorLog().logger });
+    const counters = new Int32Array(new SharedArrayBuffer(4 * 4));
+    const flags = new Int32Array(new SharedArrayBuffer(4));
+    await b.subscribe('tick', { group: 'pinned-crash', workers: 1, cpus: [cpu], handler: fixture('affinity-handler.mjs'), workerData: { counters: counters.buffer, flags: flags.buffer, crashAt: 10 } });
+    await b.publishMany('tick', ticks(50));
+    await waitFor(() => Atomics.load(counters, 0) === 2 && Atomics.load(counters, 1) >= 50, 10_000, 'a replacement thread delivering the rest');
+    expect(Atomics.load(flags, 0)).toBeGreaterThanOrEqual(1);
+    expect([counters[2], counters[3]]).toEqual([1 << cpu, 1 << cpu]);
+  });
+
   it('cpus: only with workers, and a CPU the OS refuses rejects subscribe with ConfigError, losing nothing', async () => {
     const b = await bus({ partitions: 2 });
     await expect(b.subscribe('tick', { group: 'x', cpus: [0] }, () => {})).rejects.toThrow(/cpus.*workers/);
