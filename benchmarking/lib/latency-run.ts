@@ -139,6 +139,8 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
   const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, rounds * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
+  const cpus = o.pin ? currentThreadCpus() : undefined;
+  if (o.pin && (cpus === undefined || cpus.length < 2)) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {
@@ -155,8 +157,6 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
     }, 'spin');
   };
   const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
-  const cpus = o.pin ? currentThreadCpus() : undefined;
-  if (o.pin && (cpus === undefined || cpus.length < 2)) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
   try {
     if (cpus !== undefined) pinCurrentThread([cpus[0]!]);
     const pinned = cpus === undefined ? {} : { cpus: cpus.slice(1) };
