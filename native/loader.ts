@@ -18,8 +18,8 @@ interface NativeCoreCtor {
 }
 interface Binding {
   Core: NativeCoreCtor;
-  /** Pins the calling thread to these CPUs (Linux); throws with the OS's reason. */
-  setThreadCpus(cpus: number[]): void;
+  /** Pins the calling thread to these CPUs: true; false where the platform cannot (not Linux); throws with the OS's reason. */
+  setThreadCpus(cpus: number[]): boolean;
   /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
   threadCpus(): number[];
   /** Version of the binding's interface; a binary built from other sources is not used. */

@@ -343,19 +343,24 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   bool owner_ = false;
 };
 
-// setThreadCpus([cpu, ...]): pins the calling thread; throws with the reason when the OS refuses.
+// setThreadCpus([cpu, ...]): pins the calling thread (true); false where the platform cannot pin threads;
+// throws with the reason when the OS refuses.
 static Napi::Value SetThreadCpusJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArray()) {
     Napi::TypeError::New(env, "setThreadCpus expects an array of CPU numbers").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  if (!kCanPinThreads) return Napi::Boolean::New(env, false);
   Napi::Array a = info[0].As<Napi::Array>();
   std::vector<int> cpus;
   for (uint32_t i = 0; i < a.Length(); i++) cpus.push_back(a.Get(i).As<Napi::Number>().Int32Value());
   std::string err = SetThreadCpus(cpus);
-  if (!err.empty()) Napi::Error::New(env, err).ThrowAsJavaScriptException();
-  return env.Undefined();
+  if (!err.empty()) {
+    Napi::Error::New(env, err).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return Napi::Boolean::New(env, true);
 }
 
 // threadCpus(): the CPUs the calling thread may run on.

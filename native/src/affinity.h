@@ -15,6 +15,13 @@
 
 namespace eventlane {
 
+// Whether this platform can pin threads (Linux).
+#if defined(__linux__)
+constexpr bool kCanPinThreads = true;
+#else
+constexpr bool kCanPinThreads = false;
+#endif
+
 // Pins the calling thread to `cpus`. Returns "" on success, else why it failed.
 inline std::string SetThreadCpus(const std::vector<int>& cpus) {
 #if defined(__linux__)

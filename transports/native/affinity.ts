@@ -19,8 +19,9 @@ function cpuListProblem(cpus: unknown): string | undefined {
 
 /**
  * Pins the calling thread (the main thread, or a worker) to `cpus`. Returns false, changing nothing, when
- * the native addon is not loaded (the JS fallback cannot pin threads); throws `ConfigError` for a bad list
- * or one the OS refuses (a CPU outside the process's allowed set, or a platform without affinity).
+ * the native addon is not loaded (the JS fallback cannot pin threads) or the platform cannot pin threads
+ * (not Linux); throws `ConfigError` for a bad list or one the OS refuses (a CPU outside the process's
+ * allowed set).
  * @example pinCurrentThread([0]); // publish from CPU 0; subscribe(..., { workers: 1, cpus: [1] })
  */
 export function pinCurrentThread(cpus: readonly number[]): boolean {
@@ -29,12 +30,11 @@ export function pinCurrentThread(cpus: readonly number[]): boolean {
   const b = loadBinding();
   if (!b) return false;
   try {
-    b.setThreadCpus([...cpus]);
+    return b.setThreadCpus([...cpus]);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new ConfigError(`Cannot pin this thread to CPUs ${cpus.join(',')}: ${why}`, [{ path: ['cpus'], message: why }]);
   }
-  return true;
 }
 
 /** The CPUs the calling thread may run on, or undefined when the addon is not loaded or cannot tell. */

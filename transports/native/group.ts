@@ -314,11 +314,11 @@ export class NativeGroup {
 
   private warnedUnpinned = false;
 
-  /** `cpus` without the addon: the threads run unpinned (said once per group). */
+  /** `cpus` without the addon, or on a platform that cannot pin threads: they run unpinned (said once per group). */
   private warnUnpinned(): void {
     if (this.warnedUnpinned) return;
     this.warnedUnpinned = true;
-    this.o.logger.warn({ group: this.name }, 'subscribe option cpus ignored: the native addon is not loaded, and the JS fallback cannot pin threads');
+    this.o.logger.warn({ group: this.name }, 'subscribe option cpus ignored: threads cannot be pinned here (the native addon is not loaded, or this platform has no thread affinity)');
   }
 
   /** How many threads died on each event (the newest MAX_TRACKED_DEATHS events). */

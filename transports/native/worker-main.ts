@@ -34,7 +34,7 @@ export interface WorkerInit {
 }
 
 export type WorkerMessage =
-  /** `pinned: false`: a CPU was asked for and the addon is not loaded here. */
+  /** `pinned: false`: a CPU was asked for and the thread could not be pinned (no addon here, or not Linux). */
   | { t: 'ready'; pinned?: boolean }
   | { t: 'load-error'; message: string; field?: 'cpus' }
   | { t: 'dead'; dl: unknown }
