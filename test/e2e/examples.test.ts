@@ -1,4 +1,4 @@
-/** The README's quickstart runs as written. */
+/** The README's examples run as written. */
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,5 +11,16 @@ describe('examples', () => {
     const out = execFileSync(tsx, ['examples/quickstart.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000 });
     expect(out).toContain('rejected before sending');
     expect(out).toContain('billing handled 1000 events; bus closed cleanly');
+  });
+
+  it.each([
+    ['the addon', {}, /^native core: native\npublisher on CPU \d+, \d worker\(s\) on CPU\(s\) [\d,]+$/m],
+    ['the JS fallback', { EVENTLANE_NATIVE: '0' }, /^native core: js\n1 worker\(s\), threads not pinned/m],
+  ])('native workers (%s): every trade handled in worker threads, a broken handler module rejected, closes', (_, env, start) => {
+    const out = execFileSync(tsx, ['examples/native-workers.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+    expect(out).toMatch(start);
+    expect(out).toContain('workers handled 100001 trades, 10000005 shares');
+    expect(out).toContain('a handler module that cannot load: ConfigError naming handler');
+    expect(out).toContain('bus closed cleanly');
   });
 });

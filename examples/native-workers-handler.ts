@@ -1,0 +1,15 @@
+/**
+ * Handler module of examples/native-workers.ts, run in each worker thread. `setup` gets the subscription's
+ * `workerData` (structured-cloned: a SharedArrayBuffer stays shared); the default export handles one event.
+ */
+let totals: Int32Array;
+
+export function setup(data: { totals: SharedArrayBuffer }): void {
+  totals = new Int32Array(data.totals);
+}
+
+export default function handler(event: { data: { sym: string; qty: number } }): void {
+  // [0] = trades handled, [1] = shares traded
+  Atomics.add(totals, 0, 1);
+  Atomics.add(totals, 1, event.data.qty);
+}
