@@ -46,8 +46,8 @@ const WARM_BURSTS = 5;
  * bursts (10,000 before a 15,000-event one, until 2026-11-24) left code the measured burst runs when its
  * queue grows deeper unoptimized: V8 compiled it on its helper threads during the measured burst, taking a
  * CPU from the publisher or the consumer for ~2.5 ms (perf samples of the helper threads in the measured
- * window: TurboFan phases). Standalone, native 1P/1C pinned, 8 runs after the first: p99 0.4-0.9 ms with
- * warm-up bursts of 15,000 against 1.1-7.6 ms with bursts of 10,000.
+ * window: TurboFan phases). This runner called in one process, native 1P/1C pinned, runs 2-4 of 4 in 2
+ * processes: p99 0.54-0.90 ms with warm-up bursts of 15,000 against 1.07-3.45 ms with bursts of 10,000.
  */
 function warmCount(n: number, openLoop: boolean): number {
   return openLoop ? Math.min(n, WARM_EVENTS) : n;

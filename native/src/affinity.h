@@ -3,7 +3,6 @@
 // woke it, where it waits for the publisher's timeslice; pinning them to different CPUs avoids that.
 #pragma once
 
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
