@@ -14,16 +14,12 @@
 
 namespace eventlane {
 
-// Whether this platform can pin threads (Linux).
 #if defined(__linux__)
+// Whether this platform can pin threads.
 constexpr bool kCanPinThreads = true;
-#else
-constexpr bool kCanPinThreads = false;
-#endif
 
 // Pins the calling thread to `cpus`. Returns "" on success, else why it failed.
 inline std::string SetThreadCpus(const std::vector<int>& cpus) {
-#if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : cpus) {
@@ -33,24 +29,24 @@ inline std::string SetThreadCpus(const std::vector<int>& cpus) {
   int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   if (rc != 0) return std::string("pthread_setaffinity_np: ") + std::strerror(rc);
   return "";
-#else
-  (void)cpus;
-  return "thread affinity is not supported on this platform";
-#endif
 }
 
-// The CPUs the calling thread may run on (empty when the platform cannot tell).
+// The CPUs the calling thread may run on.
 inline std::vector<int> ThreadCpus() {
   std::vector<int> out;
-#if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
   if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
     for (int c = 0; c < CPU_SETSIZE; c++)
       if (CPU_ISSET(c, &set)) out.push_back(c);
   }
-#endif
   return out;
 }
+#else
+// No thread affinity here: callers check kCanPinThreads, and ThreadCpus cannot tell.
+constexpr bool kCanPinThreads = false;
+inline std::string SetThreadCpus(const std::vector<int>&) { return ""; }
+inline std::vector<int> ThreadCpus() { return {}; }
+#endif
 
 }  // namespace eventlane

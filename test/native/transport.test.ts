@@ -19,6 +19,8 @@ const events = defineEvents({
 type Bus = EventBus<typeof events>;
 const ticks = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i }));
 const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
+/** The CPUs this thread may run on that fit a 31-bit mask (the affinity fixture's). */
+const maskableCpus = () => currentThreadCpus()!.filter((c) => c < 31);
 const fast = { retry: { backoff: { initialMs: 10, maxMs: 20, multiplier: 1, jitter: 0 } } };
 
 describe.each(['native', 'js'] as const)('native transport (%s)', (implementation) => {
@@ -326,7 +328,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('worker consumers: cpus pins thread k to cpus[k % cpus.length]', async () => {
-    const allowed = currentThreadCpus()!.filter((c) => c < 31);
+    const allowed = maskableCpus();
     const cpus = [allowed[allowed.length - 1]!, allowed[0]!];
     const b = await bus({ partitions: 3 });
     const counters = new Int32Array(new SharedArrayBuffer(4 * 5));
@@ -339,7 +341,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('worker consumers: a replacement thread runs on the CPU of the thread it replaces', async () => {
-    const allowed = currentThreadCpus()!.filter((c) => c < 31);
+    const allowed = maskableCpus();
     const cpu = allowed[allowed.length - 1]!;
     const b = await bus({ partitions: 1 }, { logger: errorLog().logger });
     const counters = new Int32Array(new SharedArrayBuffer(4 * 4));
@@ -384,7 +386,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
       await waitFor(() => Atomics.load(counters, 1) === 100, 5000, 'all 100 events in the unpinned workers');
       expect(warnings.filter((w) => w.includes('cpus ignored'))).toHaveLength(1);
       // Both run where this thread may run (the process's CPUs), not on CPU 0 alone.
-      const mask = currentThreadCpus()!.filter((c) => c < 31).reduce((m, c) => m | (1 << c), 0);
+      const mask = maskableCpus().reduce((m, c) => m | (1 << c), 0);
       expect([counters[2], counters[3]]).toEqual([mask, mask]);
     });
 

@@ -4,18 +4,18 @@
  * publisher's timeslice ends: bursts then queue behind the publisher for milliseconds. Pinning the
  * publishing thread and the consumer threads to different CPUs keeps them apart (docs/benchmarks.md, Burst).
  */
+import { z } from 'zod';
 import { ConfigError } from '../../src/errors.js';
 import { loadBinding } from '../../native/loader.js';
 
 /** Highest CPU number accepted (Linux's CPU_SETSIZE is 1024). */
-export const MAX_CPU = 1023;
+const MAX_CPU = 1023;
 
-/** The problem with a CPU list, or undefined when it is a non-empty list of CPU numbers. */
-function cpuListProblem(cpus: unknown): string | undefined {
-  if (!Array.isArray(cpus) || cpus.length === 0) return 'expected a non-empty array of CPU numbers';
-  for (const c of cpus) if (!Number.isInteger(c) || c < 0 || c > MAX_CPU) return `CPU numbers are integers in [0, ${MAX_CPU}], got ${String(c)}`;
-  return undefined;
-}
+/** A non-empty list of CPU numbers: `pinCurrentThread`'s argument and the subscribe option `cpus`. */
+export const cpuListSchema = z
+  .array(z.number().int().min(0).max(MAX_CPU, `CPU numbers are integers in [0, ${MAX_CPU}]`), { error: 'expected an array of CPU numbers' })
+  .min(1, 'expected a non-empty array of CPU numbers')
+  .max(MAX_CPU + 1);
 
 /**
  * Pins the calling thread (the main thread, or a worker) to `cpus`. Returns false, changing nothing, when
@@ -25,8 +25,11 @@ function cpuListProblem(cpus: unknown): string | undefined {
  * @example pinCurrentThread([0]); // publish from CPU 0; subscribe(..., { workers: 1, cpus: [1] })
  */
 export function pinCurrentThread(cpus: readonly number[]): boolean {
-  const problem = cpuListProblem(cpus);
-  if (problem !== undefined) throw new ConfigError(`pinCurrentThread: ${problem}.`, [{ path: ['cpus'], message: problem }]);
+  const parsed = cpuListSchema.safeParse(cpus);
+  if (!parsed.success) {
+    const problem = parsed.error.issues[0]!.message;
+    throw new ConfigError(`pinCurrentThread: ${problem}.`, [{ path: ['cpus'], message: problem }]);
+  }
   const b = loadBinding();
   if (!b) return false;
   try {
