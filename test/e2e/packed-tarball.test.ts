@@ -67,6 +67,11 @@ describe('packed tarball', () => {
     expect(esm.trim()).toBe('function');
   });
 
+  it('installs the eventlane-redis operations CLI as an executable', () => {
+    const help = execFileSync(join(dir, 'node_modules/.bin/eventlane-redis'), ['--help'], { cwd: dir, encoding: 'utf8' });
+    expect(help).toContain('Usage: eventlane-redis <command>');
+  });
+
   it('ships type declarations for both entry points', () => {
     const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
     expect(pkg.exports['.'].import.types).toMatch(/\.d\.ts$/);

@@ -1,0 +1,130 @@
+/**
+ * The `eventlane-redis` operations CLI, run as a real process (ops-bin.ts through tsx) against a real
+ * redis-server that a bus and a consumer group have filled: streams, groups, pending, dead letters
+ * listed, replayed and purged; bad usage and an unreachable Redis fail with clear messages.
+ */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventBus } from '../../src/index.js';
+import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+import { events, fastRead, fastRetry, makeBus, orders } from './redis-common.js';
+
+const root = resolve(__dirname, '../..');
+const bin = resolve(root, 'transports/redis-streams/ops-bin.ts');
+
+function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((done) => {
+    execFile(process.execPath, ['--import', 'tsx', bin, ...args], { cwd: root, env: { ...process.env, REDIS_URL: '' } }, (error, out, err) => {
+      done({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err });
+    });
+  });
+}
+
+let server: { url: string; stop(): Promise<void> };
+let bus: EventBus<typeof events>;
+const prefix = uniquePrefix('opscli');
+const deliveries = new Map<number, number>();
+let conn: string[];
+
+beforeAll(async () => {
+  server = await RedisServer.startOrExternal();
+  conn = ['--url', server.url, '--prefix', prefix];
+  bus = await makeBus(server.url, { partitions: 3 }, prefix);
+  // Events 5 and 7 always fail: after 2 attempts each is dead-lettered; the rest are handled once.
+  await bus.subscribe('order.created', { group: 'billing', maxDeliveries: 2, ...fastRetry, ...fastRead }, (e) => {
+    deliveries.set(e.data.seq, (deliveries.get(e.data.seq) ?? 0) + 1);
+    if (e.data.seq === 5 || e.data.seq === 7) throw new Error(`poison ${e.data.seq}`);
+  });
+  await bus.publishMany('order.created', orders(30), { key: (o) => o.orderId });
+  await waitFor(async () => (await bus.deadLetters('order.created', { group: 'billing' })).length === 2, 15_000, 'two dead letters');
+}, 60_000);
+
+afterAll(async () => {
+  await bus?.close();
+  await server?.stop();
+});
+
+describe('eventlane-redis (operations CLI)', () => {
+  it('lists the partition streams and the groups, finding the partition count by itself', async () => {
+    const streams = await cli('streams', ...conn, '--json');
+    expect(streams.code, streams.err).toBe(0);
+    const list = JSON.parse(streams.out) as { type: string; partition: number; length: number }[];
+    expect(list.map((s) => [s.type, s.partition])).toEqual([['order.created', 0], ['order.created', 1], ['order.created', 2]]);
+    expect(list.reduce((n, s) => n + s.length, 0)).toBeGreaterThan(0);
+
+    await waitFor(async () => (await cli('groups', 'order.created', ...conn, '--json')).out.includes('"pending": 0'), 10_000, 'nothing pending');
+    const groups = JSON.parse((await cli('groups', 'order.created', ...conn, '--json')).out);
+    expect(groups).toEqual([{ group: 'billing', consumers: 1, pending: 0, lag: 0, retrying: 0 }]);
+
+    const text = await cli('groups', 'order.created', ...conn);
+    expect(text.out).toMatch(/^group\s+consumers\s+pending\s+lag\s+retrying\nbilling\s+1\s+0\s+0\s+0\n$/);
+    const pending = await cli('pending', 'order.created', 'billing', ...conn);
+    expect(pending.code, pending.err).toBe(0);
+    expect(pending.out).toBe('0 pending\n(none)\n');
+  });
+
+  it('shows dead letters, replays one to its group and purges the rest', async () => {
+    const listed = await cli('dlq', 'order.created', ...conn, '--json');
+    expect(listed.code, listed.err).toBe(0);
+    const letters = JSON.parse(listed.out) as { id: string; dlqId: string; group: string; attempts: number; error: string; event: { data: { seq: number } } }[];
+    expect(letters.map((d) => d.event.data.seq).sort()).toEqual([5, 7]);
+    for (const d of letters) expect(d).toMatchObject({ group: 'billing', attempts: 2, error: expect.stringContaining('poison') });
+    const table = await cli('dlq', 'order.created', ...conn, '--group', 'billing');
+    expect(table.out.split('\n')[0]).toMatch(/^dlqId\s+group\s+partition\s+eventId\s+attempts\s+deadAt\s+error$/);
+    expect(table.out).toContain('poison 5');
+
+    // Purge without a filter is refused: nothing deleted.
+    const refused = await cli('purge', 'order.created', ...conn);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain('--all');
+    expect(await bus.deadLetters('order.created')).toHaveLength(2);
+
+    const five = letters.find((d) => d.event.data.seq === 5)!;
+    const replayed = await cli('replay', 'order.created', ...conn, '--id', five.id);
+    expect(replayed.code, replayed.err).toBe(0);
+    expect(replayed.out).toBe('replayed 1 dead letter\n');
+    // Replayed into the group's retry stream: two more attempts, then dead again.
+    await waitFor(() => deliveries.get(5) === 4, 10_000, 'event 5 attempted again');
+    await waitFor(async () => (await bus.deadLetters('order.created')).length === 2, 10_000, 'event 5 dead again');
+    expect(deliveries.get(7)).toBe(2);
+
+    const purged = await cli('purge', 'order.created', ...conn, '--all', '--json');
+    expect(purged.code, purged.err).toBe(0);
+    expect(JSON.parse(purged.out)).toEqual({ purged: 2 });
+    expect(await bus.deadLetters('order.created')).toHaveLength(0);
+    for (let seq = 0; seq < 30; seq++) expect(deliveries.get(seq), `deliveries of ${seq}`).toBe(seq === 5 ? 4 : seq === 7 ? 2 : 1);
+  });
+
+  it('bad usage exits 2 with a message naming what is wrong', async () => {
+    const unknown = await cli('frobnicate', ...conn);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('Unknown command "frobnicate"');
+    const zero = await cli('groups', 'order.created', ...conn, '--partitions', '0');
+    expect(zero.code).toBe(2);
+    expect(zero.err).toContain('--partitions must be an integer of at least 1');
+    const option = await cli('streams', ...conn, '--colour');
+    expect(option.code).toBe(2);
+    expect(option.err).toContain("'--colour'");
+    const missing = await cli('pending', 'order.created', ...conn);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('"pending" needs a group');
+    const prefixErr = await cli('streams', '--url', server.url, '--prefix', 'a b');
+    expect(prefixErr.code).toBe(2);
+    expect(prefixErr.err).toContain('transport.prefix');
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: eventlane-redis <command>');
+  });
+
+  it('an unreachable Redis fails within the timeout, naming the URL', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const started = Date.now();
+    const r = await cli('streams', '--url', url, '--timeout-ms', '500');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(url);
+    expect(r.err).toContain('[ERR_CONNECTION]');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * `eventlane-redis`: the operations API (admin.ts) from a terminal. Lists streams, groups (pending, lag,
+ * retrying) and pending entries; inspects, replays and purges dead letters. Reads the same key layout as
+ * the transport (docs/wire-format.md); partitions are found by SCAN unless `--partitions` says.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, EventlaneError } from '../../src/errors.js';
+import type { RedisDeadLetter, RedisStreamsAdmin } from './admin.js';
+import { openRedisStreamsAdmin } from './transport.js';
+
+export const USAGE = `Usage: eventlane-redis <command> [options]
+
+Commands:
+  streams                  partition streams under the prefix, with their lengths
+  groups <type>            consumer groups of an event type: consumers, pending, lag, retrying
+  pending <type> <group>   entries delivered to the group and not acked, per consumer
+  dlq <type>               dead letters, oldest first (--group, --limit)
+  replay <type>            dead letters back to their group's retry stream (--group, --id)
+  purge <type>             delete dead letters (--group, --id, or --all for every one of the type)
+
+Options:
+  --url <url>              Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --cluster <host:port,..> Redis Cluster seed nodes instead of --url
+  --prefix <prefix>        key prefix of the transport (default: el)
+  --partitions <n>         partitions of the type (default: counted from its streams)
+  --group <group>          only this consumer group's dead letters
+  --id <id>                one dead letter, by DLQ entry id or event id (repeatable)
+  --limit <n>              most dead letters listed (default: 100)
+  --all                    purge: every dead letter of the type
+  --timeout-ms <ms>        connect and command timeout (default: 5000)
+  --json                   print JSON instead of text
+  -h, --help               this text
+
+Exit codes: 0 done, 1 Redis or runtime error, 2 bad usage.`;
+
+/** Where the CLI writes; the bin passes the process streams, tests collect strings. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
+const OPTIONS = {
+  url: { type: 'string' },
+  cluster: { type: 'string' },
+  prefix: { type: 'string' },
+  partitions: { type: 'string' },
+  group: { type: 'string' },
+  id: { type: 'string', multiple: true },
+  limit: { type: 'string' },
+  all: { type: 'boolean' },
+  'timeout-ms': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Flags = ReturnType<typeof parse>['values'];
+
+function parse(argv: string[]) {
+  return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+}
+
+function intFlag(value: string | undefined, name: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`--${name} must be an integer of at least ${min}, got "${value}".`);
+  return n;
+}
+
+/** The transport block for openRedisStreamsAdmin from the connection flags. */
+function transportConfig(flags: Flags, env: CliIo['env'], partitions?: { type: string; n: number }): Record<string, unknown> {
+  const timeout = intFlag(flags['timeout-ms'], 'timeout-ms', 1) ?? 5_000;
+  const config: Record<string, unknown> = { connectTimeoutMs: timeout, commandTimeoutMs: timeout };
+  if (flags.cluster !== undefined) {
+    if (flags.url !== undefined) throw new ConfigError('Give --url or --cluster, not both.');
+    config['cluster'] = { nodes: flags.cluster.split(',').map((s) => s.trim()).filter(Boolean) };
+  } else {
+    config['url'] = flags.url ?? env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+  }
+  if (flags.prefix !== undefined) config['prefix'] = flags.prefix;
+  if (partitions) config['topics'] = { [partitions.type]: { partitions: partitions.n } };
+  return config;
+}
+
+async function withAdmin<T>(config: Record<string, unknown>, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
+  const { admin, close } = await openRedisStreamsAdmin(config);
+  try {
+    return await fn(admin);
+  } finally {
+    await close();
+  }
+}
+
+/** Runs `fn` on an admin that knows the type's partition count (the flag, or the highest partition stream + 1). */
+async function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
+  let n = intFlag(flags.partitions, 'partitions', 1);
+  if (n === undefined) {
+    const streams = await withAdmin(transportConfig(flags, env), (a) => a.listStreams());
+    n = Math.max(1, ...streams.filter((s) => s.type === type).map((s) => s.partition + 1));
+  }
+  return withAdmin(transportConfig(flags, env, { type, n }), fn);
+}
+
+function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = [columns, ...rows.map((r) => columns.map((c) => (r[c] === undefined ? '-' : String(r[c]))))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
+  return cells.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+function letterRow(d: RedisDeadLetter): Record<string, unknown> {
+  return {
+    dlqId: d.dlqId,
+    group: d.group,
+    partition: d.partition,
+    eventId: d.id,
+    attempts: d.attempts,
+    deadAt: new Date(d.deadAt).toISOString(),
+    error: d.error.length > 80 ? `${d.error.slice(0, 77)}...` : d.error,
+  };
+}
+
+function need(positionals: string[], index: number, what: string): string {
+  const v = positionals[index];
+  if (v === undefined || v === '') throw new ConfigError(`"${positionals[0]}" needs ${what}.`);
+  return v;
+}
+
+async function run(argv: string[], io: CliIo): Promise<number> {
+  const { values: flags, positionals } = parse(argv);
+  if (flags.help || positionals.length === 0) {
+    io.out(USAGE);
+    return flags.help ? 0 : 2;
+  }
+  const print = (value: unknown, text: () => string) => io.out(flags.json ? JSON.stringify(value, null, 2) : text());
+  const command = positionals[0]!;
+  const args = positionals.length;
+  const expect = (n: number) => {
+    if (args > n) throw new ConfigError(`"${command}" takes ${n - 1} argument${n === 2 ? '' : 's'}, got ${args - 1}: ${positionals.slice(1).join(' ')}`);
+  };
+  switch (command) {
+    case 'streams': {
+      expect(1);
+      const streams = await withAdmin(transportConfig(flags, io.env), (a) => a.listStreams());
+      print(streams, () => table(streams as unknown as Record<string, unknown>[], ['key', 'type', 'partition', 'length']));
+      return 0;
+    }
+    case 'groups': {
+      expect(2);
+      const type = need(positionals, 1, 'an event type');
+      const groups = await withTypeAdmin(flags, io.env, type, (a) => a.groups(type));
+      print(groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'retrying']));
+      return 0;
+    }
+    case 'pending': {
+      expect(3);
+      const type = need(positionals, 1, 'an event type');
+      const group = need(positionals, 2, 'a group');
+      const p = await withTypeAdmin(flags, io.env, type, (a) => a.pending(type, group));
+      print(p, () => `${p.total} pending\n${table(Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })), ['consumer', 'pending'])}`);
+      return 0;
+    }
+    case 'dlq': {
+      expect(2);
+      const type = need(positionals, 1, 'an event type');
+      const limit = intFlag(flags.limit, 'limit', 1) ?? 100;
+      const letters = await withTypeAdmin(flags, io.env, type, (a) => a.deadLetters(type, flags.group, limit));
+      print(letters, () => table(letters.map(letterRow), ['dlqId', 'group', 'partition', 'eventId', 'attempts', 'deadAt', 'error']));
+      return 0;
+    }
+    case 'replay':
+    case 'purge': {
+      expect(2);
+      const type = need(positionals, 1, 'an event type');
+      const filtered = flags.group !== undefined || flags.id !== undefined;
+      if (command === 'purge' && !filtered && !flags.all) {
+        throw new ConfigError('purge deletes dead letters for good: give --group, --id, or --all for every dead letter of the type.');
+      }
+      const options = { group: flags.group, ids: flags.id };
+      const n = await withTypeAdmin(flags, io.env, type, (a) => (command === 'replay' ? a.replayDeadLetters(type, options) : a.purgeDeadLetters(type, options)));
+      print({ [command === 'replay' ? 'replayed' : 'purged']: n }, () => `${command === 'replay' ? 'replayed' : 'purged'} ${n} dead letter${n === 1 ? '' : 's'}`);
+      return 0;
+    }
+    default:
+      throw new ConfigError(`Unknown command "${command}". Commands: streams, groups, pending, dlq, replay, purge (--help).`);
+  }
+}
+
+/** Runs the CLI; returns the exit code. Errors are printed as one line with their code. */
+export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
+  try {
+    return await run(argv, io);
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    // Bad usage: ConfigError (ours, or the transport block's), or parseArgs' own (unknown option, missing value).
+    const usage = err instanceof ConfigError || (typeof e.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS'));
+    const code = err instanceof EventlaneError ? ` [${err.code}]` : '';
+    io.err(`eventlane-redis: ${e.message}${code}`);
+    return usage ? 2 : 1;
+  }
+}
