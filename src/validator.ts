@@ -40,6 +40,16 @@ function array(list: unknown, el: Validator): unknown {
 
 const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
+/**
+ * An `.optional()` that passes `undefined` through as it is. Not `.exactOptional()` (its inner schema
+ * judges `undefined`), nor one over a default or prefault (`optin` "defaulted": the default replaces an
+ * absent value): those are delegated, and an undefined value or absent key goes to zod.
+ */
+function plainOptional(schema: z.ZodType): boolean {
+  const zi = (schema as unknown as { _zod: { optin?: string; traits: Set<string> } })._zod;
+  return defOf(schema).type === 'optional' && zi.optin === 'optional' && !zi.traits.has('$ZodExactOptional');
+}
+
 type CheckDef = Record<string, any>;
 
 function checksOf(def: Def): CheckDef[] {
@@ -118,6 +128,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
       }
       case 'nullable':
       case 'optional': {
+        if (def.type === 'optional' && !plainOptional(schema)) return this.delegate(schema, v);
         const inner = this.fn(def.innerType);
         const none = def.type === 'nullable' ? 'null' : 'undefined';
         return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;
@@ -149,7 +160,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
     entries.forEach(([key, schema], i) => {
       const k = JSON.stringify(key);
       const fd = defOf(schema);
-      if (fd.type === 'optional') {
+      if (plainOptional(schema)) {
         optionals = true;
         const e = this.expr(fd.innerType, `v${i}`);
         // absent -> absent; own key holding undefined -> kept as undefined; inherited undefined -> zod decides
@@ -168,8 +179,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
     } else {
       body += 'var o = {};\n';
       fields.forEach((k, i) => {
-        const fd = defOf(entries[i]![1]);
-        body += fd.type === 'optional' ? `if (h${i}) o[${k}] = r${i};\n` : `o[${k}] = r${i};\n`;
+        body += plainOptional(entries[i]![1]) ? `if (h${i}) o[${k}] = r${i};\n` : `o[${k}] = r${i};\n`;
       });
       body += 'return o;';
     }

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { compileValidator, INVALID } from '../../src/validator.js';
+
+/** What the bus does with a compiled validator: its output, or zod's verdict where it answers INVALID. */
+function parse(schema: z.ZodType, input: unknown): { ok: boolean; data?: unknown } {
+  const fast = compileValidator(schema)!(input);
+  if (fast !== INVALID) return { ok: true, data: fast };
+  const r = schema.safeParse(input);
+  return r.success ? { ok: true, data: r.data } : { ok: false };
+}
+
+function zod(schema: z.ZodType, input: unknown): { ok: boolean; data?: unknown } {
+  const r = schema.safeParse(input);
+  return r.success ? { ok: true, data: r.data } : { ok: false };
+}
+
+describe('compileValidator: optional nodes that do not pass undefined through', () => {
+  it('applies the default of `.default(x).optional()` / `.prefault(x).optional()` for an absent key, as zod does', () => {
+    for (const schema of [
+      z.object({ a: z.string().default('dflt').optional() }),
+      z.object({ a: z.string().prefault('pre').optional(), b: z.number() }),
+      z.object({ a: z.number().default(1).nullable().optional() }),
+    ]) {
+      for (const input of [{}, { b: 1 }, { a: undefined, b: 1 }]) expect(parse(schema, input)).toStrictEqual(zod(schema, input));
+    }
+    const top = z.string().default('dflt').optional();
+    expect(parse(top, undefined)).toStrictEqual({ ok: true, data: 'dflt' });
+  });
+
+  it('rejects an explicit undefined for `.exactOptional()`, as zod does', () => {
+    const schema = z.object({ a: z.string().exactOptional() });
+    expect(zod(schema, { a: undefined }).ok).toBe(false);
+    expect(parse(schema, { a: undefined })).toStrictEqual({ ok: false });
+    expect(parse(schema, {})).toStrictEqual(zod(schema, {}));
+    expect(parse(schema, { a: 'x' })).toStrictEqual(zod(schema, { a: 'x' }));
+    expect(parse(z.string().exactOptional(), undefined)).toStrictEqual({ ok: false });
+  });
+});
