@@ -26,6 +26,15 @@ export function defOf(schema: unknown): Def {
   return (schema as { _zod: { def: Def } })._zod.def;
 }
 
+/**
+ * Whether an object schema declares a `__proto__` key. zod leaves it out of the parsed output (assigning
+ * it would replace the output's prototype), where generated code would read the prototype as the field
+ * or, in an object literal, set it: such objects are left to the generic paths.
+ */
+export function hasProtoKey(def: Def): boolean {
+  return Object.prototype.hasOwnProperty.call(def.shape, '__proto__');
+}
+
 /** A field of an object schema, with what is known at compile time about the fields written before it. */
 export interface ShapeField {
   readonly key: string;
@@ -38,10 +47,11 @@ export interface ShapeField {
 
 /**
  * The fields of an object schema in order, for encoders that write `{"a":..,"b":..}` and must know whether a
- * comma goes before a field; undefined when a catchall lets unknown keys through.
+ * comma goes before a field; undefined when a catchall lets unknown keys through, or for a `__proto__` key
+ * (see {@link hasProtoKey}).
  */
 export function shapeFields(def: Def): ShapeField[] | undefined {
-  if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+  if ((def.catchall && def.catchall._zod.def.type !== 'never') || hasProtoKey(def)) return undefined;
   const out: ShapeField[] = [];
   let first = true; // no field written yet for sure
   let certain = true; // `first` is known at compile time

@@ -49,9 +49,8 @@ export function readerPlan(schema: z.ZodType, seen = new Set<unknown>()): Reader
       return of === undefined ? undefined : { t: def.type, of };
     }
     case 'object': {
-      const fields = shapeFields(def);
-      // `__proto__` would set the prototype where JSON.parse makes an own property.
-      if (fields === undefined || fields.some((f) => f.key === '__proto__')) return undefined;
+      const fields = shapeFields(def); // none for a `__proto__` key, which JSON.parse makes an own property
+      if (fields === undefined) return undefined;
       seen.add(schema);
       const out: { key: string; optional: boolean; of: ReaderPlan }[] = [];
       for (const f of fields) {

@@ -10,7 +10,7 @@
  * else goes through `JSON.stringify` for exact escaping.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, hasProtoKey, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
 
 export type Serializer = (value: unknown) => string;
 
@@ -146,7 +146,7 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
       case 'array':
         return this.arrayExpr(def, v);
       case 'object': {
-        if (def.catchall && def.catchall._zod.def.type !== 'never') return undefined;
+        if ((def.catchall && def.catchall._zod.def.type !== 'never') || hasProtoKey(def)) return undefined;
         const parts = ['2'];
         for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) {
           const e = this.expr(field, `d[${JSON.stringify(key)}]`);

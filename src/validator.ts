@@ -12,7 +12,7 @@
  * string formats, unions, ...) are delegated to that node's own `safeParse`.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, hasProtoKey, type Def } from './codegen.js';
 
 /** Returned by a compiled validator for "not proven valid: ask zod". */
 export const INVALID: unique symbol = Symbol('eventlane.invalid');
@@ -148,7 +148,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
 
   private object(def: Def): number | undefined {
     const catchall = def.catchall === undefined ? 'strip' : defOf(def.catchall).type === 'never' ? 'strict' : undefined;
-    if (catchall === undefined) return undefined; // loose/catchall objects: zod's own parse
+    if (catchall === undefined || hasProtoKey(def)) return undefined; // loose/catchall objects, a `__proto__` key: zod's own parse
     const entries = Object.entries(def.shape as Record<string, z.ZodType>);
     let body = "if (typeof v !== 'object' || v === null || Array.isArray(v)) return X;\n";
     if (catchall === 'strict') {
