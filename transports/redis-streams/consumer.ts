@@ -707,14 +707,16 @@ export class RedisConsumer implements TransportSubscription {
     }
   }
 
+  /** Resolves after `ms`, or at close (whose clearing of `timers` would otherwise leave it pending forever). */
   private sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
+    const slept = new Promise<void>((resolve) => {
       const t = setTimeout(() => {
         this.timers.delete(t);
         resolve();
       }, ms);
       this.timers.add(t);
     });
+    return Promise.race([slept, this.closeSignal]);
   }
 
   close(): Promise<void> {
