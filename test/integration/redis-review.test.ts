@@ -62,3 +62,31 @@ describe('redis-streams review: close()', () => {
     await raw.del(key);
   });
 });
+
+describe('redis-streams review: reclaim', () => {
+  it('entries read ahead while prefetch is full are kept alive, not stolen by another consumer', async () => {
+    const prefix = uniquePrefix('ahead');
+    const a = await bus(prefix, { entryMode: 'event' });
+    const b = await bus(prefix, { entryMode: 'event' });
+    const handled = new Map<number, string[]>();
+    const note = (seq: number, who: string): void => void handled.set(seq, [...(handled.get(seq) ?? []), who]);
+    const opts = { group: 'g', minIdleMs: 600, reclaimIntervalMs: 50, blockMs: 200 };
+    let release = false;
+    // A: one at a time, and the first event takes long (well past minIdleMs).
+    await a.subscribe('order.created', { ...opts, consumer: 'a', concurrency: 1, prefetch: 1 }, async (e) => {
+      note(e.data.seq, 'a');
+      if (e.data.seq === 0) await waitFor(() => release, 20_000, 'release');
+    });
+    await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
+    await waitFor(() => handled.has(0), 5000, 'a to start seq 0');
+    await a.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
+    // Seq 1 is delivered to A (its read-ahead) while A is busy with seq 0.
+    await waitFor(async () => ((await raw.xpending(streamKey(prefix, 'order.created', 0), 'g')) as [number])[0] === 2, 5000, 'both entries pending on a');
+    await b.subscribe('order.created', { ...opts, consumer: 'b' }, (e) => note(e.data.seq, 'b'));
+    // Five times minIdleMs: B would have reclaimed seq 1 from A by now if A did not keep it alive.
+    await waitFor(() => handled.has(1), 3000, 'seq 1 handled').catch(() => undefined);
+    release = true;
+    await waitFor(() => handled.get(1)?.includes('a') === true || handled.get(1)?.length === 2, 5000, 'a to finish');
+    expect(Object.fromEntries(handled)).toEqual({ 0: ['a'], 1: ['a'] });
+  });
+});

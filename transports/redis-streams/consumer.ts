@@ -204,7 +204,9 @@ export class RedisConsumer implements TransportSubscription {
     // handlers run (prefetch may be exceeded by one read).
     let ahead: Promise<ReadReply> | undefined;
     while (!this.closing) {
-      if (this.heldEvents >= this.prefetch) {
+      // A read already sent is taken in first: Redis has delivered its entries to this consumer, and
+      // only entries held here are kept alive (left waiting, they could be reclaimed by another consumer).
+      if (this.heldEvents >= this.prefetch && ahead === undefined) {
         await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
         continue;
       }
