@@ -50,7 +50,7 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
     if (!schema || typeof schema.safeParse !== 'function' || !schema._zod) {
       throw new ConfigError(`Event "${name}" must map to a zod (v4) schema.`, [{ path: [name], message: 'not a zod schema' }]);
     }
-    if (!isJsonSafe(schemas[name]!, new Set())) needsEncodeCheck.add(name);
+    if (!isJsonSafe(schemas[name]!, new Set(), true)) needsEncodeCheck.add(name);
   }
   return Object.freeze({ schemas, names: Object.freeze(names), needsEncodeCheck });
 }
@@ -61,8 +61,9 @@ const SAFE_LEAVES = new Set(['string', 'number', 'boolean', 'null', 'enum', 'lit
 /**
  * Whether every value the schema can output is JSON-encodable (no bigint, symbol, function, cycle,
  * Map/Set or arbitrary `unknown`). A `false` only means "check at publish time", never "reject".
+ * `top`: the schema is the whole payload, where `undefined` (an `.optional()` there) encodes to nothing.
  */
-function isJsonSafe(schema: z.ZodType, seen: Set<unknown>): boolean {
+function isJsonSafe(schema: z.ZodType, seen: Set<unknown>, top = false): boolean {
   if (seen.has(schema)) return false; // recursive schemas may describe cycles
   seen.add(schema);
   const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
@@ -70,13 +71,14 @@ function isJsonSafe(schema: z.ZodType, seen: Set<unknown>): boolean {
   if (SAFE_LEAVES.has(type)) return type !== 'literal' || (def.values as unknown[]).every((v) => typeof v !== 'bigint' && v !== undefined);
   switch (type) {
     case 'optional':
+      return !top && isJsonSafe(def.innerType, seen);
     case 'nullable':
     case 'default':
     case 'prefault':
     case 'readonly':
     case 'catch':
     case 'nonoptional':
-      return isJsonSafe(def.innerType, seen);
+      return isJsonSafe(def.innerType, seen, top);
     case 'array':
       return isJsonSafe(def.element, seen);
     case 'object':
@@ -88,11 +90,11 @@ function isJsonSafe(schema: z.ZodType, seen: Set<unknown>): boolean {
     case 'tuple':
       return (def.items as z.ZodType[]).every((s) => isJsonSafe(s, seen)) && (!def.rest || isJsonSafe(def.rest, seen));
     case 'union':
-      return (def.options as z.ZodType[]).every((s) => isJsonSafe(s, seen));
+      return (def.options as z.ZodType[]).every((s) => isJsonSafe(s, seen, top));
     case 'intersection':
-      return isJsonSafe(def.left, seen) && isJsonSafe(def.right, seen);
+      return isJsonSafe(def.left, seen, top) && isJsonSafe(def.right, seen, top);
     case 'pipe':
-      return isJsonSafe(def.out, seen);
+      return isJsonSafe(def.out, seen, top);
     default:
       return false; // date, bigint, any, unknown, map, set, custom, transform, lazy, ...
   }
