@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createEventBus, type EventBus, type Logger } from '../../src/index.js';
+import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
@@ -88,5 +88,33 @@ describe('redis-streams review: reclaim', () => {
     release = true;
     await waitFor(() => handled.get(1)?.includes('a') === true || handled.get(1)?.length === 2, 5000, 'a to finish');
     expect(Object.fromEntries(handled)).toEqual({ 0: ['a'], 1: ['a'] });
+  });
+});
+
+describe('redis-streams review: error types', () => {
+  it('subscribe rejects with TransportError when the group cannot be created (a key of another type)', async () => {
+    const prefix = uniquePrefix('wrongtype');
+    const b = await bus(prefix);
+    await raw.set(streamKey(prefix, 'order.created', 0), 'not a stream');
+    const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as TransportError).message).toContain('WRONGTYPE');
+    expect(String((err as TransportError).cause)).toContain('WRONGTYPE');
+    await raw.del(streamKey(prefix, 'order.created', 0));
+  });
+
+  it('subscribe rejects with ConnectionError when Redis went away after the bus connected', async () => {
+    const s = await RedisServer.start();
+    cleanup.push(() => s.stop());
+    const b = await createEventBus({
+      service: 'review',
+      events,
+      transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('gone'), connectTimeoutMs: 300, commandTimeoutMs: 300 },
+    });
+    cleanup.push(() => b.close());
+    await b.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 }); // connected
+    await s.stop();
+    const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
   });
 });

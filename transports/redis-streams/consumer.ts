@@ -20,13 +20,13 @@ import type { Command } from 'ioredis';
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
 import type { EventEnvelope } from '../../src/envelope.js';
-import { describeError, isRetryable } from '../../src/errors.js';
+import { ConnectionError, describeError, EventlaneError, isRetryable, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } from './codec.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
-import type { Client, Connector } from './connection.js';
+import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
@@ -169,7 +169,7 @@ export class RedisConsumer implements TransportSubscription {
     const failedOpen = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (!created.ok || failedOpen) {
       for (const r of this.readers) r.conn?.disconnect();
-      throw created.ok ? failedOpen!.reason : created.err;
+      throw this.startError(created.ok ? failedOpen!.reason : created.err);
     }
     for (const r of this.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
@@ -179,6 +179,14 @@ export class RedisConsumer implements TransportSubscription {
     this.reclaimTimer.unref();
     this.keepaliveTimer = setInterval(() => this.keepalive(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
     this.keepaliveTimer.unref();
+  }
+
+  /** Why the subscription could not start, as a typed error (the Redis error as `cause`). */
+  private startError(err: unknown): Error {
+    if (err instanceof EventlaneError) return err;
+    const msg = err instanceof Error ? err.message : String(err);
+    const what = `Cannot create consumer group "${this.spec.group}" for ${this.spec.type} on ${this.connector.address}: ${msg}`;
+    return isConnectionProblem(err) ? new ConnectionError(what, { cause: err }) : new TransportError(what, { cause: err });
   }
 
   private openReader(): Promise<Client> {
