@@ -297,7 +297,8 @@ export class Batcher {
     }
     (result as Promise<WriteResult>).then(
       (res) => this.settle(batch, res, undefined),
-      (err: unknown) => this.settle(batch, undefined, err),
+      // `settle` reads an undefined failure as success: a write rejected without a reason still failed.
+      (err: unknown) => this.settle(batch, undefined, err ?? new TransportError('Transport write failed without a reason.')),
     );
   }
 
