@@ -41,13 +41,14 @@ function array(list: unknown, el: Validator): unknown {
 const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
 /**
- * An `.optional()` that passes `undefined` through as it is. Not `.exactOptional()` (its inner schema
+ * An `.optional()` without checks of its own that passes `undefined` through as it is. Not `.exactOptional()` (its inner schema
  * judges `undefined`), nor one over a default or prefault (`optin` "defaulted": the default replaces an
  * absent value): those are delegated, and an undefined value or absent key goes to zod.
  */
 function plainOptional(schema: z.ZodType): boolean {
   const zi = (schema as unknown as { _zod: { optin?: string; traits: Set<string> } })._zod;
-  return defOf(schema).type === 'optional' && zi.optin === 'optional' && !zi.traits.has('$ZodExactOptional');
+  const def = defOf(schema);
+  return def.type === 'optional' && !(def.checks?.length > 0) && zi.optin === 'optional' && !zi.traits.has('$ZodExactOptional');
 }
 
 type CheckDef = Record<string, any>;
@@ -120,7 +121,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
       case 'boolean':
         return plain ? `(typeof ${v} === 'boolean' ? ${v} : X)` : this.delegate(schema, v);
       case 'null':
-        return `(${v} === null ? null : X)`;
+        return plain ? `(${v} === null ? null : X)` : this.delegate(schema, v);
       case 'enum':
       case 'literal': {
         const values = (schema as unknown as { _zod: { values?: Set<unknown> } })._zod.values;
@@ -128,7 +129,8 @@ class ValidatorCompiler extends CodeGen<Validator> {
       }
       case 'nullable':
       case 'optional': {
-        if (def.type === 'optional' && !plainOptional(schema)) return this.delegate(schema, v);
+        // Refinements or overwrites on the node itself, and optionals that do not pass undefined through: zod.
+        if (!plain || (def.type === 'optional' && !plainOptional(schema))) return this.delegate(schema, v);
         const inner = this.fn(def.innerType);
         const none = def.type === 'nullable' ? 'null' : 'undefined';
         return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;

@@ -37,3 +37,24 @@ describe('compileValidator: optional nodes that do not pass undefined through', 
     expect(parse(z.string().exactOptional(), undefined)).toStrictEqual({ ok: false });
   });
 });
+
+describe('compileValidator: checks on nullable, optional and null nodes', () => {
+  it('runs the refinements of `.nullable()`, `.optional()` and `z.null()` (zod rejects; so must the bus)', () => {
+    const cases: [z.ZodType, unknown][] = [
+      [z.string().nullable().refine((v) => v !== null, 'required'), null],
+      [z.object({ a: z.number().nullable().refine((v) => v === null || v > 0) }), { a: -1 }],
+      [z.string().optional().refine((v) => v !== 'bad'), 'bad'],
+      [z.object({ a: z.string().optional().refine((v) => v !== 'bad') }), { a: 'bad' }],
+      [z.null().refine(() => false), null],
+    ];
+    for (const [schema, input] of cases) {
+      expect(zod(schema, input).ok).toBe(false);
+      expect(parse(schema, input)).toStrictEqual({ ok: false });
+    }
+  });
+
+  it('applies their overwrites, as zod does', () => {
+    const schema = z.object({ a: z.string().nullable().overwrite((v) => v ?? 'none') });
+    expect(parse(schema, { a: null })).toStrictEqual({ ok: true, data: { a: 'none' } });
+  });
+});
