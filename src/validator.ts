@@ -41,9 +41,10 @@ function array(list: unknown, el: Validator): unknown {
 const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
 /**
- * An `.optional()` without checks of its own that passes `undefined` through as it is. Not `.exactOptional()` (its inner schema
- * judges `undefined`), nor one over a default or prefault (`optin` "defaulted": the default replaces an
- * absent value): those are delegated, and an undefined value or absent key goes to zod.
+ * An `.optional()` without checks of its own that passes `undefined` through as it is. Not
+ * `.exactOptional()` (its inner schema judges `undefined`), nor one over a default or prefault (`optin`
+ * "defaulted": the default replaces an absent value): those are delegated, and an undefined value or
+ * absent key goes to zod.
  */
 function plainOptional(schema: z.ZodType): boolean {
   const zi = (schema as unknown as { _zod: { optin?: string; traits: Set<string> } })._zod;
