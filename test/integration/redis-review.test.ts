@@ -89,6 +89,34 @@ describe('redis-streams review: reclaim', () => {
     await waitFor(() => handled.get(1)?.includes('a') === true || handled.get(1)?.length === 2, 5000, 'a to finish');
     expect(Object.fromEntries(handled)).toEqual({ 0: ['a'], 1: ['a'] });
   });
+  it('reclaimed entries get their delivery counts even when the reclaimer holds many entries between them', async () => {
+    const prefix = uniquePrefix('counts');
+    const key = streamKey(prefix, 'order.created', 0);
+    const minIdleMs = 1000;
+    // A consumer "dead" took 60 entries and died.
+    await raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    const ids: string[] = [];
+    for (let seq = 0; seq < 60; seq++) ids.push((await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: `o-${seq}`, amount: seq, seq })))!);
+    await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 60, 'STREAMS', key, '>');
+    await waitFor(async () => ((await raw.xpending(key, 'g', 'IDLE', minIdleMs, '-', '+', 100, 'dead')) as unknown[]).length === 60, 10_000, 'dead entries idle');
+    // "live" (restarting) has just taken over the 40 in the middle: not idle, so not reclaimed again.
+    await raw.xclaim(key, 'g', 'live', 0, ...ids.slice(10, 50), 'JUSTID');
+    const b = await bus(prefix);
+    const attempts = new Map<number, number>();
+    let release = false;
+    await b.subscribe('order.created', { group: 'g', consumer: 'live', concurrency: 4, minIdleMs, reclaimIntervalMs: 100, blockMs: 200 }, async (e, ctx) => {
+      if (!attempts.has(e.data.seq)) attempts.set(e.data.seq, ctx.attempt);
+      if (e.data.seq === 10) await waitFor(() => release, 20_000, 'release'); // the serial pending drain stops here
+    });
+    const reclaimed = [...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 50 + i)];
+    try {
+      await waitFor(() => reclaimed.every((seq) => attempts.has(seq)), 10_000, 'the 20 entries of the dead consumer');
+      // Each was delivered once to "dead" and once more by the reclaim: this is its second attempt.
+      expect(Object.fromEntries(reclaimed.map((seq) => [seq, attempts.get(seq)]))).toEqual(Object.fromEntries(reclaimed.map((seq) => [seq, 2])));
+    } finally {
+      release = true;
+    }
+  });
 });
 
 describe('redis-streams review: error types', () => {

@@ -676,11 +676,19 @@ export class RedisConsumer implements TransportSubscription {
   /** Delivery counts (XPENDING) of entries this consumer just got from its pending list or a reclaim. */
   private async deliveryCounts(idx: number, entries: RawEntry[]): Promise<Map<string, number>> {
     const deliveries = new Map<string, number>();
-    const first = entries[0]![0];
+    const wanted = new Set(entries.map((e) => e[0]));
+    let from = entries[0]![0];
     const last = entries[entries.length - 1]![0];
     try {
-      const pend = (await this.cmd.xpending(this.streams[idx]!.key, this.spec.group, first, last, entries.length + 16, this.spec.consumer)) as [string, string, number, number][];
-      for (const [id, , , n] of pend) deliveries.set(id, Number(n));
+      // The range also holds this consumer's other pending entries (those it is running, say): page
+      // through it until every entry asked about has its count.
+      while (wanted.size > 0) {
+        const count = wanted.size + this.held[idx]!.size + 16;
+        const pend = (await this.cmd.xpending(this.streams[idx]!.key, this.spec.group, from, last, count, this.spec.consumer)) as [string, string, number, number][];
+        for (const [id, , , n] of pend) if (wanted.delete(id)) deliveries.set(id, Number(n));
+        if (pend.length < count) break;
+        from = '(' + pend[pend.length - 1]![0];
+      }
     } catch (err) {
       this.logger.debug({ err: describeError(err) }, 'XPENDING failed; attempts of redelivered entries unknown');
     }
