@@ -271,16 +271,30 @@ export class NativeTransport implements Transport {
     return group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus);
   }
 
-  /** Copies the retained history into a new group's rings (what does not fit waits, as under `block`). */
+  /**
+   * Copies the retained history into a new group's rings (what does not fit waits, as under `block`). A
+   * remainder waiting for room is chained like a blocked write's, so later chunks and later writes to the
+   * ring queue behind it instead of overtaking the history.
+   */
   private replay(topic: Topic, group: NativeGroup): void {
     topic.history.forEach((h, partition) => {
+      const ring = `${group.lane}:${partition}`;
+      const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
+      const incomplete = (err: Error): void => this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete');
       for (const chunk of h.chunks()) {
+        const before = this.blocked.get(ring);
+        if (before) {
+          const all = copyBatch(chunk);
+          const p = before.then(() => this.blockingPush(group, unit, all));
+          this.chain(ring, p);
+          p.catch(incomplete);
+          continue;
+        }
         const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
-          const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
-          this.blockingPush(group, unit, copyBatch(chunk, done)).catch((err: Error) =>
-            this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete'),
-          );
+          const p = this.blockingPush(group, unit, copyBatch(chunk, done));
+          this.chain(ring, p);
+          p.catch(incomplete);
         }
       }
     });
