@@ -444,7 +444,15 @@ function noop(): void {}
 function validated(t: TypeState, data: unknown, index: number, eventId: string | undefined): unknown {
   const value = t.validate(data);
   if (value !== INVALID) return value;
-  const parsed = t.schema.safeParse(data);
+  let parsed: ReturnType<z.ZodType['safeParse']>;
+  try {
+    parsed = t.schema.safeParse(data);
+  } catch (err) {
+    // zod throws instead of reporting for schemas it cannot run synchronously (async refinements) and
+    // for intersections whose sides disagree.
+    const message = `Schema of "${t.name}" could not validate ${eventId !== undefined ? `event ${eventId}` : 'the payload'}: ${(err as Error)?.message}`;
+    throw new ValidationError(message, [{ path: [], message: String((err as Error)?.message), code: 'custom' }], { cause: err });
+  }
   if (parsed.success) return parsed.data;
   const issues = toIssues(parsed.error);
   const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;

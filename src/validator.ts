@@ -20,7 +20,12 @@ export const INVALID: unique symbol = Symbol('eventlane.invalid');
 export type Validator = (value: unknown) => unknown;
 
 function subParse(schema: z.ZodType, v: unknown): unknown {
-  const r = schema.safeParse(v);
+  let r;
+  try {
+    r = schema.safeParse(v);
+  } catch {
+    return INVALID; // async refinements, unmergeable intersections: zod throws, the caller reports it
+  }
   return r.success ? r.data : INVALID;
 }
 
