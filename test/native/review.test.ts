@@ -66,4 +66,15 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await published;
     expect(seen).toEqual([...ticks(40).map((t) => t.seq), 1000]);
   });
+
+  it('an event too large for any ring is rejected even with no group yet, and does not break a later startFrom 0', async () => {
+    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    await b.publish('tick', { seq: 1 });
+    await expect(b.publish('tick', { seq: 2 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await b.publish('tick', { seq: 3 });
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'late', startFrom: '0' }, (e) => void seen.push(e.data.seq));
+    await waitFor(() => seen.length === 2, 5_000, '2 events');
+    expect(seen).toEqual([1, 3]);
+  });
 });

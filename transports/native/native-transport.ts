@@ -124,6 +124,7 @@ export class NativeTransport implements Transport {
       let batch: EncodedBatch;
       try {
         batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
+        this.checkSizes(batch);
         topic.history[unit.partition]?.add(batch);
         for (const group of topic.groups.values()) {
           const ring = `${group.lane}:${unit.partition}`;
@@ -171,6 +172,7 @@ export class NativeTransport implements Transport {
     const topic = this.topic(unit.type);
     try {
       const batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
+      this.checkSizes(batch);
       for (const group of topic.groups.values()) {
         if (this.blocked.has(`${group.lane}:${unit.partition}`)) return false;
         if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) return false;
@@ -202,6 +204,18 @@ export class NativeTransport implements Transport {
     void tail.then(() => {
       if (this.blocked.get(ring) === tail) this.blocked.delete(ring);
     });
+  }
+
+  /**
+   * Rejects a batch holding a record no ring can ever take (the core's limit: half the arena minus the batch
+   * separator) before it is retained: with no group yet no push would refuse it, and once in the history
+   * it would make every later `startFrom: '0'` replay of its chunk throw.
+   */
+  private checkSizes(batch: EncodedBatch): void {
+    const limit = this.core.arenaBytes / 2 - 1;
+    for (let i = 0; i < batch.n; i++) {
+      if (batch.lens[i]! > limit) throw new PayloadTooLargeError(batch.lens[i]!, limit, 'transport.arenaBytes (half of it per event)');
+    }
   }
 
   private mapError(err: unknown): Error {
