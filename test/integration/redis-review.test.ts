@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
-import { streamKey } from '../../transports/redis-streams/index.js';
+import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
@@ -116,6 +116,33 @@ describe('redis-streams review: reclaim', () => {
     } finally {
       release = true;
     }
+  });
+});
+
+describe('redis-streams review: retry counting', () => {
+  it('a retry left waiting for its due time by close() keeps its attempt number for the next consumer', async () => {
+    const prefix = uniquePrefix('closeretry');
+    const a = await bus(prefix);
+    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000, multiplier: 2, jitter: 0 } } };
+    const seen: string[] = [];
+    const subA = await a.subscribe('order.created', { ...opts, consumer: 'a' }, (e, ctx) => {
+      seen.push(`a:${ctx.attempt}`);
+      throw new Error('not yet');
+    });
+    await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
+    // The failed event is in the retry stream, read by A, held until due.
+    const rk = retryKey(prefix, 'order.created', 0, 'g');
+    await waitFor(async () => ((await raw.xpending(rk, 'g')) as [number])[0] === 1, 5000, 'the retry entry held by a');
+    await subA.close();
+    expect(seen).toEqual(['a:1']);
+    // Another member takes it over: attempt 2 runs (the first retry), instead of it being counted as
+    // delivered twice and dead-lettered before it ran.
+    const b = await bus(prefix);
+    await b.subscribe('order.created', { ...opts, consumer: 'b' }, (e, ctx) => void seen.push(`b:${ctx.attempt}`));
+    const t = b.transport as RedisStreamsTransport;
+    await waitFor(async () => seen.length === 2 || (await t.deadLetters('order.created', 'g')).length > 0, 10_000, 'the retry to run or be dead-lettered');
+    expect(seen).toEqual(['a:1', 'b:2']);
+    expect(await t.deadLetters('order.created', 'g')).toEqual([]);
   });
 });
 

@@ -48,6 +48,8 @@ class Entry {
   remaining: number;
   abandoned = false;
   claimedAt: number;
+  /** Its delivery count when it came here (1 for a new entry), when known. */
+  deliveries: number | undefined = 1;
   /** Set while a serial pending drain waits for this entry. */
   done: (() => void) | undefined = undefined;
   constructor(
@@ -381,6 +383,7 @@ export class RedisConsumer implements TransportSubscription {
       }
       const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
       const entry = new Entry(idx, id, decoded.events, ctx, attempt);
+      if (deliveries !== undefined) entry.deliveries = delivered;
       if (entry.remaining === 0) {
         this.ack(idx, id);
         continue;
@@ -737,6 +740,31 @@ export class RedisConsumer implements TransportSubscription {
     return Promise.race([slept, this.closeSignal]);
   }
 
+  /**
+   * Entries left pending that no handler started (retries waiting for their due time, entries still
+   * queued at the drain timeout) get back the delivery count they came with: the next consumer's
+   * delivery then counts as the attempt they were waiting for, not as one more that failed.
+   */
+  private async releaseUnstarted(): Promise<void> {
+    const byCount = new Map<string, { idx: number; count: number; ids: string[] }>();
+    for (const held of this.held) {
+      for (const e of held.values()) {
+        if (e.cursor > 0 || e.abandoned || e.deliveries === undefined) continue;
+        const k = `${e.stream}:${e.deliveries}`;
+        let g = byCount.get(k);
+        if (!g) byCount.set(k, (g = { idx: e.stream, count: e.deliveries, ids: [] }));
+        g.ids.push(e.id);
+      }
+    }
+    await Promise.allSettled(
+      [...byCount.values()].map((g) =>
+        this.cmd.xclaim(this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, 0, ...g.ids, 'RETRYCOUNT', g.count - 1, 'JUSTID').catch((err: unknown) => {
+          this.logger.debug({ err: describeError(err) }, 'could not reset the delivery count of unstarted entries');
+        }),
+      ),
+    );
+  }
+
   close(): Promise<void> {
     this.closed ??= this.doClose();
     return this.closed;
@@ -767,6 +795,7 @@ export class RedisConsumer implements TransportSubscription {
     }
     clearInterval(this.keepaliveTimer);
     this.queue.clear();
+    await this.releaseUnstarted();
     this.flushAcks();
     if (this.acksInFlight > 0) await new Promise<void>((resolve) => (this.acksIdle = resolve));
     await Promise.allSettled(this.loops);
