@@ -146,6 +146,21 @@ describe('redis-streams review: retry counting', () => {
   });
 });
 
+describe('redis-streams review: admin', () => {
+  it('groups() counts pending entries of the retry streams too, as pending() does', async () => {
+    const prefix = uniquePrefix('adminretry');
+    const a = await bus(prefix);
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000, multiplier: 2, jitter: 0 } } }, () => {
+      throw new Error('later');
+    });
+    await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
+    const admin = await (a.transport as RedisStreamsTransport).admin();
+    // The failed event waits in the retry stream, delivered to the consumer (pending) until due.
+    await waitFor(async () => (await admin.pending('order.created', 'g')).total === 1, 5000, 'the retry entry pending');
+    expect(await admin.groups('order.created')).toEqual([expect.objectContaining({ group: 'g', pending: 1, retrying: 1 })]);
+  });
+});
+
 describe('redis-streams review: error types', () => {
   it('subscribe rejects with TransportError when the group cannot be created (a key of another type)', async () => {
     const prefix = uniquePrefix('wrongtype');

@@ -100,6 +100,11 @@ export class RedisStreamsAdmin {
         g.lag = g.lag === undefined || lag === null || lag === undefined ? undefined : g.lag + Number(lag);
         const rk = retryKey(this.config.prefix, type, p, name);
         g.retrying += Number(await this.c.xlen!(rk));
+        try {
+          g.pending += Number(((await this.c.xpending!(rk, name)) as [number])[0]);
+        } catch {
+          // no retry stream or group yet
+        }
         byName.set(name, g);
       }
     }
