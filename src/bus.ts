@@ -195,11 +195,14 @@ export class EventBus<M extends EventMap> {
       throw new ConfigError(`The ${this.transport.type} transport has no synchronous write: use publish(), which waits for room.`);
     }
     const value = this.parse(t, data, -1);
+    // Kept before flushing: a handler run inside that write (memory) may publish, and parse again.
+    const json = this.parsedJson;
+    const size = this.parsedSize;
     // What is buffered goes to the transport first (an in-process write completes now); if some of it
     // cannot, this event would overtake it.
     if (this.batcher.pendingEvents > 0 && !this.batcher.flushSync()) return false;
-    const ev = this.make(t, value, this.parsedJson, this.metaOf(t, options), options?.key);
-    const ok = this.transport.tryWrite({ type: t.name, partition: ev.partition, events: [ev], bytes: this.parsedSize });
+    const ev = this.make(t, value, json, this.metaOf(t, options), options?.key);
+    const ok = this.transport.tryWrite({ type: t.name, partition: ev.partition, events: [ev], bytes: size });
     if (ok) this.batcher.countWritten();
     return ok;
   }
@@ -414,7 +417,10 @@ export class EventBus<M extends EventMap> {
     return { ...this.batcher.stats, pendingEvents: this.batcher.pendingEvents };
   }
 
-  /** Sends everything buffered; resolves when the transport accepted it all. */
+  /**
+   * Sends everything buffered; resolves once each of those events was written or failed. It does not
+   * reject: a failed event's own `publish` promise says so.
+   */
   flush(): Promise<void> {
     return this.batcher.flushAll();
   }

@@ -64,8 +64,18 @@ const SAFE_LEAVES = new Set(['string', 'number', 'boolean', 'null', 'enum', 'lit
  * `top`: the schema is the whole payload, where `undefined` (an `.optional()` there) encodes to nothing.
  */
 function isJsonSafe(schema: z.ZodType, seen: Set<unknown>, top = false): boolean {
-  if (seen.has(schema)) return false; // recursive schemas may describe cycles
+  // `seen` holds the schemas on the path from the root: a schema inside itself may describe cycles, one
+  // used twice side by side (`{ from: Address, to: Address }`) is judged each time.
+  if (seen.has(schema)) return false;
   seen.add(schema);
+  try {
+    return judgeJsonSafe(schema, seen, top);
+  } finally {
+    seen.delete(schema);
+  }
+}
+
+function judgeJsonSafe(schema: z.ZodType, seen: Set<unknown>, top: boolean): boolean {
   const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
   const type: string = def.type;
   if (SAFE_LEAVES.has(type)) return type !== 'literal' || (def.values as unknown[]).every((v) => typeof v !== 'bigint' && v !== undefined);
