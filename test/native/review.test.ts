@@ -77,4 +77,36 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => seen.length === 2, 5_000, '2 events');
     expect(seen).toEqual([1, 3]);
   });
+
+  it('error: with several groups, a unit one group cannot take is taken by none', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const a: number[] = [];
+    const c: number[] = [];
+    await b.subscribe('tick', { group: 'a' }, (e) => void a.push(e.data.seq));
+    await b.subscribe('tick', { group: 'b', drainTimeoutMs: 50 }, async () => void (await gate));
+    await b.subscribe('tick', { group: 'c' }, (e) => void c.push(e.data.seq));
+    for (let i = 0; i < 5; i++) {
+      // One at a time: a and c keep up; b holds the first in its stuck handler and the other 4 fill its ring.
+      await b.publish('tick', { seq: i });
+      await waitFor(() => a.length === i + 1 && c.length === i + 1, 5_000, 'a and c');
+    }
+    await expect(b.publish('tick', { seq: 100 })).rejects.toBeInstanceOf(BackpressureError);
+    const t = transportOf(b);
+    expect(t.stats('tick', 0, 'b')).toMatchObject({ pushed: 5, rejected: 1 });
+    for (const g of ['a', 'c']) expect(t.stats('tick', 0, g)).toMatchObject({ pushed: 5, rejected: 0 });
+    release();
+    // A later event: once a and c have it, they would have had the refused one (each delivers in order).
+    await waitFor(() => t.stats('tick', 0, 'b')!.size < 4, 5_000, 'room in b');
+    await b.publish('tick', { seq: 101 });
+    await waitFor(() => a.length === 6 && c.length === 6, 5_000, 'the later event in a and c');
+    expect(a).toEqual([0, 1, 2, 3, 4, 101]);
+    expect(c).toEqual([0, 1, 2, 3, 4, 101]);
+    // Not retained either: a group created later from the start does not get it.
+    const late: number[] = [];
+    await b.subscribe('tick', { group: 'late', startFrom: '0' }, (e) => void late.push(e.data.seq));
+    await waitFor(() => late.length === 6, 5_000, 'the history in a new group');
+    expect(late).toEqual([0, 1, 2, 3, 4, 101]);
+  });
 });

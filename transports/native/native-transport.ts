@@ -125,8 +125,9 @@ export class NativeTransport implements Transport {
       try {
         batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
         this.checkSizes(batch);
-        topic.history[unit.partition]?.add(batch);
+        const taken = this.mode === PushMode.allOrNothing && topic.groups.size > 1 ? this.allOrNone(topic, unit, batch) : undefined;
         for (const group of topic.groups.values()) {
+          if (taken?.has(group)) continue;
           const ring = `${group.lane}:${unit.partition}`;
           const before = this.blocked.get(ring);
           if (before) {
@@ -140,11 +141,7 @@ export class NativeTransport implements Transport {
           const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
           if (done > 0) group.kick();
           if (done < batch.n) {
-            if (this.mode === PushMode.allOrNothing) {
-              const err = new BackpressureError(this.core.stats(group.lane, unit.partition)[5]!, this.core.capacity);
-              err.message = `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") is full (${this.core.capacity} events); backpressure is 'error'.`;
-              throw err;
-            }
+            if (this.mode === PushMode.allOrNothing) throw this.full(group, unit);
             if (this.mode === PushMode.partial) {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
               const p = this.blockingPush(group, unit, copyBatch(batch, done));
@@ -153,12 +150,45 @@ export class NativeTransport implements Transport {
             }
           }
         }
+        // After the pushes: a unit `error` refused is not retained either.
+        topic.history[unit.partition]?.add(batch);
       } catch (err) {
         (results ??= new Array(units.length).fill(undefined))[u] = this.mapError(err);
       }
     }
     if (waits) return Promise.all(waits).then(() => results);
     return results;
+  }
+
+  /**
+   * `error` with several groups: the unit goes to every group's ring or to none. Each ring is probed first
+   * (rings only gain room meanwhile: every push to them comes from this thread); one without room is pushed
+   * for real, which counts the unit there as rejected, or takes it if a consumer made room since the probe
+   * (then, should another ring refuse, that one ring has it). Returns the rings that took it so; throws
+   * BackpressureError when one refused it. A ring still waiting for room for earlier events is left to
+   * write(), which queues the unit behind them.
+   */
+  private allOrNone(topic: Topic, unit: PublishUnit, batch: EncodedBatch): Set<NativeGroup> | undefined {
+    let taken: Set<NativeGroup> | undefined;
+    let refused: NativeGroup | undefined;
+    for (const group of topic.groups.values()) {
+      if (this.blocked.has(`${group.lane}:${unit.partition}`)) continue;
+      if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) === batch.n) continue;
+      if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.allOrNothing) === batch.n) {
+        (taken ??= new Set()).add(group);
+        group.kick();
+      } else {
+        refused ??= group;
+      }
+    }
+    if (refused) throw this.full(refused, unit);
+    return taken;
+  }
+
+  private full(group: NativeGroup, unit: PublishUnit): BackpressureError {
+    const err = new BackpressureError(this.core.stats(group.lane, unit.partition)[5]!, this.core.capacity);
+    err.message = `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") is full (${this.core.capacity} events); backpressure is 'error'.`;
+    return err;
   }
 
   /**
