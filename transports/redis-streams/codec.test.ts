@@ -130,5 +130,18 @@ describe('redis-streams codec', () => {
     expect(reason(['v', '1', 'kind', 'batch', 'count', '3', 'ids', '', 'times', '[]', 'payloads', '[1]'])).toContain('"count" says 3');
     expect(reason(['v', '1', 'kind', 'batch', 'idw', '26', 'ids', 'abc', 'times', '[1,1]', 'payloads', '[1]'])).toContain('"ids" has 3 chars');
     expect(reason(['v', '1', 'kind', 'event', 'attempt', '0', 'data', '1'])).toContain('attempt');
+    // Publish times: run counts must add up to the events, each run a time and a count of at least 1.
+    const batch = (times: string) => reason(['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', times, 'payloads', '[1,2]']);
+    expect(batch('[]')).toContain('"times" counts 0 events but "payloads" holds 2');
+    expect(batch('[5,1]')).toContain('"times" counts 1 events');
+    expect(batch('[5,3]')).toContain('"times" counts 3 events');
+    expect(batch('[5,0,6,2]')).toContain('bad run [5, 0]');
+    expect(batch('["x",2]')).toContain('bad run ["x", 2]');
+    expect(batch('[5,1.5,6,0.5]')).toContain('bad run [5, 1.5]');
+    expect(decodeEntry('1-0', ['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', '[5,1,6,1]', 'payloads', '[1,2]'], 't')).not.toBeInstanceOf(Malformed);
+    expect(reason(['v', '1', 'kind', 'event', 'time', 'soon', 'data', '1'])).toContain('field "time" is not a time in ms: soon');
+    expect(reason(['v', '1', 'kind', 'event', 'headers', '["a"]', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
+    expect(reason(['v', '1', 'kind', 'event', 'headers', '{"a":1}', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
+    expect(reason(['v', '1', 'kind', 'event', 'headers', '{', 'data', '1'])).toContain('"headers" is not JSON');
   });
 });

@@ -251,22 +251,23 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
   } catch (err) {
     return new Malformed(`field "data" is not JSON: ${(err as Error).message}`);
   }
+  const at = time === undefined ? idTime(streamId) : Number(time);
+  if (!Number.isFinite(at)) return new Malformed(`field "time" is not a time in ms: ${time}`);
   const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = {
     id: id ?? streamId,
     type: t,
     source: src,
-    time: time === undefined ? idTime(streamId) : Number(time),
+    time: at,
     data: value,
   };
   if (key !== undefined) env.key = key;
   if (correlationId !== undefined) env.correlationId = correlationId;
   if (causationId !== undefined) env.causationId = causationId;
   if (headers !== undefined) {
-    try {
-      env.headers = JSON.parse(headers) as Record<string, string>;
-    } catch {
-      return new Malformed('field "headers" is not JSON');
-    }
+    const parsed = parseJson('headers', headers);
+    if (parsed instanceof Malformed) return parsed;
+    if (!isStringMap(parsed)) return new Malformed('field "headers" is not a JSON object of strings');
+    env.headers = parsed;
   }
   return { events: [env], attempt: att, due: dueMs };
 }
@@ -284,6 +285,12 @@ function parseJson(field: string, text: string): unknown | Malformed {
   } catch (err) {
     return new Malformed(`field "${field}" is not JSON: ${(err as Error).message}`);
   }
+}
+
+function isStringMap(v: unknown): v is Record<string, string> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  for (const k in v) if (typeof (v as Record<string, unknown>)[k] !== 'string') return false;
+  return true;
 }
 
 type MetaFields = { key?: string; correlationId?: string; causationId?: string; headers?: Record<string, string> };
@@ -321,6 +328,15 @@ function decodeBatch(
   const runs = parseJson('times', timesText);
   if (runs instanceof Malformed) return runs;
   if (!Array.isArray(runs) || runs.length % 2 !== 0) return new Malformed('field "times" is not a [time, count, ...] array');
+  let counted = 0;
+  for (let r = 0; r < runs.length; r += 2) {
+    const count = runs[r + 1];
+    if (!Number.isFinite(runs[r]) || !Number.isInteger(count) || count < 1) {
+      return new Malformed(`field "times" has a bad run [${JSON.stringify(runs[r])}, ${JSON.stringify(count)}]: expected a time in ms and a count of at least 1`);
+    }
+    counted += count;
+  }
+  if (counted !== n) return new Malformed(`field "times" counts ${counted} events but "payloads" holds ${n}`);
   let meta: Record<string, MetaFields> | undefined;
   if (metaText !== undefined) {
     const parsed = parseJson('meta', metaText);
