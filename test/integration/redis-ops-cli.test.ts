@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
-import { events, fastRead, fastRetry, makeBus, orders } from './redis-common.js';
+import { Redis } from 'ioredis';
+import { dlqKey, streamKey } from '../../transports/redis-streams/index.js';
+import { events, fastRead, fastRetry, makeBus, order, orders } from './redis-common.js';
 
 const root = resolve(__dirname, '../..');
 const bin = resolve(root, 'transports/redis-streams/ops-bin.ts');
@@ -72,7 +74,7 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(letters.map((d) => d.event.data.seq).sort()).toEqual([5, 7]);
     for (const d of letters) expect(d).toMatchObject({ group: 'billing', attempts: 2, error: expect.stringContaining('poison') });
     const table = await cli('dlq', 'order.created', ...conn, '--group', 'billing');
-    expect(table.out.split('\n')[0]).toMatch(/^dlqId\s+group\s+partition\s+eventId\s+attempts\s+deadAt\s+error$/);
+    expect(table.out.split('\n')[0]).toMatch(/^ref\s+group\s+eventId\s+attempts\s+deadAt\s+error$/);
     expect(table.out).toContain('poison 5');
 
     // Purge without a filter is refused: nothing deleted.
@@ -95,6 +97,30 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(JSON.parse(purged.out)).toEqual({ purged: 2 });
     expect(await bus.deadLetters('order.created')).toHaveLength(0);
     for (let seq = 0; seq < 30; seq++) expect(deliveries.get(seq), `deliveries of ${seq}`).toBe(seq === 5 ? 4 : seq === 7 ? 2 : 1);
+  });
+
+  it('a ref names one dead letter where two partitions hold DLQ entries with the same id', async () => {
+    const p = uniquePrefix('opsref');
+    const raw = new Redis(server.url);
+    try {
+      const letter = (seq: number, partition: number) => ['type', 'order.created', 'group', 'billing', 'partition', String(partition), 'attempts', '3', 'error', `boom ${seq}`, 'deadAt', '1700000000000', 'event', JSON.stringify({ id: `ev-${seq}`, type: 'order.created', source: 'x', time: 1, data: order(seq) })];
+      for (const partition of [0, 1]) {
+        await raw.xadd(streamKey(p, 'order.created', partition), '*', 'v', '1', 'data', '{}');
+        await raw.xadd(dlqKey(p, 'order.created', partition), '1700000000000-0', ...letter(partition, partition));
+      }
+      const listed = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p, '--json');
+      const refs = (JSON.parse(listed.out) as { ref: string }[]).map((d) => d.ref).sort();
+      expect(refs).toEqual(['0/1700000000000-0', '1/1700000000000-0']);
+      const purged = await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', '1/1700000000000-0');
+      expect(purged.out).toBe('purged 1 dead letter\n');
+      expect(await raw.xlen(dlqKey(p, 'order.created', 0))).toBe(1);
+      expect(await raw.xlen(dlqKey(p, 'order.created', 1))).toBe(0);
+      // By event id: that event's letter only.
+      expect((await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', 'ev-0')).out).toBe('purged 1 dead letter\n');
+      expect(await raw.xlen(dlqKey(p, 'order.created', 0))).toBe(0);
+    } finally {
+      raw.disconnect();
+    }
   });
 
   it('bad usage exits 2 with a message naming what is wrong', async () => {

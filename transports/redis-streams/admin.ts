@@ -12,8 +12,13 @@ import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
 export interface RedisDeadLetter extends DeadLetter {
-  /** Id of the DLQ stream entry (use it to replay or purge one letter). */
+  /** Id of the entry in its partition's DLQ stream: unique within that stream only. */
   readonly dlqId: string;
+  /**
+   * `<partition>/<dlqId>`: names this one letter (the DLQ streams of two partitions can hold entries with
+   * the same id). Pass it in `ids` to replay or purge just this letter.
+   */
+  readonly ref: string;
   /** Stream the event was read from and its entry id there. */
   readonly stream: string;
   readonly origin: string;
@@ -145,14 +150,15 @@ export class RedisStreamsAdmin {
   /**
    * Sends dead letters back to their group: each decodable letter becomes a fresh entry (attempt 1)
    * in that group's retry stream, so only that group sees it again; the letter is removed from the DLQ.
-   * Returns how many were replayed.
+   * Returns how many were replayed. `ids` picks letters by `ref` (one letter), by event id (that event's
+   * letters, one per group that gave up on it) or by bare `dlqId` (that entry id in every partition).
    */
   async replayDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
     const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
     const wanted = options.ids ? new Set(options.ids) : undefined;
     let n = 0;
     for (const d of letters) {
-      if (wanted && !wanted.has(d.dlqId) && !wanted.has(d.id)) continue;
+      if (wanted && !matches(wanted, d)) continue;
       if (d.event === undefined) continue; // undecodable: inspect `raw` and purge instead
       const fields = envelopeFields(d.event);
       fields.push('attempt', '1', 'due', '0', 'origin', d.origin, 'replayed', d.dlqId);
@@ -163,17 +169,22 @@ export class RedisStreamsAdmin {
     return n;
   }
 
-  /** Deletes dead letters (all of the type, or one group's, or the given DLQ ids). Returns how many. */
+  /** Deletes dead letters (all of the type, or one group's, or those `ids` picks, as for replay). Returns how many. */
   async purgeDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
     const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
     const wanted = options.ids ? new Set(options.ids) : undefined;
     let n = 0;
     for (const d of letters) {
-      if (wanted && !wanted.has(d.dlqId) && !wanted.has(d.id)) continue;
+      if (wanted && !matches(wanted, d)) continue;
       n += Number(await this.c.xdel!(dlqKey(this.config.prefix, type, d.partition), d.dlqId));
     }
     return n;
   }
+}
+
+/** Whether `ids` names the letter: by `ref`, by event id, or by bare DLQ entry id (in any partition). */
+function matches(ids: ReadonlySet<string>, d: RedisDeadLetter): boolean {
+  return ids.has(d.ref) || ids.has(d.id) || ids.has(d.dlqId);
 }
 
 function pairs(row: unknown[]): Record<string, unknown> {
@@ -211,6 +222,7 @@ export function decodeDeadLetter(dlqId: string, fields: string[], type: string, 
     raw,
     deadAt: Number(f['deadAt'] ?? 0),
     dlqId,
+    ref: `${partition}/${dlqId}`,
     stream: f['stream'] ?? '',
     origin: f['origin'] ?? '',
   };

@@ -24,7 +24,7 @@ Options:
   --prefix <prefix>        key prefix of the transport (default: el)
   --partitions <n>         partitions of the type (default: counted from its streams)
   --group <group>          only this consumer group's dead letters
-  --id <id>                one dead letter, by DLQ entry id or event id (repeatable)
+  --id <id>                dead letters by ref (partition/dlqId, as dlq lists them) or event id (repeatable)
   --limit <n>              most dead letters listed (default: 100)
   --all                    purge: every dead letter of the type
   --timeout-ms <ms>        connect and command timeout (default: 5000)
@@ -110,7 +110,7 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
 
 function letterRow(d: RedisDeadLetter): Record<string, unknown> {
   return {
-    dlqId: d.dlqId,
+    ref: d.ref,
     group: d.group,
     partition: d.partition,
     eventId: d.id,
@@ -165,7 +165,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       const type = need(positionals, 1, 'an event type');
       const limit = intFlag(flags.limit, 'limit', 1) ?? 100;
       const letters = await withTypeAdmin(flags, io.env, type, (a) => a.deadLetters(type, flags.group, limit));
-      print(letters, () => table(letters.map(letterRow), ['dlqId', 'group', 'partition', 'eventId', 'attempts', 'deadAt', 'error']));
+      print(letters, () => table(letters.map(letterRow), ['ref', 'group', 'eventId', 'attempts', 'deadAt', 'error']));
       return 0;
     }
     case 'replay':
