@@ -16,6 +16,9 @@ const keyOf = (partition: number, partitions: number) => {
   for (let i = 0; ; i++) if (partitionForKey(`k${i}`, partitions) === partition) return `k${i}`;
 };
 
+/** The seqs (0..199, key `k${seq}`) of each of 2 partitions. */
+const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => partitionForKey(`k${seq}`, 2) === p));
+
 /** A logger that keeps error() calls. */
 function quietLogger() {
   const errors: string[] = [];
@@ -108,5 +111,30 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await b.subscribe('tick', { group: 'late', startFrom: '0' }, (e) => void late.push(e.data.seq));
     await waitFor(() => late.length === 6, 5_000, 'the history in a new group');
     expect(late).toEqual([0, 1, 2, 3, 4, 101]);
+  });
+
+  it('worker consumers: when a replacement thread fails to load, what the dead thread held goes to the other threads', async () => {
+    const { logger } = quietLogger();
+    const b = await bus({ partitions: 2 }, { logger });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
+    const flags = new SharedArrayBuffer(8);
+    await b.subscribe('tick', { group: 'r', workers: 2, handler: fixture('load-once-handler.mjs'), workerData: { seen: seen.buffer, flags, crashAt: 20, loads: 2 } });
+    await b.publishMany('tick', ticks(200), { key: (d) => `k${d.seq}` });
+    await waitFor(() => seen.every((x) => x >= 1), 10_000, 'every event delivered');
+  });
+
+  it('worker consumers: when the only thread of a member dies and its replacement fails to load, its partitions go to the other members', async () => {
+    const { logger } = quietLogger();
+    const b = await bus({ partitions: 2 }, { logger });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
+    const flags = new SharedArrayBuffer(8);
+    // The main-thread member takes partition 0, the worker member partition 1.
+    await b.subscribe('tick', { group: 'r' }, (e) => void Atomics.add(seen, e.data.seq, 1));
+    await b.subscribe('tick', { group: 'r', workers: 1, handler: fixture('load-once-handler.mjs'), workerData: { seen: seen.buffer, flags, crashAt: keySeqs[1]![5]!, loads: 1 } });
+    await b.publishMany('tick', ticks(200), { key: (d) => `k${d.seq}` });
+    await waitFor(() => seen.every((x) => x >= 1), 10_000, 'every event delivered');
+    // Events published afterwards too.
+    await b.publishMany('tick', ticks(50));
+    await waitFor(() => seen.subarray(0, 50).every((x) => x >= 2), 10_000, 'later events delivered');
   });
 });

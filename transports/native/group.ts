@@ -252,6 +252,9 @@ export class NativeGroup {
       (err: unknown) => {
         thread.finish([]);
         this.o.logger.error({ group, err: describeError(err) }, 'replacement native consumer thread failed to start');
+        // What it was handed went back to the group (see watch): its partitions and those events go to the
+        // member's other threads, or to the group's other members when it has none left.
+        this.rebalance();
       },
     );
   }
@@ -333,6 +336,8 @@ export class NativeGroup {
           if (m.pinned === false) this.warnUnpinned();
           resolve();
         } else if (m.t === 'load-error') {
+          // A replacement thread may have been handed events already (rebalance runs before it is ready).
+          this.handBack([...thread.parked.values()]);
           thread.finish([]);
           if (m.field === 'cpus') reject(new ConfigError(`subscribe options: cpus: ${m.message}`, [{ path: ['cpus'], message: m.message }]));
           else reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
@@ -404,7 +409,9 @@ export class NativeGroup {
   }
 
   private rebalance(): void {
-    const live = this.members;
+    // A worker member whose threads all died and were not replaced (crash loop, a replacement that failed to
+    // load) owns no partitions: they go to the group's other members.
+    const live = this.members.filter((m) => m.kind === 'main' || m.threads.some((t) => t.alive));
     for (const m of live) m.parts = [];
     if (live.length > 0) for (let p = 0; p < this.partitions; p++) live[p % live.length]!.parts.push(p);
     for (const m of live) {
