@@ -370,7 +370,8 @@ export class EventBus<M extends EventMap> {
     const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
     const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
-    const validate = this.config.validateOnConsume;
+    // A transforming schema published its output, which it cannot check again as input.
+    const validate = this.config.validateOnConsume && !this.events.transforming.has(type);
     const wrapped: DeliveryHandler = (event, ctx) => {
       if (validate) (event as { data: unknown }).data = validated(t, event.data, -1, event.id);
       return (handler as DeliveryHandler)(event, ctx);

@@ -41,7 +41,10 @@ export const busConfigSchema = z
     batching: batchingSchema.default(batchingSchema.parse({})),
     /** How long `close()` waits for in-flight handlers. @default 30000 */
     drainTimeoutMs: z.number().int().min(0).default(30_000),
-    /** Validate payloads again on the consumer side (events written by other producers). @default true */
+    /**
+     * Validate payloads again on the consumer side (events written by other producers); not for types whose
+     * schema transforms values (see `EventMap.transforming`). @default true
+     */
     validateOnConsume: z.boolean().default(true),
   })
   .strict();

@@ -15,6 +15,11 @@ export interface EventMap<S extends EventSchemas = EventSchemas> {
   readonly names: readonly string[];
   /** Names whose schema cannot prove the payload JSON-encodable; these are encoded eagerly at publish. */
   readonly needsEncodeCheck: ReadonlySet<string>;
+  /**
+   * Names whose schema transforms values (`.transform()`, `z.preprocess`, `z.codec`): the parsed output
+   * it publishes is not input it can check again, so consumers do not re-validate these.
+   */
+  readonly transforming: ReadonlySet<string>;
 }
 
 /** Event names of a map. */
@@ -39,6 +44,7 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
   }
   const names = Object.keys(schemas);
   const needsEncodeCheck = new Set<string>();
+  const transforming = new Set<string>();
   for (const name of names) {
     if (!EVENT_NAME.test(name)) {
       throw new ConfigError(
@@ -51,8 +57,24 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
       throw new ConfigError(`Event "${name}" must map to a zod (v4) schema.`, [{ path: [name], message: 'not a zod schema' }]);
     }
     if (!isJsonSafe(schemas[name]!, new Set(), true)) needsEncodeCheck.add(name);
+    if (hasTransform(schemas[name]!, new Set())) transforming.add(name);
   }
-  return Object.freeze({ schemas, names: Object.freeze(names), needsEncodeCheck });
+  return Object.freeze({ schemas, names: Object.freeze(names), needsEncodeCheck, transforming });
+}
+
+/** Whether a schema holds a node that changes values: a transform (also inside `z.preprocess`) or a codec. */
+function hasTransform(schema: unknown, seen: Set<unknown>): boolean {
+  if (seen.has(schema)) return false;
+  seen.add(schema);
+  const def = (schema as { _zod: { def: Record<string, unknown> } })._zod.def;
+  if (def.type === 'transform' || (def.type === 'pipe' && typeof def.transform === 'function')) return true;
+  // Every schema the node holds: inner types, elements, options, an object's shape (its getters too).
+  const isSchema = (v: unknown): boolean => typeof v === 'object' && v !== null && '_zod' in v;
+  for (const v of Object.values(def)) {
+    const children = isSchema(v) ? [v] : Array.isArray(v) ? v.filter(isSchema) : typeof v === 'object' && v !== null ? Object.values(v).filter(isSchema) : [];
+    if (children.some((c) => hasTransform(c, seen))) return true;
+  }
+  return false;
 }
 
 /** zod v4 def types whose parsed output always survives JSON.stringify → JSON.parse unchanged. */
