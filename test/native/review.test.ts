@@ -137,4 +137,30 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await b.publishMany('tick', ticks(50));
     await waitFor(() => seen.subarray(0, 50).every((x) => x >= 2), 10_000, 'later events delivered');
   });
+
+  it('worker consumers: events handed to a thread that stops before it reads them go back to the group', async () => {
+    const b = await bus({ partitions: 2, batchSize: 1 });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 8));
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    // The main-thread member subscribes first (partition 0 then stays with it); its handler of seq 1 never settles.
+    const main = await b.subscribe('tick', { group: 'g', drainTimeoutMs: 50 }, async (e) => {
+      if (e.data.seq === 1) await new Promise(() => {});
+      Atomics.add(seen, e.data.seq, 1);
+    });
+    const workers = await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 0 } });
+    // seq 0 to partition 1 (the worker, held at the gate), seq 1 to partition 0 (the main member, stuck).
+    await b.publish('tick', { seq: 0 }, { key: keyOf(1, 2) });
+    await b.publish('tick', { seq: 1 }, { key: keyOf(0, 2) });
+    await waitFor(() => transportOf(b).stats('tick', 1, 'g')!.held === 1 && transportOf(b).stats('tick', 0, 'g')!.popped === 1, 5_000, 'both handlers running');
+    // The main member leaves after its drain timeout: seq 1 is handed to the worker thread (a message it
+    // cannot read while its handler blocks). Then the worker subscription closes, then the gate opens.
+    await main.close();
+    const closing = workers.close();
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    await closing;
+    const onMain = new Int32Array(8);
+    await b.subscribe('tick', { group: 'g' }, (e) => void Atomics.add(onMain, e.data.seq, 1));
+    await waitFor(() => seen[1]! + onMain[1]! >= 1, 5_000, 'seq 1 delivered again');
+  });
 });

@@ -348,7 +348,14 @@ export class NativeGroup {
         } else if (m.t === 'dead') {
           this.addDead(m.dl as DeadLetter);
         } else if (m.t === 'stopped') {
-          thread.finish(m.left);
+          // Still parked: events it was handed and never took (a 'give' it had not read when it stopped).
+          // They go back with what it handed back (messages arrive in order: finished ones were unparked).
+          const left = m.left;
+          if (thread.parked.size > 0) {
+            const back = new Set(left.map((p) => p.env.id));
+            for (const it of thread.parked.values()) if (!back.has(it.env.id)) left.push(it);
+          }
+          thread.finish(left);
         } else if (m.t === 'fatal') {
           this.o.logger.error({ group: this.name, err: m.message }, 'native consumer thread failed');
         }
