@@ -247,10 +247,7 @@ export class RedisConsumer implements TransportSubscription {
               this.accept(idx, entries, await this.deliveryCounts(idx, entries), started);
             }
           }
-          const unfinished = started.filter((e) => !e.abandoned && this.held[e.stream]!.has(e.id));
-          if (unfinished.length > 0) {
-            await Promise.race([Promise.all(unfinished.map((e) => new Promise<void>((resolve) => (e.done = resolve)))), this.closeSignal]);
-          }
+          await this.finished(started);
           if (!any) {
             r.drainPending = false;
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
@@ -658,9 +655,25 @@ export class RedisConsumer implements TransportSubscription {
       for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;
         const s = this.streams[idx]!;
-        const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', this.opts.claimCount);
-        s.cursor = reply[0];
         const held = this.held[idx]!;
+        // Idle entries delivered twice or more without an ack may hold one that kills its consumer: those
+        // are claimed one at a time, each finished before the next, so only such an entry's delivery count
+        // grows (a claim raises the count of every entry it takes). The rest are claimed in bulk.
+        const idle = (await this.cmd.xpending(s.key, this.spec.group, 'IDLE', this.opts.minIdleMs, s.cursor, '+', this.opts.claimCount)) as [string, string, number, number][];
+        const rows = idle.filter((r) => !held.has(r[0]));
+        if (rows.length === 0) {
+          s.cursor = '0-0'; // nothing idle past the cursor: start over next pass
+          continue;
+        }
+        const suspect = rows.findIndex((r) => Number(r[3]) >= 2);
+        if (suspect === 0) {
+          await this.claimAlone(idx, rows[0]![0]);
+          idx--; // the same stream again: its next idle entry
+          continue;
+        }
+        const count = suspect > 0 ? suspect : this.opts.claimCount;
+        const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
+        s.cursor = reply[0];
         const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
         if (entries.length === 0) continue;
         const deliveries = await this.deliveryCounts(idx, entries);
@@ -674,6 +687,26 @@ export class RedisConsumer implements TransportSubscription {
     } finally {
       this.reclaiming = false;
     }
+  }
+
+  /**
+   * Claims one idle entry (`XCLAIM`, still subject to `minIdleMs`) and waits until its events have run,
+   * like the serial pending drain: an entry redelivered after consumers died with it is run alone.
+   */
+  private async claimAlone(idx: number, id: string): Promise<void> {
+    const s = this.streams[idx]!;
+    const claimed = ((await this.cmd.xclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, id)) as RawEntry[]).filter((e) => e !== null);
+    if (claimed.length === 0 || this.closing) return; // taken or acked meanwhile, or deleted (Redis drops it from the list)
+    this.logger.info({ group: this.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
+    const started: Entry[] = [];
+    this.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
+    await this.finished(started);
+  }
+
+  /** Resolves when the entries started are done (acked, or re-routed) or abandoned, or at close. */
+  private async finished(started: Entry[]): Promise<void> {
+    const unfinished = started.filter((e) => !e.abandoned && this.held[e.stream]!.has(e.id));
+    if (unfinished.length > 0) await Promise.race([Promise.all(unfinished.map((e) => new Promise<void>((resolve) => (e.done = resolve)))), this.closeSignal]);
   }
 
   /** Delivery counts (XPENDING) of entries this consumer just got from its pending list or a reclaim. */
