@@ -2,7 +2,8 @@
  * Pure-JS partition core (SharedArrayBuffer + Atomics) with the addon's semantics, used when no binary
  * loads, or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots {offset, length, end} into a byte arena,
  * free-running 32-bit positions, claim at the head with a CAS; claimed records are acknowledged in any order
- * (a per-slot done mark holding position + 1) and the release head moves over the done ones in a row. One
+ * (a per-slot done mark holding position + 1, moved from one lap to the next by a CAS, so that a late ack of
+ * records takeHeld took changes nothing) and the release head moves over the done ones in a row. One
  * producer thread per ring (the thread that owns the transport).
  */
 import { PushMode, roundUpPow2, type PartitionCore, type SharedCoreHandle } from './core-api.js';
@@ -29,7 +30,10 @@ interface RingState {
   ctl: SharedArrayBuffer;
   counters: SharedArrayBuffer;
   slots: SharedArrayBuffer;
-  /** Per slot: its position + 1 once acknowledged in this lap. */
+  /**
+   * Per slot: position + 1 of its last acknowledged record, so (position - capacity + 1) while the record
+   * in it is unacknowledged; starts as if lap -1 were acknowledged.
+   */
   done: SharedArrayBuffer;
   arena: SharedArrayBuffer;
 }
@@ -62,12 +66,15 @@ class JsRing {
     this.arena = Buffer.from(state.arena);
   }
   static create(cap: number, arenaBytes: number): JsRing {
+    const done = new SharedArrayBuffer(cap * 4);
+    const marks = new Int32Array(done);
+    for (let i = 0; i < cap; i++) marks[i] = (i - cap + 1) | 0;
     return new JsRing(
       {
         ctl: new SharedArrayBuffer(CTL_INTS * 4),
         counters: new SharedArrayBuffer(8 * 8),
         slots: new SharedArrayBuffer(cap * 16),
-        done: new SharedArrayBuffer(cap * 4),
+        done,
         arena: new SharedArrayBuffer(arenaBytes),
       },
       cap,
@@ -77,10 +84,18 @@ class JsRing {
   size(): number {
     return (Atomics.load(this.ctl, COMMIT) - Atomics.load(this.ctl, HEAD)) >>> 0;
   }
-  /** Acknowledges the claimed records at positions [h, h+k); any thread, any order. */
+  /**
+   * Acknowledges the claimed records at positions [h, h+k); any thread, any order. A record already
+   * acknowledged, or taken by takeHeld (its slot maybe reused since), is left alone: a CAS from the
+   * unacknowledged mark, where a store could overwrite the mark of the slot's next lap.
+   */
   ack(h: number, k: number): void {
-    const mask = this.cap - 1;
-    for (let i = 0; i < k; i++) Atomics.store(this.done, (h + i) & mask, (h + i + 1) | 0);
+    const { done, cap } = this;
+    const mask = cap - 1;
+    for (let i = 0; i < k; i++) {
+      const pos = (h + i) | 0;
+      Atomics.compareExchange(done, pos & mask, (pos - cap + 1) | 0, (pos + 1) | 0);
+    }
     this.advance();
   }
 
@@ -130,8 +145,8 @@ class JsRing {
     const to = Atomics.load(ctl, HEAD);
     const texts: string[] = [];
     for (let pos = Atomics.load(ctl, REL_SLOT); pos !== to; pos = (pos + 1) | 0) {
-      const seen = Atomics.load(done, pos & mask);
-      if (seen === ((pos + 1) | 0)) continue;
+      const seen = (pos - this.cap + 1) | 0;
+      if (Atomics.load(done, pos & mask) !== seen) continue; // acknowledged (in this lap or a later one)
       // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped.
       const s = (pos & mask) * 4;
       const text = arena.toString('utf8', slots[s]!, slots[s]! + slots[s + 1]!);

@@ -8,9 +8,12 @@
 // Consumers (the owning consumer, or a producer evicting under drop-oldest) claim at the head with a CAS.
 // A claimed record stays in the ring until it is acknowledged (`Ack`): a consumer thread may hold what it
 // popped until its handlers finish, so that if the thread dies the records are still there to hand to
-// another (`TakeHeld`). Acks may come in any order; each marks its slots done (with the slot's position,
-// so a mark never outlives its lap) and the release head moves over every done slot in a row, which hands
-// the slots and bytes back to producers.
+// another (`TakeHeld`). Acks may come in any order. An ack of the oldest records held moves the release head
+// over them at once (one CAS); any other marks its slots done, and the release head moves over every done
+// slot in a row; either hands the slots and bytes back to producers. A slot's done mark goes from
+// "unacknowledged" (position - capacity + 1, set by the producer) to "done" (position + 1) by a CAS, so an
+// ack that comes late, for records `TakeHeld` took while their consumer still held them, changes nothing,
+// whatever lap the slot is in by then.
 #pragma once
 
 #include <atomic>
@@ -42,7 +45,9 @@ struct Slot {
   // an acker may read it while another acker has already released the slot to a producer (its CAS then fails).
   std::atomic<uint32_t> end{0};
   uint32_t chars;  // length in UTF-16 code units (what JS string offsets count)
-  std::atomic<uint32_t> done{0};  // position + 1 once acknowledged in this lap
+  // (position - capacity + 1) while the record is unacknowledged (set when it is claimed), (position + 1)
+  // once marked done.
+  std::atomic<uint32_t> done{0};
 };
 
 // Exact counters; written with relaxed atomics, read as a snapshot.
@@ -125,6 +130,7 @@ class Ring {
         uint32_t pos = out->dst, logical = ArenaOf(t) + pad;
         for (uint32_t i = 0; i < k; i++) {
           Slot& s = slots_[(SlotOf(t) + i) & mask_];
+          s.done.store(SlotOf(t) + i - cap_ + 1, std::memory_order_relaxed);  // unacknowledged
           s.off = pos;
           s.len = lens[i];
           s.chars = chars[i];
@@ -161,9 +167,23 @@ class Ring {
     }
   }
 
-  // Acknowledges the records at positions [h, h + k) (claimed by Pop or Evict); any thread, any order.
+  // Acknowledges the records at positions [h, h + k) (claimed by Pop or Evict); any thread, any order. A
+  // record already acknowledged, or taken by TakeHeld (its slot maybe reused since), is left alone.
   void Ack(uint32_t h, uint32_t k) {
-    for (uint32_t i = 0; i < k; i++) slots_[(h + i) & mask_].done.store(h + i + 1, std::memory_order_release);
+    if (k == 0) return;
+    uint64_t r = releaseHead_.load(std::memory_order_seq_cst);
+    // The oldest records held: released at once, with no done marks. (Were they released already, the
+    // release head would be past h.) TakeHeld may have copied some: they are delivered twice, never lost.
+    if (SlotOf(r) == h && int32_t(claimHead_.load(std::memory_order_seq_cst) - (h + k)) >= 0) {
+      const uint32_t end = slots_[(h + k - 1) & mask_].end.load(std::memory_order_relaxed);
+      if (releaseHead_.compare_exchange_strong(r, Pack(h + k, end), std::memory_order_seq_cst)) return Advance();
+    }
+    // A CAS per record, not a store: a late store could overwrite the mark of the slot's next lap.
+    for (uint32_t i = 0; i < k; i++) {
+      const uint32_t pos = h + i;
+      uint32_t unacked = pos - cap_ + 1;
+      slots_[pos & mask_].done.compare_exchange_strong(unacked, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed);
+    }
     Advance();
   }
 
@@ -177,13 +197,15 @@ class Ring {
     uint32_t taken = 0;
     for (uint32_t pos = from; pos != to; pos++) {
       Slot& s = slots_[pos & mask_];
-      uint32_t seen = s.done.load(std::memory_order_acquire);
-      if (seen == pos + 1) continue;
-      // Not acknowledged, so not released: the record is intact. Copied first, then claimed; if its consumer
-      // acknowledged it meanwhile (the CAS fails), the copy is dropped.
+      uint32_t seen = pos - cap_ + 1;
+      if (s.done.load(std::memory_order_seq_cst) != seen) continue;  // acknowledged (in this lap or a later one)
+      // Copied first, then claimed. If its consumer acknowledged it meanwhile, the CAS fails, or (an ack of
+      // the oldest records releases them without marks) the release head has passed it: the copy, maybe of
+      // another record by then, is dropped.
       const size_t mark = bytes->size();
       bytes->append(reinterpret_cast<const char*>(arena_.get() + s.off), s.len);
-      if (s.done.compare_exchange_strong(seen, pos + 1, std::memory_order_acq_rel)) {
+      if (s.done.compare_exchange_strong(seen, pos + 1, std::memory_order_seq_cst) &&
+          int32_t(SlotOf(releaseHead_.load(std::memory_order_seq_cst)) - pos) <= 0) {
         chars->push_back(s.chars);
         taken++;
       } else {
@@ -280,17 +302,19 @@ class Ring {
 
   // Moves the release head over every acknowledged slot in a row. Lock-free: ackers race with a CAS, and
   // one that lost re-reads and goes on from where the winner stopped.
+  // seq_cst, so that of two ackers of adjacent records (one marking, one moving the release head or marking
+  // too), one always sees what the other did.
   void Advance() {
-    uint64_t r = releaseHead_.load(std::memory_order_acquire);
+    uint64_t r = releaseHead_.load(std::memory_order_seq_cst);
     for (;;) {
       const uint32_t from = SlotOf(r);
-      const uint32_t to = claimHead_.load(std::memory_order_acquire);
+      const uint32_t to = claimHead_.load(std::memory_order_seq_cst);
       uint32_t e = from;
-      while (e != to && slots_[e & mask_].done.load(std::memory_order_acquire) == e + 1) e++;
+      while (e != to && slots_[e & mask_].done.load(std::memory_order_seq_cst) == e + 1) e++;
       if (e == from) return;
       // If another acker released these slots meanwhile, `end` may already be a producer's: the CAS fails.
       const uint32_t end = slots_[(e - 1) & mask_].end.load(std::memory_order_relaxed);
-      if (releaseHead_.compare_exchange_weak(r, Pack(e, end), std::memory_order_acq_rel, std::memory_order_acquire)) r = Pack(e, end);
+      if (releaseHead_.compare_exchange_weak(r, Pack(e, end), std::memory_order_seq_cst)) r = Pack(e, end);
     }
   }
 

@@ -11,10 +11,13 @@
 // Phase 4: a consumer dies holding records; TakeHeld hands them back, none lost.
 // Phase 5 (try-publish probe): one producer, as the bus's thread is, asks Fits before each all-or-nothing
 //   Reserve while consumers pop (and hold): whenever Fits says yes the Reserve succeeds; exactly once, in order.
+// Phase 6 (late acks): TakeHeld takes records consumers still hold, and their acks land later, after the ring
+//   went round (one thread, operations in random order): a late ack changes nothing.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -335,6 +338,96 @@ void DeadConsumer(int total, bool report) {
   if (report) std::printf("  dead consumer: %u records taken back, %zu of %d received in order\n", taken, got.size(), total);
 }
 
+// Phase 6: random pushes, pops with hold, acks of a prefix of a held batch, and TakeHeld, on a small ring in
+// one thread. A batch TakeHeld took stays with its consumer, which acknowledges it later like any other (the
+// ring has usually gone round by then). TakeHeld must hand back exactly the records nobody finished, in
+// order; Held() and Size() must be exact; and at the end the ring must have all its room back.
+void LateAcks(int steps, uint32_t seed) {
+  Ring ring(8, 1024);
+  std::mt19937 rng(seed);
+  long pushed = 0, popped = 0;
+  std::map<long, uint32_t> held;  // sequence number -> position, of records popped and nobody finished
+  struct Batch {
+    uint32_t first;
+    std::vector<long> seqs;
+  };
+  std::vector<Batch> holders;  // batches consumers hold (and will acknowledge), taken by TakeHeld or not
+  auto parse = [](const uint8_t* a, size_t n, std::vector<long>* out) { ParseSpan(a, n, [&](int, int, long s) { out->push_back(s); }); };
+  // Held() counts from the oldest record nobody finished to the claim head (the release head stops there).
+  auto check = [&](const char* after) {
+    const uint32_t holding = held.empty() ? 0 : uint32_t(popped) - held.begin()->second;
+    if (ring.Size() != uint32_t(pushed - popped)) Fail(after, long(ring.Size()), pushed - popped);
+    if (ring.Held() != holding) Fail(after, long(ring.Held()), long(holding));
+  };
+  for (int step = 0; step < steps && failures.load() == 0; step++) {
+    const uint32_t op = rng() % 8;
+    if (op < 2) {  // push 1..4 records, as many as fit
+      std::vector<uint32_t> lens;
+      std::string text;
+      for (uint32_t i = 0, n = 1 + rng() % 4; i < n; i++) {
+        std::string r = Record(0, 0, pushed + i, rng);
+        lens.push_back(uint32_t(r.size()));
+        text += r;
+      }
+      Reservation res;
+      if (ring.Reserve(lens.data(), lens.data(), uint32_t(lens.size()), false, &res)) {
+        std::memcpy(ring.arena() + res.dst, text.data(), res.bytes);
+        ring.Commit(res);
+        pushed += res.count;
+      }
+      check("late acks: after push (size, held)");
+    } else if (op < 4) {  // pop 1..4 with hold
+      Batch b{0, {}};
+      const uint32_t k = ring.Pop(
+          1 + rng() % 4, [&](const uint8_t* a, size_t na, const uint8_t* c, size_t nc, uint32_t) { parse(a, na, &b.seqs); if (c) parse(c, nc, &b.seqs); },
+          nullptr, true, &b.first);
+      if (k != b.seqs.size()) Fail("late acks: pop count", long(k), long(b.seqs.size()));
+      for (uint32_t i = 0; i < k; i++) {
+        if (b.seqs[i] != popped + i) Fail("late acks: popped out of order", b.seqs[i], popped + i);
+        held[b.seqs[i]] = b.first + i;
+      }
+      popped += k;
+      if (k > 0) holders.push_back(std::move(b));
+      check("late acks: after pop (size, held)");
+    } else if (op < 7) {  // a consumer acknowledges a prefix of a batch it holds
+      if (holders.empty()) continue;
+      const size_t i = rng() % holders.size();
+      Batch& b = holders[i];
+      const uint32_t j = 1 + uint32_t(rng() % b.seqs.size());
+      ring.Ack(b.first, j);
+      for (uint32_t x = 0; x < j; x++) held.erase(b.seqs[x]);  // finished (unless TakeHeld took it already)
+      b.first += j;
+      b.seqs.erase(b.seqs.begin(), b.seqs.begin() + j);
+      if (b.seqs.empty()) {
+        holders[i] = std::move(holders.back());
+        holders.pop_back();
+      }
+      check("late acks: after ack (size, held)");
+    } else {  // TakeHeld: exactly the held records, in order; their consumers still hold them
+      std::string bytes;
+      std::vector<uint32_t> chars;
+      const uint32_t k = ring.TakeHeld(&bytes, &chars);
+      std::vector<long> got, want;
+      parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &got);
+      for (auto& h : held) want.push_back(h.first);
+      held.clear();
+      if (k != got.size() || got != want) Fail("late acks: TakeHeld took other records than the held ones", long(got.size()), long(want.size()));
+      check("late acks: after TakeHeld (size, held)");
+    }
+  }
+  // Everyone acknowledges what they hold; nothing is held any more, and the ring has all its room back.
+  for (Batch& b : holders) ring.Ack(b.first, uint32_t(b.seqs.size()));
+  std::string bytes;
+  std::vector<uint32_t> chars;
+  if (ring.TakeHeld(&bytes, &chars) != 0) Fail("late acks: TakeHeld after every ack", long(chars.size()), 0);
+  while (ring.Pop(8, [](const uint8_t*, size_t, const uint8_t*, size_t, uint32_t) {}) > 0) {
+  }
+  if (ring.Held() != 0 || ring.Size() != 0) Fail("late acks: held, size at the end", long(ring.Held()), long(ring.Size()));
+  std::vector<uint32_t> lens(8, 10);
+  Reservation res;
+  if (!ring.Reserve(lens.data(), lens.data(), 8, true, &res)) Fail("late acks: the ring did not get its room back", 0, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -357,6 +450,8 @@ int main(int argc, char** argv) {
   std::printf("phase 5: try-publish probe, one producer\n");
   Run({1, 2, 4, 40, 40000 * scale, 256, 8192, kProbe}, true);
   Run({1, 2, 4, 40, 40000 * scale, 256, 8192, kProbe}, true, true);
+  std::printf("phase 6: late acks of records TakeHeld took\n");
+  for (int i = 0; i < 10 * scale; i++) LateAcks(20000, uint32_t(i + 1));
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;

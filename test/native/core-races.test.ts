@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { createCore, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
+
+// The partition core (addon and JS fallback) where threads race: acks that land after takeHeld, pops from
+// several threads, a thread terminated mid-ack, stats read while others pop.
+
+const enc = (records: string[]) => {
+  const bufs = records.map((r) => Buffer.from(r));
+  return { bytes: Buffer.concat(bufs), lens: Uint32Array.from(bufs.map((b) => b.length)), chars: Uint32Array.from(records.map((r) => r.length)), n: records.length };
+};
+const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `[${from + i}],`);
+const decode = (s: string | null): number[] => (s === null ? [] : (JSON.parse('[' + s.slice(0, -1) + ']') as number[][]).map((a) => a[0]!));
+const taken = (t: [string, Uint32Array] | null) => (t === null ? [] : decode(t[0]));
+
+describe.each(['native', 'js'] as const)('partition core under racing threads (%s)', (impl) => {
+  const core = (capacity: number, arena: number): PartitionCore => createCore(capacity, arena, impl, () => {});
+  const push = (c: PartitionCore, lane: number, p: number, records: string[], mode = PushMode.partial) => {
+    const b = enc(records);
+    return c.push(lane, p, b.bytes, b.lens, b.chars, b.n, mode);
+  };
+
+  it('an ack that lands after takeHeld took its records and the ring wrapped changes nothing', () => {
+    const c = core(4, 1024);
+    const lane = c.createLane(1);
+    const at = new Uint32Array(3);
+    const popHeld = (max: number) => {
+      const got = decode(c.pop(lane, Uint32Array.of(0), 1, 0, max, at, 0, 0, undefined, true));
+      return { got, first: at[2]!, count: at[0]! };
+    };
+    expect(push(c, lane, 0, recs(4))).toBe(4);
+    const old = popHeld(4); // a live consumer holds 0..3 ...
+    expect(taken(c.takeHeld(lane, 0))).toEqual([0, 1, 2, 3]); // ... that the main thread takes back
+    expect(push(c, lane, 0, recs(4, 4))).toBe(4); // the ring wraps: positions 4..7 reuse the slots
+    const now = popHeld(2);
+    expect(now).toEqual({ got: [4, 5], first: 4, count: 2 });
+    c.ack(lane, 0, 5, 1);
+    c.ack(lane, 0, old.first, old.count); // the old holder's late ack
+    c.ack(lane, 0, 4, 1);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ size: 2, held: 0 });
+    expect(c.takeHeld(lane, 0)).toBeNull();
+    // The room of 4 and 5 is back; 6 and 7 are still there, then everything goes round again.
+    expect(push(c, lane, 0, recs(2, 8))).toBe(2);
+    expect(decode(c.pop(lane, Uint32Array.of(0), 1, 0, 10, at, 0, 0))).toEqual([6, 7, 8, 9]);
+    expect(push(c, lane, 0, recs(4, 10))).toBe(4);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: 14, popped: 10, size: 4, held: 0 });
+    // A late ack of records that the wrapped ring holds unacknowledged now does not release them either.
+    const again = popHeld(4);
+    expect(again.got).toEqual([10, 11, 12, 13]);
+    c.ack(lane, 0, old.first, old.count);
+    c.ack(lane, 0, now.first, now.count);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ size: 0, held: 4 });
+    expect(push(c, lane, 0, recs(1, 14))).toBe(0);
+    expect(taken(c.takeHeld(lane, 0))).toEqual([10, 11, 12, 13]);
+    expect(push(c, lane, 0, recs(4, 14))).toBe(4);
+  });
+});
