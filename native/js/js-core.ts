@@ -50,7 +50,10 @@ interface CoreState {
 
 class JsRing {
   readonly ctl: Int32Array;
+  /** [pushed, (popped), droppedNewest, droppedOldest, rejected]: written by the ring's one producer thread. */
   readonly counters: Float64Array;
+  /** Entry 1 of the same buffer, as an int64: popped, added to atomically (any thread pops). */
+  readonly counters64: BigInt64Array;
   readonly slots: Int32Array;
   readonly done: Int32Array;
   readonly arena: Buffer;
@@ -61,6 +64,7 @@ class JsRing {
   ) {
     this.ctl = new Int32Array(state.ctl);
     this.counters = new Float64Array(state.counters);
+    this.counters64 = new BigInt64Array(state.counters);
     this.slots = new Int32Array(state.slots);
     this.done = new Int32Array(state.done);
     this.arena = Buffer.from(state.arena);
@@ -353,7 +357,7 @@ export class JsCore implements PartitionCore {
     const ring = this.lane(laneId).rings[partition];
     if (!ring) throw new RangeError('bad lane or partition');
     const c = ring.counters;
-    return [c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, ring.size(), (Atomics.load(ring.ctl, HEAD) - Atomics.load(ring.ctl, REL_SLOT)) >>> 0];
+    return [c[0]!, Number(Atomics.load(ring.counters64, 1)), c[2]!, c[3]!, c[4]!, ring.size(), (Atomics.load(ring.ctl, HEAD) - Atomics.load(ring.ctl, REL_SLOT)) >>> 0];
   }
 
   /** Wakes every consumer of the lane (close, rebalance). */
@@ -432,7 +436,7 @@ function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array
   const bytes = segEnd - segStart + (wrapStart < 0 ? 0 : wrapEnd - wrapStart);
   const enc = charPos === bytes ? 'latin1' : 'utf8';
   const out = (wrapStart < 0 ? '' : arena.toString(enc, wrapStart, wrapEnd)) + arena.toString(enc, segStart, segEnd);
-  ring.counters[1]! += k;
+  Atomics.add(ring.counters64, 1, BigInt(k));
   info[0] = k;
   if (info.length > 2) info[2] = h;
   if (!hold) ring.ack(h, k);

@@ -1,5 +1,6 @@
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { createCore, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
+import { createCore, PushMode, toRingStats, type PartitionCore, type SharedCoreHandle } from '../../native/loader.js';
 
 // The partition core (addon and JS fallback) where threads race: acks that land after takeHeld, pops from
 // several threads, a thread terminated mid-ack, stats read while others pop.
@@ -11,6 +12,39 @@ const enc = (records: string[]) => {
 const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `[${from + i}],`);
 const decode = (s: string | null): number[] => (s === null ? [] : (JSON.parse('[' + s.slice(0, -1) + ']') as number[][]).map((a) => a[0]!));
 const taken = (t: [string, Uint32Array] | null) => (t === null ? [] : decode(t[0]));
+
+const loaderUrl = new URL('../../native/loader.ts', import.meta.url).href;
+const tsxApi = new URL('../../node_modules/tsx/dist/esm/api/index.mjs', import.meta.url).href;
+
+/**
+ * Starts a worker thread that attaches to `workerData.handle` as `core` and runs `body` (an async function
+ * body; `workerData`, `parentPort` and `enc` are in scope). Resolves with the worker once it runs `body`.
+ */
+function startWorker(body: string, workerData: { handle: SharedCoreHandle } & Record<string, unknown>): Promise<Worker> {
+  const code = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    const enc = (records) => {
+      const bufs = records.map((r) => Buffer.from(r));
+      return { bytes: Buffer.concat(bufs), lens: Uint32Array.from(bufs.map((b) => b.length)), chars: Uint32Array.from(records.map((r) => r.length)), n: records.length };
+    };
+    import(${JSON.stringify(tsxApi)}).then(async (t) => {
+      t.register();
+      const { attachCore } = await import(${JSON.stringify(loaderUrl)});
+      const core = attachCore(workerData.handle);
+      parentPort.postMessage('ready');
+      ${body}
+    });`;
+  const w = new Worker(code, { eval: true, workerData });
+  return new Promise((resolve, reject) => {
+    w.once('message', () => resolve(w));
+    w.once('error', reject);
+  });
+}
+const result = <T>(w: Worker) =>
+  new Promise<T>((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
 
 describe.each(['native', 'js'] as const)('partition core under racing threads (%s)', (impl) => {
   const core = (capacity: number, arena: number): PartitionCore => createCore(capacity, arena, impl, () => {});
@@ -52,5 +86,31 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
     expect(push(c, lane, 0, recs(1, 14))).toBe(0);
     expect(taken(c.takeHeld(lane, 0))).toEqual([10, 11, 12, 13]);
     expect(push(c, lane, 0, recs(4, 14))).toBe(4);
+  });
+
+  it('counts every pop exactly when two threads pop the same ring', async () => {
+    const n = 1 << 17;
+    const c = core(n, 1 << 21);
+    const lane = c.createLane(1);
+    expect(push(c, lane, 0, recs(n))).toBe(n);
+    const go = new SharedArrayBuffer(4);
+    const body = `
+      const go = new Int32Array(workerData.go);
+      Atomics.add(go, 0, 1);
+      while (Atomics.load(go, 0) < 2);
+      const info = new Uint32Array(3);
+      let got = 0;
+      for (;;) {
+        if (core.pop(workerData.handle.lane, Uint32Array.of(0), 1, 0, 1, info, 0, 0) === null) break;
+        got += info[0];
+      }
+      core.release();
+      parentPort.postMessage(got);`;
+    const workers = await Promise.all([0, 1].map(() => startWorker(body, { handle: c.share(lane), go })));
+    const counts = await Promise.all(workers.map((w) => result<number>(w)));
+    await Promise.all(workers.map((w) => w.terminate()));
+    expect(counts[0]! + counts[1]!).toBe(n);
+    expect(Math.min(...counts)).toBeGreaterThan(0);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: n, popped: n, size: 0, held: 0 });
   });
 });
