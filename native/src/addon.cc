@@ -1,5 +1,9 @@
 // N-API binding of the partition core. One call per batch: push takes a whole batch as UTF-8 bytes plus
 // record lengths; pop returns one string holding a batch of records (and their offsets).
+// A call made as worker.terminate() stops the thread can fail (napi_pending_exception), and the error it
+// raises cannot be thrown into JS either: without this, node-addon-api throws a C++ exception out of the
+// callback and the process aborts (std::terminate).
+#define NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS
 #include <napi.h>
 
 #include <string>
