@@ -18,9 +18,6 @@ const REL_ARENA = 49;
 // Per-ring wake-up word (consumers of this partition alone sleep on it) and its sleeper count.
 const RING_SEQ = 64;
 const RING_WAITERS = 80;
-// Moving the release head: a try-lock, and a flag that asks its holder to look again.
-const ADV_LOCK = 96;
-const ADV_AGAIN = 112;
 const CTL_INTS = 128;
 // Lane control block: wake-up sequence and sleeper count.
 const SEQ = 0;
@@ -104,27 +101,35 @@ class JsRing {
   }
 
   /**
-   * Moves the release head over every acknowledged slot in a row. One thread at a time (a try-lock); a
-   * thread that finds it taken raises ADV_AGAIN first, so the holder looks again before it lets go.
+   * Moves the release head over every acknowledged slot in a row. Lock-free, as the addon's: ackers race
+   * with a CAS, and one that lost goes on from where the winner stopped, so a thread terminated anywhere in
+   * here holds nobody up. The two words move one at a time: the arena position first, only ever forward
+   * (the records' bytes may go before their slots: they are acknowledged), then the slot position by a CAS
+   * from where the scan started. A thread stopped in between leaves the slots to the next advance.
    */
   private advance(): void {
     const { ctl, done, slots } = this;
     const mask = this.cap - 1;
+    let r = Atomics.load(ctl, REL_SLOT);
     for (;;) {
-      Atomics.store(ctl, ADV_AGAIN, 1);
-      if (Atomics.compareExchange(ctl, ADV_LOCK, 0, 1) !== 0) return;
-      while (Atomics.exchange(ctl, ADV_AGAIN, 0) === 1) {
-        const from = Atomics.load(ctl, REL_SLOT);
-        const to = Atomics.load(ctl, HEAD);
-        let e = from;
-        while (e !== to && Atomics.load(done, e & mask) === ((e + 1) | 0)) e = (e + 1) | 0;
-        if (e !== from) {
-          Atomics.store(ctl, REL_ARENA, slots[((e - 1) & mask) * 4 + 2]!);
-          Atomics.store(ctl, REL_SLOT, e);
-        }
+      const to = Atomics.load(ctl, HEAD);
+      let e = r;
+      while (e !== to && Atomics.load(done, e & mask) === ((e + 1) | 0)) e = (e + 1) | 0;
+      if (e === r) return;
+      const end = Atomics.load(slots, ((e - 1) & mask) * 4 + 2);
+      // Still unreleased after that read, so `end` was still that record's (a producer had not reused the slot).
+      const now = Atomics.load(ctl, REL_SLOT);
+      if (now !== r) {
+        r = now;
+        continue;
       }
-      Atomics.store(ctl, ADV_LOCK, 0);
-      if (Atomics.load(ctl, ADV_AGAIN) === 0) return;
+      for (let cur = Atomics.load(ctl, REL_ARENA); ((end - cur) | 0) > 0; ) {
+        const seen = Atomics.compareExchange(ctl, REL_ARENA, cur, end);
+        if (seen === cur) break;
+        cur = seen;
+      }
+      const seen = Atomics.compareExchange(ctl, REL_SLOT, r, e);
+      r = seen === r ? e : seen;
     }
   }
 

@@ -113,4 +113,55 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
     expect(Math.min(...counts)).toBeGreaterThan(0);
     expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: n, popped: n, size: 0, held: 0 });
   });
+
+  it('a thread terminated while it acknowledges leaves a ring that still releases', async () => {
+    // Each worker consumes its own partition, which the main thread (the producer) keeps full: it pops a
+    // whole ring with hold and acknowledges it, all but the first record, then the first, which releases
+    // the whole batch in one go (where the JS core used to hold a lock). The main thread terminates each
+    // worker as it starts that last ack, then takes back what it held and drains the ring, and all the
+    // room must be free again.
+    const cap = 2048;
+    const workers = 6;
+    const batch = enc(recs(cap));
+    for (let round = 0; round < 4; round++) {
+      const c = core(cap, 1 << 16);
+      const lane = c.createLane(workers);
+      const fill = (p: number) => c.push(lane, p, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.partial);
+      const shared = new SharedArrayBuffer(8 * workers);
+      const body = `
+        const { lane, p, cap } = workerData;
+        const rounds = new Int32Array(workerData.shared, 0, ${workers});
+        const releasing = new Int32Array(workerData.shared, ${4 * workers}, ${workers});
+        const info = new Uint32Array(3);
+        for (;;) {
+          if (core.pop(lane, Uint32Array.of(p), 1, 0, cap, info, 0, 0, undefined, true) === null) continue;
+          core.ack(lane, p, (info[2] + 1) >>> 0, info[0] - 1);
+          Atomics.store(releasing, p, 1);
+          core.ack(lane, p, info[2], 1);
+          Atomics.store(releasing, p, 0);
+          Atomics.add(rounds, p, 1);
+        }`;
+      const ws = await Promise.all(Array.from({ length: workers }, (_, p) => startWorker(body, { handle: c.share(lane), lane, p, cap, shared })));
+      const rounds = new Int32Array(shared, 0, workers);
+      const releasing = new Int32Array(shared, 4 * workers, workers);
+      // Let every worker go round a few times.
+      while (Array.from({ length: workers }, (_, p) => Atomics.load(rounds, p)).some((x) => x < 3)) {
+        for (let p = 0; p < workers; p++) fill(p);
+        await new Promise((r) => setImmediate(r));
+      }
+      const stopped: Promise<number>[] = [];
+      for (let p = 0; p < workers; p++) {
+        while (Atomics.load(releasing, p) === 0) fill(p);
+        stopped.push(ws[p]!.terminate());
+      }
+      await Promise.all(stopped);
+      for (let p = 0; p < workers; p++) {
+        c.takeHeld(lane, p);
+        while (c.pop(lane, Uint32Array.of(p), 1, 0, cap, new Uint32Array(3), 0, 0) !== null);
+        expect(toRingStats(c.stats(lane, p))).toMatchObject({ size: 0, held: 0 });
+        expect(fill(p)).toBe(cap);
+      }
+      c.close();
+    }
+  }, 60_000);
 });
