@@ -82,8 +82,17 @@ class JsRing {
       arenaBytes,
     );
   }
+  /**
+   * Snapshots: the trailing position is read first (it never passes the leading one, so the difference
+   * cannot go below 0), and the result is capped at the capacity (the leading one may have gone on since).
+   */
   size(): number {
-    return (Atomics.load(this.ctl, COMMIT) - Atomics.load(this.ctl, HEAD)) >>> 0;
+    const h = Atomics.load(this.ctl, HEAD);
+    return Math.min(this.cap, (Atomics.load(this.ctl, COMMIT) - h) >>> 0);
+  }
+  held(): number {
+    const r = Atomics.load(this.ctl, REL_SLOT);
+    return Math.min(this.cap, (Atomics.load(this.ctl, HEAD) - r) >>> 0);
   }
   /**
    * Acknowledges the claimed records at positions [h, h+k); any thread, any order. A record already
@@ -362,7 +371,7 @@ export class JsCore implements PartitionCore {
     const ring = this.lane(laneId).rings[partition];
     if (!ring) throw new RangeError('bad lane or partition');
     const c = ring.counters;
-    return [c[0]!, Number(Atomics.load(ring.counters64, 1)), c[2]!, c[3]!, c[4]!, ring.size(), (Atomics.load(ring.ctl, HEAD) - Atomics.load(ring.ctl, REL_SLOT)) >>> 0];
+    return [c[0]!, Number(Atomics.load(ring.counters64, 1)), c[2]!, c[3]!, c[4]!, ring.size(), ring.held()];
   }
 
   /** Wakes every consumer of the lane (close, rebalance). */

@@ -91,13 +91,19 @@ class Ring {
   uint8_t* arena() { return arena_.get(); }
   Counters& counters() { return counters_; }
 
+  // Snapshots: the trailing counter is read first (it never passes the leading one, so the difference
+  // cannot go below 0), and the result is capped at the capacity (the leading one may have gone on since).
   uint32_t Size() const {
-    return SlotOf(commitTail_.load(std::memory_order_acquire)) - claimHead_.load(std::memory_order_acquire);
+    const uint32_t h = claimHead_.load(std::memory_order_acquire);
+    const uint32_t n = SlotOf(commitTail_.load(std::memory_order_acquire)) - h;
+    return n < cap_ ? n : cap_;
   }
 
   // Records claimed by consumers and not yet acknowledged (a snapshot).
   uint32_t Held() const {
-    return claimHead_.load(std::memory_order_acquire) - SlotOf(releaseHead_.load(std::memory_order_acquire));
+    const uint32_t r = SlotOf(releaseHead_.load(std::memory_order_acquire));
+    const uint32_t n = claimHead_.load(std::memory_order_acquire) - r;
+    return n < cap_ ? n : cap_;
   }
 
   // Largest record accepted: half the arena minus the batch separator, so that a record always fits an

@@ -11,6 +11,7 @@
 // Phase 4: a consumer dies holding records; TakeHeld hands them back, none lost.
 // Phase 5 (try-publish probe): one producer, as the bus's thread is, asks Fits before each all-or-nothing
 //   Reserve while consumers pop (and hold): whenever Fits says yes the Reserve succeeds; exactly once, in order.
+// Phases 1, 1c, 2 and 5 also read Size() and Held() of every ring all along: never above the capacity.
 // Phase 6 (late acks): TakeHeld takes records consumers still hold, and their acks land later, after the ring
 //   went round (one thread, operations in random order): a late ack changes nothing.
 #include <atomic>
@@ -190,7 +191,19 @@ long Run(const Config& cfg, bool strictOrderNoLoss, bool hold = false) {
       DrainUntilEmpty(core, lane, parts, uint32_t(c), 97, 2000, 20, producersLeft, which, onRecord, hold);
     });
   }
+  // Meanwhile, snapshots of every ring never report more waiting or held records than it has slots.
+  std::atomic<bool> stop{false};
+  std::thread monitor([&] {
+    while (!stop.load()) {
+      for (int r = 0; r < cfg.rings; r++) {
+        const uint32_t size = lane.ring(uint32_t(r)).Size(), held = lane.ring(uint32_t(r)).Held();
+        if (size > cfg.capacity || held > cfg.capacity) Fail("snapshot beyond the capacity (size, held)", long(size), long(held));
+      }
+    }
+  });
   for (auto& t : threads) t.join();
+  stop.store(true);
+  monitor.join();
 
   uint64_t pushed = 0, popped = 0, dropped = 0;
   for (int r = 0; r < cfg.rings; r++) {

@@ -164,4 +164,48 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
       c.close();
     }
   }, 60_000);
+
+  it('stats never report more records waiting or held than the ring has slots, while other threads pop and ack', async () => {
+    const cap = 64;
+    const c = core(cap, 1 << 14);
+    const lane = c.createLane(1);
+    const stop = new SharedArrayBuffer(4);
+    // One producer that also consumes, and two consumers that pop with hold and acknowledge at once.
+    const producer = `
+      const stop = new Int32Array(workerData.stop);
+      const b = enc(Array.from({ length: 16 }, (_, i) => '[' + i + '],'));
+      const info = new Uint32Array(3);
+      while (Atomics.load(stop, 0) === 0) {
+        core.push(workerData.handle.lane, 0, b.bytes, b.lens, b.chars, b.n, 0);
+        if (core.pop(workerData.handle.lane, Uint32Array.of(0), 1, 0, 4, info, 0, 0, undefined, true)) core.ack(workerData.handle.lane, 0, info[2], info[0]);
+      }
+      parentPort.postMessage('done');`;
+    const consumer = `
+      const stop = new Int32Array(workerData.stop);
+      const info = new Uint32Array(3);
+      while (Atomics.load(stop, 0) === 0) {
+        if (core.pop(workerData.handle.lane, Uint32Array.of(0), 1, 0, 3, info, 0, 0, undefined, true)) core.ack(workerData.handle.lane, 0, info[2], info[0]);
+      }
+      parentPort.postMessage('done');`;
+    const ws = await Promise.all([producer, consumer, consumer].map((body) => startWorker(body, { handle: c.share(lane), stop })));
+    const done = ws.map((w) => result<string>(w));
+    let worst = { size: 0, held: 0 };
+    let samples = 0;
+    const until = performance.now() + 1500;
+    while (performance.now() < until) {
+      for (let i = 0; i < 1000; i++) {
+        const s = toRingStats(c.stats(lane, 0));
+        if (s.size > worst.size) worst = { ...worst, size: s.size };
+        if (s.held > worst.held) worst = { ...worst, held: s.held };
+      }
+      samples += 1000;
+      await new Promise((r) => setImmediate(r));
+    }
+    Atomics.store(new Int32Array(stop), 0, 1);
+    await Promise.all(done);
+    await Promise.all(ws.map((w) => w.terminate()));
+    expect(samples).toBeGreaterThan(1000);
+    expect(worst.size).toBeLessThanOrEqual(cap);
+    expect(worst.held).toBeLessThanOrEqual(cap);
+  }, 30_000);
 });
