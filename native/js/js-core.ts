@@ -165,9 +165,14 @@ class JsRing {
     for (let pos = Atomics.load(ctl, REL_SLOT); pos !== to; pos = (pos + 1) | 0) {
       const seen = (pos - this.cap + 1) | 0;
       if (Atomics.load(done, pos & mask) !== seen) continue; // acknowledged (in this lap or a later one)
-      // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped.
+      // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped. Reused,
+      // the slot may show the offset of one record and the length of another: a range outside the arena is
+      // not read at all (the record was acknowledged).
       const s = (pos & mask) * 4;
-      const text = arena.toString('utf8', slots[s]!, slots[s]! + slots[s + 1]!);
+      const off = slots[s]!;
+      const len = slots[s + 1]!;
+      if (off < 0 || len < 0 || off + len > this.arenaBytes) continue;
+      const text = arena.toString('utf8', off, off + len);
       if (Atomics.compareExchange(done, pos & mask, seen, (pos + 1) | 0) === seen) texts.push(text);
     }
     this.advance();

@@ -38,13 +38,15 @@ inline uint32_t RoundUpPow2(uint64_t v) {
   return uint32_t(p);
 }
 
+// off, len and chars are atomics (relaxed: plain moves) because TakeHeld may read a slot that a producer is
+// reusing; it then drops what it read.
 struct Slot {
-  uint32_t off;  // physical offset of the record in the arena
-  uint32_t len;  // bytes
+  std::atomic<uint32_t> off{0};  // physical offset of the record in the arena
+  std::atomic<uint32_t> len{0};  // bytes
   // Logical arena position after this record (and the batch separator, for the last one). Atomic because
   // an acker may read it while another acker has already released the slot to a producer (its CAS then fails).
   std::atomic<uint32_t> end{0};
-  uint32_t chars;  // length in UTF-16 code units (what JS string offsets count)
+  std::atomic<uint32_t> chars{0};  // length in UTF-16 code units (what JS string offsets count)
   // (position - capacity + 1) while the record is unacknowledged (set when it is claimed), (position + 1)
   // once marked done.
   std::atomic<uint32_t> done{0};
@@ -137,9 +139,9 @@ class Ring {
         for (uint32_t i = 0; i < k; i++) {
           Slot& s = slots_[(SlotOf(t) + i) & mask_];
           s.done.store(SlotOf(t) + i - cap_ + 1, std::memory_order_relaxed);  // unacknowledged
-          s.off = pos;
-          s.len = lens[i];
-          s.chars = chars[i];
+          s.off.store(pos, std::memory_order_relaxed);
+          s.len.store(lens[i], std::memory_order_relaxed);
+          s.chars.store(chars[i], std::memory_order_relaxed);
           pos += lens[i];
           logical += lens[i];
           s.end.store(i + 1 == k ? ArenaOf(next) : logical, std::memory_order_relaxed);
@@ -207,12 +209,16 @@ class Ring {
       if (s.done.load(std::memory_order_seq_cst) != seen) continue;  // acknowledged (in this lap or a later one)
       // Copied first, then claimed. If its consumer acknowledged it meanwhile, the CAS fails, or (an ack of
       // the oldest records releases them without marks) the release head has passed it: the copy, maybe of
-      // another record by then, is dropped.
+      // another record by then, is dropped. Reused, the slot may show the offset of one record and the
+      // length of another: a range outside the arena is not read at all (the record was acknowledged).
+      const uint32_t off = s.off.load(std::memory_order_relaxed), len = s.len.load(std::memory_order_relaxed);
+      const uint32_t n = s.chars.load(std::memory_order_relaxed);
+      if (off > arenaBytes_ || len > arenaBytes_ - off) continue;
       const size_t mark = bytes->size();
-      bytes->append(reinterpret_cast<const char*>(arena_.get() + s.off), s.len);
+      bytes->append(reinterpret_cast<const char*>(arena_.get() + off), len);
       if (s.done.compare_exchange_strong(seen, pos + 1, std::memory_order_seq_cst) &&
           int32_t(SlotOf(releaseHead_.load(std::memory_order_seq_cst)) - pos) <= 0) {
-        chars->push_back(s.chars);
+        chars->push_back(n);
         taken++;
       } else {
         bytes->resize(mark);
@@ -239,23 +245,25 @@ class Ring {
     }
     // Records are contiguous except where a batch wrapped to the arena start.
     const Slot& first = slots_[h & mask_];
-    uint32_t segStart = first.off, segEnd = first.off + first.len;
-    uint32_t charPos = first.chars;
+    uint32_t segStart = first.off.load(std::memory_order_relaxed);
+    uint32_t segEnd = segStart + first.len.load(std::memory_order_relaxed);
+    uint32_t charPos = first.chars.load(std::memory_order_relaxed);
     if (charOffs) charOffs[0] = 0;
     const uint8_t* p1 = nullptr;
     size_t n1 = 0;
     for (uint32_t i = 1; i < k; i++) {
       const Slot& s = slots_[(h + i) & mask_];
-      if (s.off < segEnd) {  // wrapped: the next segment is joined directly
+      const uint32_t off = s.off.load(std::memory_order_relaxed);
+      if (off < segEnd) {  // wrapped: the next segment is joined directly
         p1 = arena_.get() + segStart;
         n1 = segEnd - segStart;
-        segStart = s.off;
+        segStart = off;
       } else {
-        charPos += s.off - segEnd;  // 0, or the 1-byte batch separator
+        charPos += off - segEnd;  // 0, or the 1-byte batch separator
       }
       if (charOffs) charOffs[i] = charPos;
-      charPos += s.chars;
-      segEnd = s.off + s.len;
+      charPos += s.chars.load(std::memory_order_relaxed);
+      segEnd = off + s.len.load(std::memory_order_relaxed);
     }
     if (charOffs) charOffs[k] = charPos;
     if (p1 == nullptr) {
@@ -323,6 +331,8 @@ class Ring {
       if (releaseHead_.compare_exchange_weak(r, Pack(e, end), std::memory_order_seq_cst)) r = Pack(e, end);
     }
   }
+
+  friend struct RingTestAccess;  // native/test/stress.cc
 
   const uint32_t cap_, mask_, arenaBytes_, amask_;
   std::unique_ptr<Slot[]> slots_;

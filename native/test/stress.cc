@@ -14,6 +14,8 @@
 // Phases 1, 1c, 2 and 5 also read Size() and Held() of every ring all along: never above the capacity.
 // Phase 6 (late acks): TakeHeld takes records consumers still hold, and their acks land later, after the ring
 //   went round (one thread, operations in random order): a late ack changes nothing.
+// Phase 7: TakeHeld meets a slot that shows the offset of one record and the length of another: it reads
+//   nothing outside the arena and skips that record.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,13 @@
 #include "../src/core.h"
 
 using namespace eventlane;
+
+// Reaches a ring's slots, to set up what TakeHeld can meet while a producer reuses a slot.
+namespace eventlane {
+struct RingTestAccess {
+  static Slot& At(Ring& r, uint32_t pos) { return r.slots_[pos & r.mask_]; }
+};
+}  // namespace eventlane
 
 namespace {
 
@@ -441,6 +450,44 @@ void LateAcks(int steps, uint32_t seed) {
   if (!ring.Reserve(lens.data(), lens.data(), 8, true, &res)) Fail("late acks: the ring did not get its room back", 0, 0);
 }
 
+// Phase 7: TakeHeld racing an ack may read a slot a producer is reusing, and see the offset of one record
+// with the length of another. Set up directly (a held record whose slot shows a range past the arena end):
+// TakeHeld must not read outside the arena (AddressSanitizer) and must skip that record.
+void TornSlot() {
+  Ring ring(8, 1024);
+  std::vector<uint32_t> lens;
+  std::string text;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 3; i++) {
+    std::string r = Record(0, 0, i, rng);
+    lens.push_back(uint32_t(r.size()));
+    text += r;
+  }
+  Reservation res;
+  if (!ring.Reserve(lens.data(), lens.data(), 3, true, &res)) return Fail("torn slot: reserve", 0, 0);
+  std::memcpy(ring.arena() + res.dst, text.data(), res.bytes);
+  ring.Commit(res);
+  uint32_t first = 0;
+  ring.Pop(3, [](const uint8_t*, size_t, const uint8_t*, size_t, uint32_t) {}, nullptr, true, &first);
+  Slot& s = RingTestAccess::At(ring, first + 1);
+  const uint32_t off = s.off.load(), len = s.len.load();
+  s.off.store(1000);
+  s.len.store(200);
+  std::string bytes;
+  std::vector<uint32_t> chars;
+  std::vector<long> got;
+  const uint32_t taken = ring.TakeHeld(&bytes, &chars);
+  ParseSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), [&](int, int, long seq) { got.push_back(seq); });
+  if (taken != 2 || got != std::vector<long>{0, 2}) Fail("torn slot: TakeHeld took the torn record (taken, parsed)", long(taken), long(got.size()));
+  s.off.store(off);
+  s.len.store(len);
+  bytes.clear();
+  got.clear();
+  if (ring.TakeHeld(&bytes, &chars) != 1) Fail("torn slot: the record left behind", 0, 1);
+  ParseSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), [&](int, int, long seq) { got.push_back(seq); });
+  if (got != std::vector<long>{1} || ring.Held() != 0) Fail("torn slot: then the record is taken (held)", long(ring.Held()), 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -465,6 +512,8 @@ int main(int argc, char** argv) {
   Run({1, 2, 4, 40, 40000 * scale, 256, 8192, kProbe}, true, true);
   std::printf("phase 6: late acks of records TakeHeld took\n");
   for (int i = 0; i < 10 * scale; i++) LateAcks(20000, uint32_t(i + 1));
+  std::printf("phase 7: TakeHeld meets a slot being reused\n");
+  TornSlot();
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;
