@@ -1,16 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { BackpressureError, createEventBus, defineEvents, PayloadTooLargeError, type EventBus } from '../../src/index.js';
-import type { NativeTransport } from '../../transports/native/index.js';
+import { describe, expect, it } from 'vitest';
+import { BackpressureError, PayloadTooLargeError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
-import { uniqueName, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
+import { errorLog, fixture, nativeBuses, ticks, transportOf } from './harness.js';
 
-const events = defineEvents({
-  tick: z.object({ seq: z.number().int(), pad: z.string().optional() }),
-});
-type Bus = EventBus<typeof events>;
-const ticks = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i }));
-const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
 /** A key that lands on `partition` of `partitions`. */
 const keyOf = (partition: number, partitions: number) => {
   for (let i = 0; ; i++) if (partitionForKey(`k${i}`, partitions) === partition) return `k${i}`;
@@ -19,40 +12,9 @@ const keyOf = (partition: number, partitions: number) => {
 /** The seqs (0..199, key `k${seq}`) of each of 2 partitions. */
 const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => partitionForKey(`k${seq}`, 2) === p));
 
-/** A logger that keeps error() calls. */
-function quietLogger() {
-  const errors: string[] = [];
-  const logger = {
-    level: 'error',
-    error: (_: unknown, msg: string) => void errors.push(msg),
-    warn() {},
-    info() {},
-    debug() {},
-    trace() {},
-    fatal() {},
-    child() {
-      return logger;
-    },
-  };
-  return { errors, logger };
-}
 
 describe.each(['native', 'js'] as const)('native transport review (%s)', (implementation) => {
-  const open: Bus[] = [];
-  afterEach(async () => {
-    await Promise.allSettled(open.splice(0).map((b) => b.close()));
-  });
-  async function bus(transport: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Bus> {
-    const b = await createEventBus({
-      service: 'native-review',
-      events,
-      transport: { type: 'native', implementation, name: uniqueName('nr'), ...transport },
-      ...extra,
-    });
-    open.push(b);
-    return b;
-  }
-  const transportOf = (b: Bus) => b.transport as NativeTransport;
+  const bus = nativeBuses(implementation, 'native-review');
 
   it('startFrom 0: a retained backlog larger than the ring is delivered before events published during the replay', async () => {
     const b = await bus({ capacity: 8, batchSize: 4, retain: 1000 });
@@ -114,7 +76,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
   });
 
   it('worker consumers: when a replacement thread fails to load, what the dead thread held goes to the other threads', async () => {
-    const { logger } = quietLogger();
+    const { logger } = errorLog();
     const b = await bus({ partitions: 2 }, { logger });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
     const flags = new SharedArrayBuffer(8);
@@ -124,7 +86,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
   });
 
   it('worker consumers: when the only thread of a member dies and its replacement fails to load, its partitions go to the other members', async () => {
-    const { logger } = quietLogger();
+    const { logger } = errorLog();
     const b = await bus({ partitions: 2 }, { logger });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
     const flags = new SharedArrayBuffer(8);

@@ -1,44 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import {
-  BackpressureError,
-  ClosedError,
-  ConfigError,
-  createEventBus,
-  defineEvents,
-  PayloadTooLargeError,
-  TimeoutError,
-  type EventBus,
-} from '../../src/index.js';
-import { currentThreadCpus, type NativeTransport } from '../../transports/native/index.js';
-import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
+import { describe, expect, it } from 'vitest';
+import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError, TimeoutError } from '../../src/index.js';
+import { currentThreadCpus } from '../../transports/native/index.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { errorLog, fixture, nativeBuses, ticks, transportOf, type Bus } from './harness.js';
 
-const events = defineEvents({
-  tick: z.object({ seq: z.number().int(), pad: z.string().optional() }),
-});
-type Bus = EventBus<typeof events>;
-const ticks = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i }));
-const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
 /** The CPUs this thread may run on that fit a 31-bit mask (the affinity fixture's). */
 const maskableCpus = () => currentThreadCpus()!.filter((c) => c < 31);
 const fast = { retry: { backoff: { initialMs: 10, maxMs: 20, multiplier: 1, jitter: 0 } } };
 
 describe.each(['native', 'js'] as const)('native transport (%s)', (implementation) => {
-  const open: Bus[] = [];
-  afterEach(async () => {
-    await Promise.allSettled(open.splice(0).map((b) => b.close()));
-  });
-  async function bus(transport: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Bus> {
-    const b = await createEventBus({
-      service: 'native-test',
-      events,
-      transport: { type: 'native', implementation, name: uniqueName('nt'), ...transport },
-      ...extra,
-    });
-    open.push(b);
-    return b;
-  }
-  const transportOf = (b: Bus) => b.transport as NativeTransport;
+  const bus = nativeBuses(implementation, 'native-test');
 
   it('uses the requested implementation', async () => {
     const b = await bus();
@@ -226,24 +197,6 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await sub.close();
     expect(Date.now() - t0).toBeLessThan(3000);
   });
-
-  /** A logger that keeps error() calls. */
-  function errorLog() {
-    const errors: { obj: Record<string, unknown>; msg: string }[] = [];
-    const logger = {
-      level: 'error',
-      error: (obj: Record<string, unknown>, msg: string) => void errors.push({ obj, msg }),
-      warn() {},
-      info() {},
-      debug() {},
-      trace() {},
-      fatal() {},
-      child() {
-        return logger;
-      },
-    };
-    return { errors, logger };
-  }
 
   it('worker consumers: a publish() reaches a waiting worker at once, inside a synchronous burst', async () => {
     const b = await bus();
