@@ -243,6 +243,7 @@ export class NativeTransport implements Transport {
    */
   private checkSizes(batch: EncodedBatch): void {
     const limit = this.core.arenaBytes / 2 - 1;
+    if (batch.bytes.length <= limit) return; // no record is longer than the whole batch: the usual case, no loop
     for (let i = 0; i < batch.n; i++) {
       if (batch.lens[i]! > limit) throw new PayloadTooLargeError(batch.lens[i]!, limit, 'transport.arenaBytes (half of it per event)');
     }

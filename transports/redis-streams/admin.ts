@@ -60,6 +60,11 @@ export class RedisStreamsAdmin {
     this.c = client as unknown as Loose;
   }
 
+  /** The same admin over the same connection, with `type` taken to have `partitions` partitions. */
+  withPartitions(type: string, partitions: number): RedisStreamsAdmin {
+    return new RedisStreamsAdmin(this.client, this.config, (t) => (t === type ? partitions : this.partitionsFor(t)));
+  }
+
   private keys(type: string): number[] {
     return Array.from({ length: this.partitionsFor(type) }, (_, p) => p);
   }

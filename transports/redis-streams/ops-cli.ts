@@ -68,7 +68,7 @@ function intFlag(value: string | undefined, name: string, min: number): number |
 }
 
 /** The transport block for openRedisStreamsAdmin from the connection flags. */
-function transportConfig(flags: Flags, env: CliIo['env'], partitions?: { type: string; n: number }): Record<string, unknown> {
+function transportConfig(flags: Flags, env: CliIo['env']): Record<string, unknown> {
   const timeout = intFlag(flags['timeout-ms'], 'timeout-ms', 1) ?? 5_000;
   const config: Record<string, unknown> = { connectTimeoutMs: timeout, commandTimeoutMs: timeout };
   if (flags.cluster !== undefined) {
@@ -78,12 +78,11 @@ function transportConfig(flags: Flags, env: CliIo['env'], partitions?: { type: s
     config['url'] = flags.url ?? env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
   }
   if (flags.prefix !== undefined) config['prefix'] = flags.prefix;
-  if (partitions) config['topics'] = { [partitions.type]: { partitions: partitions.n } };
   return config;
 }
 
-async function withAdmin<T>(config: Record<string, unknown>, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
-  const { admin, close } = await openRedisStreamsAdmin(config);
+async function withAdmin<T>(flags: Flags, env: CliIo['env'], fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
+  const { admin, close } = await openRedisStreamsAdmin(transportConfig(flags, env));
   try {
     return await fn(admin);
   } finally {
@@ -92,13 +91,12 @@ async function withAdmin<T>(config: Record<string, unknown>, fn: (admin: RedisSt
 }
 
 /** Runs `fn` on an admin that knows the type's partition count (the flag, or the highest partition stream + 1). */
-async function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
-  let n = intFlag(flags.partitions, 'partitions', 1);
-  if (n === undefined) {
-    const streams = await withAdmin(transportConfig(flags, env), (a) => a.listStreams());
-    n = Math.max(1, ...streams.filter((s) => s.type === type).map((s) => s.partition + 1));
-  }
-  return withAdmin(transportConfig(flags, env, { type, n }), fn);
+function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
+  const given = intFlag(flags.partitions, 'partitions', 1);
+  return withAdmin(flags, env, async (admin) => {
+    const n = given ?? Math.max(1, ...(await admin.listStreams()).filter((s) => s.type === type).map((s) => s.partition + 1));
+    return fn(admin.withPartitions(type, n));
+  });
 }
 
 function table(rows: Record<string, unknown>[], columns: string[]): string {
@@ -141,7 +139,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   switch (command) {
     case 'streams': {
       expect(1);
-      const streams = await withAdmin(transportConfig(flags, io.env), (a) => a.listStreams());
+      const streams = await withAdmin(flags, io.env, (a) => a.listStreams());
       print(streams, () => table(streams as unknown as Record<string, unknown>[], ['key', 'type', 'partition', 'length']));
       return 0;
     }
