@@ -113,9 +113,9 @@ function output(report: BenchReport, o: Opts): void {
   if (o['json']) writeFileSync(o['json'], JSON.stringify(report, null, 2) + '\n');
   if (o['markdown']) writeMarkdown(o['markdown'], report);
   if (o['html']) writeFileSync(o['html'], renderHtml(report));
-  const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost));
+  const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost || v.delivery.duplicated));
   if (failed) {
-    process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost events or failed runs)\n`);
+    process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost or duplicated events, failed runs)\n`);
     process.exitCode = 1;
   }
 }

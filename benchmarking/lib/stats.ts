@@ -64,7 +64,7 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
       received,
       lost,
       duplicated,
-      ok: error === undefined && its.length > 0 && (lost === null || lost === 0),
+      ok: error === undefined && its.length > 0 && !lost && !duplicated,
       verifiedBy: its.find((i) => i.verifiedBy)?.verifiedBy,
     },
     ratios: {},
