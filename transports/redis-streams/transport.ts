@@ -32,6 +32,7 @@ export class RedisStreamsTransport implements Transport {
   private readonly consumers = new Set<RedisConsumer>();
   private connecting: Promise<void> | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -104,18 +105,44 @@ export class RedisStreamsTransport implements Transport {
     return (await this.admin()).deadLetters(type, group, limit);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Idempotent: a second call resolves when the first has closed everything, not at once. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
     await this.connecting?.catch(() => undefined);
     this.publisher?.close();
-    await Promise.allSettled([...this.pool, ...(this.command ? [this.command] : [])].map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.allSettled([...this.pool, ...(this.command ? [this.command] : [])].map((c) => this.quit(c)));
     for (const c of this.pool) c.disconnect();
     this.command?.disconnect();
     this.pool = [];
     this.command = undefined;
+  }
+
+  /**
+   * QUIT lets the replies still owed arrive first; a stalled server (which never answers it: publish
+   * connections have no command timeout) is dropped after commandTimeoutMs instead of holding close() forever.
+   */
+  private quit(c: Client): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        c.disconnect();
+        resolve();
+      }, this.config.commandTimeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      c.quit().then(done, () => {
+        c.disconnect();
+        done();
+      });
+    });
   }
 }
 

@@ -1,0 +1,107 @@
+/**
+ * Faults on the publishing side against real redis-server processes: a stalled server at close, a pool
+ * connection killed while a write for several partitions waits for it, error replies for one entry.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { ConnectionError, TransportError, type EventBus } from '../../src/index.js';
+import { partitionForKey } from '../../src/partition.js';
+import { RedisServer, uniquePrefix, withRedis } from '../helpers/redis-server.js';
+import { sleep } from '../helpers/wait.js';
+import { silentLogger } from '../../src/logger.js';
+import { createRedisStreamsTransport, streamKey } from '../../transports/redis-streams/index.js';
+import { events, makeBus, order } from './redis-common.js';
+
+type Bus = EventBus<typeof events>;
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
+});
+
+async function server(): Promise<RedisServer> {
+  const s = await RedisServer.start();
+  cleanup.push(() => s.stop());
+  return s;
+}
+
+async function bus(url: string, extra: Record<string, unknown> = {}, prefix?: string): Promise<Bus> {
+  const b = await makeBus(url, extra, prefix);
+  cleanup.push(() => b.close());
+  return b;
+}
+
+/** A key of `order.created` that lands on `partition` of `n`. */
+function keyFor(partition: number, n: number): string {
+  for (let i = 0; ; i++) if (partitionForKey(`k${i}`, n) === partition) return `k${i}`;
+}
+
+/** Kills the server's publish connection number `seq` (its client name ends with `:<seq>`). */
+async function killPublishConnection(port: number, seq: number): Promise<void> {
+  await withRedis(port, async (c) => {
+    const list = (await c.client('LIST')) as string;
+    const line = list.split('\n').find((l) => new RegExp(`name=eventlane:publish:\\d+:${seq} `).test(l));
+    expect(line, 'the publish connection').toBeDefined();
+    await c.client('KILL', 'ID', /id=(\d+)/.exec(line!)![1]!);
+  });
+}
+
+describe('redis-streams: publish faults', () => {
+  it('close() returns in bounded time while the server is stalled (SIGSTOP), and the publish in flight rejects', async () => {
+    const s = await server();
+    cleanup.push(() => s.resume());
+    const b = await makeBus(s.url, { commandTimeoutMs: 500, connectTimeoutMs: 500 });
+    await b.publish('order.created', order(1));
+    s.pause();
+    const inFlight = b.publish('order.created', order(2)).catch((e: unknown) => e);
+    const started = Date.now();
+    const closed = b.close().then(() => 'closed');
+    const outcome = await Promise.race([closed, sleep(5000).then(() => 'hung')]);
+    expect(outcome).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await inFlight).toBeInstanceOf(ConnectionError);
+  });
+
+  it('close() twice: the second call resolves only once the first has closed the connections', async () => {
+    const s = await server();
+    cleanup.push(() => s.resume());
+    const t = createRedisStreamsTransport({ type: 'redis-streams', url: s.url, commandTimeoutMs: 300 }, { service: 'it', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify });
+    await t.connect();
+    s.pause(); // QUIT gets no reply: the first close() takes commandTimeoutMs
+    let first = false;
+    void t.close().then(() => (first = true));
+    await t.close();
+    expect(first).toBe(true);
+  });
+
+  it('an error reply for one partition rejects only that partition\'s events, with TransportError', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('wrongtype');
+    const b = await bus(s.url, { partitions: 2 }, prefix);
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    const outcomes = await Promise.all(
+      [k0, k1, k0, k1].map((k, i) => b.publish('order.created', order(i), { key: k }).then(() => 'ok', (e: unknown) => e)),
+    );
+    expect(outcomes[0]).toBe('ok');
+    expect(outcomes[2]).toBe('ok');
+    expect(outcomes[1]).toBeInstanceOf(TransportError);
+    expect(outcomes[3]).toBeInstanceOf(TransportError);
+    expect(String((outcomes[1] as Error).message)).toContain('WRONGTYPE');
+    expect(await raw.xlen(streamKey(prefix, 'order.created', 0))).toBeGreaterThan(0);
+  });
+
+  it('OOM: every publish rejects with TransportError naming the reply, none hangs', async () => {
+    const s = await server();
+    const b = await bus(s.url, { partitions: 2 });
+    await b.publish('order.created', order(0));
+    await withRedis(s.port, (c) => c.config('SET', 'maxmemory', '1'));
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => b.publish('order.created', order(i), { key: `k${i}` }).then(() => 'ok', (e: unknown) => e)));
+    for (const o of outcomes) {
+      expect(o).toBeInstanceOf(TransportError);
+      expect((o as Error).message).toContain('OOM');
+    }
+  });
+});
