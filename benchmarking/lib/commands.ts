@@ -66,6 +66,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     fork: o['fork'] !== false,
     keepKeys: Boolean(o['keepKeys']),
     kinds: o['withBaselines'] === false ? ['eventlane'] : undefined,
+    iterationTimeoutMs: typeof o['iterationTimeout'] === 'number' ? o['iterationTimeout'] * 1000 : undefined,
   };
   for (const p of plans) {
     try {

@@ -26,7 +26,10 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
     .option('--json <file>', 'write the full report as JSON (schema: docs/benchmarks.md)')
     .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')
     .option('--html <file>', 'write a self-contained HTML report with charts')
-    .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging)')
+    .addOption(
+      new Option('--iteration-timeout <s>', 'seconds one iteration (warmups too) may run in its child process before it is killed and reported as failed').default(300).argParser(numArg('iteration-timeout', 0.1, 86_400)),
+    )
+    .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging; no --iteration-timeout)')
     .option('--keep-keys', 'leave the run\'s Redis keys in place (for inspection); default: deleted after the run')
     .option('--quiet', 'no progress output');
   void opts;

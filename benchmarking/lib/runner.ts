@@ -22,11 +22,26 @@ export interface RunOptions {
   keepKeys?: boolean;
   /** Only variants whose kind matches (matrix runs the library only unless asked). */
   kinds?: ReadonlyArray<'eventlane' | 'baseline'>;
+  /**
+   * Wall time one iteration (warmup or measured) may take in a child process before the child is killed
+   * and the iteration reported as failed; a child running w warmups and one measured iteration gets
+   * (w + 1) x this. Not applied with `fork: false` (a hung iteration cannot be stopped in-process).
+   * @default DEFAULT_ITERATION_TIMEOUT_MS
+   */
+  iterationTimeoutMs?: number;
   onStart?(total: number): void;
   onStep?(label: string): void;
 }
 
-export function runInChild(req: IterationRequest): Promise<IterationResult[]> {
+/** Default wall-time limit of one iteration in a child process (5 minutes). */
+export const DEFAULT_ITERATION_TIMEOUT_MS = 300_000;
+
+/**
+ * Runs `req` in a fresh child process. Rejects with a one-line reason when the child reports an error,
+ * exits without replying (crash), or is still running after `timeoutMs` x (warmups + measured), in which
+ * case it is killed (SIGKILL): a hung iteration must not hang the run.
+ */
+export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS): Promise<IterationResult[]> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [], {
       execArgv: CHILD_ARGS,
@@ -34,22 +49,34 @@ export function runInChild(req: IterationRequest): Promise<IterationResult[]> {
     });
     let stderr = '';
     let settled = false;
+    const limitMs = timeoutMs * Math.max(1, req.warmups + req.measured);
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      child.kill('SIGKILL');
+      reject(new Error(`iteration timed out after ${Math.round(limitMs / 100) / 10} s (${req.warmups} warmup + ${req.measured} measured); benchmark child ${child.pid} killed`));
+    }, limitMs);
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+    };
     child.stderr!.on('data', (d: Buffer) => {
       stderr += d.toString();
       if (stderr.length > 20_000) stderr = stderr.slice(-10_000);
     });
     child.once('message', (msg: { ok: boolean; results?: IterationResult[]; error?: string }) => {
-      settled = true;
+      if (settled) return;
+      settle();
       if (msg.ok) resolve(msg.results!);
       else reject(new Error(msg.error));
     });
     child.once('error', (err) => {
       if (!settled) reject(err);
-      settled = true;
+      settle();
     });
     child.once('exit', (code, signal) => {
       if (settled) return;
-      settled = true;
+      settle();
       const last = stderr.trim().split('\n').filter(Boolean).pop();
       reject(new Error(`benchmark child exited (${signal ?? code})${last ? `: ${last}` : ''}`));
     });
@@ -85,7 +112,7 @@ export async function runScenario(
           measured: variant.config.iterations === 0 ? 0 : 1,
         };
         try {
-          all[k]!.push(...(opts.fork ? await runInChild(req) : await runIterationsHere(scenario, req)));
+          all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs) : await runIterationsHere(scenario, req)));
         } catch (err) {
           errors[k] = firstLine(err);
         }
