@@ -92,17 +92,23 @@ export function publishMeasured(sent: number, bytesEach: number, check: { receiv
 
 /**
  * A publish-only iteration: `messageCount` sized payloads made before the window, `drivePublish` timed,
- * delivery checked by what the transport itself accepted.
+ * delivery checked by what the transport itself accepted; on Redis (measured iterations) by reading
+ * every event back through a new consumer group, after the publishing bus is closed.
  */
 export async function timedPublish(ctx: RunContext, mode: PublishMode, group: number, publishers: number): Promise<Measured> {
   const c = ctx.config;
   const payloads = sizedPayloads(c.messageCount, c.messageSize);
   const bus = await benchBus(c);
+  let acc: { count: number; by: string };
   try {
     await ctx.timed(() => drivePublish(bus, 'bench.sized', payloads, mode, group, publishers));
-    const acc = acceptedCount(bus);
-    return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
+    acc = acceptedCount(bus);
   } finally {
     await bus.close();
   }
+  if (c.transport === 'redis' && !ctx.warmup) {
+    const t = await readBack(c, 'bench.sized', payloads.length);
+    return publishMeasured(payloads.length, c.messageSize, { received: t.received, unique: t.unique, by: 'read back from Redis through a new consumer group' });
+  }
+  return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
 }
