@@ -29,7 +29,7 @@ export const GLOBAL_DEFAULTS: BenchConfig = {
 export function intArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = Number(value.replace(/_/g, ''));
-    if (!/^[0-9_]+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
+    if (!/^[0-9]+(_[0-9]+)*$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) {
       throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${value}".`);
     }
     return n;
@@ -39,7 +39,8 @@ export function intArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER)
 export function numArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+    // Plain decimals only: Number() also reads '0x10' (16), '0b11' and ' 5 '.
+    if (!/^([0-9]+(\.[0-9]*)?|\.[0-9]+)$/.test(value) || !Number.isFinite(n) || n < min || n > max) {
       throw new InvalidArgumentError(`${name} must be a number from ${min} to ${max}, got "${value}".`);
     }
     return n;
