@@ -269,4 +269,51 @@ describe('redis-streams: faults', () => {
     await b.publishMany('order.created', orders(5, 5));
     await waitFor(() => seen.size === 10, 10_000, 'events after FLUSHALL');
   });
+  // A consumer stopped (SIGSTOP) past minIdleMs while a handler runs: another reclaims what it held and runs
+  // it. Resumed, the stalled one must not take the entries back with its keepalive, nor run the events it had
+  // not started: they are the other's now. Per-event entries stay pending on the other while it runs them; a
+  // batch entry is acked by it at once (split into per-event retry entries, as every redelivered batch is).
+  it.each([
+    ['per-event entries, still held by the other', 'event'],
+    ['a batch entry, acked by the other', 'batch'],
+  ])('a stalled consumer leaves entries reclaimed by another to it (%s)', async (_, entryMode) => {
+    const s = await server();
+    const prefix = uniquePrefix('stall');
+    const fixture = fileURLToPath(new URL('./fixtures/redis-stalling-consumer.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix, entryMode], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanup.push(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor(() => out.includes('ready'), 20_000, 'the child consumer');
+    const pub = await bus(s.url, { partitions: 1, entryMode }, prefix);
+    await pub.publishMany('order.created', orders(3));
+    await waitFor(() => out.includes('got 0'), 10_000, 'the child to start seq 0');
+    child.kill('SIGSTOP');
+    cleanup.push(() => void child.kill('SIGCONT'));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const rescued: number[] = [];
+    await pub.subscribe('order.created', { group: 'g', consumer: 'rescuer', concurrency: 1, blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 }, async (e) => {
+      rescued.push(e.data.seq);
+      if (e.data.seq === 0) await released;
+    });
+    await waitFor(() => rescued.length === 1, 10_000, 'the rescuer to reclaim seq 0');
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const key = streamKey(prefix, 'order.created', 0);
+    const owners = async () => ((await raw.xpending(key, 'g', '-', '+', 10)) as [string, string][]).map((p) => p[1]);
+    expect(await owners()).toEqual(entryMode === 'event' ? ['rescuer', 'rescuer', 'rescuer'] : []);
+    child.kill('SIGCONT');
+    // The child's keepalive runs at once (overdue); its seq-0 handler ends ~4 s after it started.
+    await sleep(4000);
+    expect(await owners()).toEqual(entryMode === 'event' ? ['rescuer', 'rescuer', 'rescuer'] : []);
+    release();
+    await waitFor(() => rescued.length === 3, 10_000, 'the rescuer to finish');
+    await sleep(500);
+    expect(out.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 0']);
+    expect(rescued).toEqual([0, 1, 2]);
+    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'pending 0');
+  }, 30_000);
 });

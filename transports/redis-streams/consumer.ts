@@ -13,7 +13,8 @@
  *     because of a sibling's failure.
  *  5. Retry entries carry `attempt` and `due`; they are held until due, then run again.
  *  6. XAUTOCLAIM reclaims entries idle longer than minIdleMs (dead consumers); entries delivered more
- *     than maxDeliveries times without an ack go to the DLQ. Held entries are kept alive with XCLAIM JUSTID.
+ *     than maxDeliveries times without an ack go to the DLQ. Held entries are kept alive with XCLAIM JUSTID
+ *     where they are still this consumer's (owned-claim.ts).
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
 import type { Command } from 'ioredis';
@@ -28,6 +29,7 @@ import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
+import { claimOwned } from './owned-claim.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
@@ -418,6 +420,10 @@ export class RedisConsumer implements TransportSubscription {
       this.again = false;
       while (this.running < limit && this.queue.length > 0) {
         const entry = this.queue.peek()!;
+        if (entry.cursor >= entry.events.length) {
+          this.queue.shift(); // abandoned while queued
+          continue;
+        }
         const i = entry.cursor++;
         if (entry.cursor >= entry.events.length) this.queue.shift();
         this.running++;
@@ -500,11 +506,7 @@ export class RedisConsumer implements TransportSubscription {
         this.sideOps--;
         // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
         this.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
-        if (!entry.abandoned) {
-          entry.abandoned = true;
-          if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
-          entry.done?.();
-        }
+        if (!entry.abandoned) this.abandon(entry);
         this.checkIdle();
       },
     );
@@ -731,7 +733,11 @@ export class RedisConsumer implements TransportSubscription {
     return deliveries;
   }
 
-  /** Resets the idle time of entries held here so other consumers do not reclaim them. */
+  /**
+   * Resets the idle time of entries held here so other consumers do not reclaim them, where they are still
+   * this consumer's: one that stalled past minIdleMs may find an entry reclaimed by another meanwhile, and
+   * leaves it to that one (`lose`).
+   */
   private keepalive(): void {
     if (this.heldEntries === 0) return;
     const now = Date.now();
@@ -745,10 +751,45 @@ export class RedisConsumer implements TransportSubscription {
       ids.push(e.id);
     }
     for (const [idx, ids] of byStream) {
-      this.cmd.xclaim(this.streams[idx]!.key, this.spec.group, this.spec.consumer, 0, ...ids, 'JUSTID').catch((err: unknown) => {
-        this.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed');
-      });
+      claimOwned(this.command, this.streams[idx]!.key, this.spec.group, this.spec.consumer, ids).then(
+        (lost) => this.lose(idx, lost),
+        (err: unknown) => this.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed'),
+      );
     }
+  }
+
+  /**
+   * Entries held here that Redis no longer has pending on this consumer: another consumer reclaimed them
+   * (this one stalled past minIdleMs), or acked them after doing so. Their events not started yet are left
+   * to it, and they are not acked here; handlers already running finish.
+   */
+  private lose(idx: number, ids: string[]): void {
+    const held = this.held[idx]!;
+    let entries = 0;
+    let events = 0;
+    for (const id of ids) {
+      const e = held.get(id);
+      if (e === undefined || e.abandoned) continue; // finished here meanwhile
+      entries++;
+      events += e.events.length - e.cursor;
+      this.abandon(e);
+    }
+    if (entries > 0) {
+      this.logger.warn({ group: this.spec.group, stream: this.streams[idx]!.key, entries, skipped: events }, 'entries taken over by another consumer (this one stalled past minIdleMs); their remaining events are left to it');
+    }
+  }
+
+  /**
+   * Stops handling an entry that stays pending (for its new owner, or for a later reclaim): events not
+   * started are skipped, and it is not acked.
+   */
+  private abandon(entry: Entry): void {
+    entry.abandoned = true;
+    this.heldEvents -= entry.events.length - entry.cursor;
+    entry.cursor = entry.events.length;
+    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
+    entry.done?.();
+    if (this.roomWaiters.length > 0 && this.heldEvents < this.prefetch) this.wakeReaders();
   }
 
   // ---------------------------------------------------------------- close
@@ -791,7 +832,7 @@ export class RedisConsumer implements TransportSubscription {
     }
     await Promise.allSettled(
       [...byCount.values()].map((g) =>
-        this.cmd.xclaim(this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, 0, ...g.ids, 'RETRYCOUNT', g.count - 1, 'JUSTID').catch((err: unknown) => {
+        claimOwned(this.command, this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, g.ids, g.count - 1).catch((err: unknown) => {
           this.logger.debug({ err: describeError(err) }, 'could not reset the delivery count of unstarted entries');
         }),
       ),
