@@ -143,5 +143,18 @@ describe('redis-streams codec', () => {
     expect(reason(['v', '1', 'kind', 'event', 'headers', '["a"]', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
     expect(reason(['v', '1', 'kind', 'event', 'headers', '{"a":1}', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
     expect(reason(['v', '1', 'kind', 'event', 'headers', '{', 'data', '1'])).toContain('"headers" is not JSON');
+    // A batch entry's meta is checked as a per-event entry's fields are.
+    const meta = (m: string) => reason(['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', '[5,2]', 'payloads', '[1,2]', 'meta', m]);
+    expect(meta('[]')).toContain('"meta" is not a JSON object');
+    expect(meta('{"2":{"key":"k"}}')).toContain('names event "2", not an index of the 2 payloads');
+    expect(meta('{"x":{}}')).toContain('names event "x"');
+    expect(meta('{"01":{}}')).toContain('names event "01"');
+    expect(meta('{"0":"k"}')).toContain('meta" of event 0 is not a JSON object');
+    expect(meta('{"1":{"key":5}}')).toContain('event 1: "key" is not a string');
+    expect(meta('{"1":{"correlationId":null}}')).toContain('"correlationId" is not a string');
+    expect(meta('{"1":{"headers":{"a":1}}}')).toContain('"headers" is not a JSON object of strings');
+    const ok = decodeEntry('1-0', ['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', '[5,2]', 'payloads', '[1,2]', 'meta', '{"1":{"key":"k","headers":{"a":"b"}}}'], 't');
+    expect((ok as Exclude<typeof ok, Malformed>).events[1]).toMatchObject({ key: 'k', headers: { a: 'b' } });
+    expect(reason(['v', '1', 'kind', 'batch', 'ids', '[1,2]', 'times', '[5,2]', 'payloads', '[1,2]'])).toContain('"ids" is not a JSON array of 2 string ids');
   });
 });

@@ -295,6 +295,24 @@ function isStringMap(v: unknown): v is Record<string, string> {
 
 type MetaFields = { key?: string; correlationId?: string; causationId?: string; headers?: Record<string, string> };
 
+/**
+ * A batch entry's `meta`: an object whose keys are indexes of its events and whose values hold only string
+ * `key`, `correlationId` and `causationId`, and `headers` of strings (as a per-event entry's fields are checked).
+ */
+function checkMeta(v: unknown, n: number): Record<string, MetaFields> | Malformed {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return new Malformed('field "meta" is not a JSON object');
+  for (const [index, m] of Object.entries(v)) {
+    const i = Number(index);
+    if (!Number.isInteger(i) || i < 0 || i >= n || String(i) !== index) return new Malformed(`field "meta" names event "${index}", not an index of the ${n} payloads`);
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) return new Malformed(`field "meta" of event ${index} is not a JSON object`);
+    for (const [name, value] of Object.entries(m as Record<string, unknown>)) {
+      const ok = name === 'headers' ? isStringMap(value) : name === 'key' || name === 'correlationId' || name === 'causationId' ? typeof value === 'string' : true;
+      if (!ok) return new Malformed(`field "meta" of event ${index}: "${name}" is not ${name === 'headers' ? 'a JSON object of strings' : 'a string'}`);
+    }
+  }
+  return v as Record<string, MetaFields>;
+}
+
 /** A batch entry: one JSON.parse of `payloads`, ids sliced from one string, times from a short run list. */
 function decodeBatch(
   type: string,
@@ -322,7 +340,7 @@ function decodeBatch(
   } else {
     const parsed = parseJson('ids', idsText);
     if (parsed instanceof Malformed) return parsed;
-    if (!Array.isArray(parsed) || parsed.length !== n) return new Malformed(`field "ids" is not a JSON array of ${n} ids`);
+    if (!Array.isArray(parsed) || parsed.length !== n || !parsed.every((id) => typeof id === 'string')) return new Malformed(`field "ids" is not a JSON array of ${n} string ids`);
     idList = parsed;
   }
   const runs = parseJson('times', timesText);
@@ -341,8 +359,9 @@ function decodeBatch(
   if (metaText !== undefined) {
     const parsed = parseJson('meta', metaText);
     if (parsed instanceof Malformed) return parsed;
-    if (parsed === null || typeof parsed !== 'object') return new Malformed('field "meta" is not a JSON object');
-    meta = parsed as Record<string, MetaFields>;
+    const checked = checkMeta(parsed, n);
+    if (checked instanceof Malformed) return checked;
+    meta = checked;
   }
   const events: EventEnvelope[] = new Array(n);
   let r = 0;
