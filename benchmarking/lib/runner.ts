@@ -37,13 +37,28 @@ export interface RunOptions {
 export const DEFAULT_ITERATION_TIMEOUT_MS = 300_000;
 
 /**
- * Runs `req` in a fresh child process. Rejects with a one-line reason when the child reports an error,
- * exits without replying (crash), or is still running after `timeoutMs` x (warmups + measured), in which
+ * The line of a crashed child's stderr that says why: the last error line (`Error: ...`, `TypeError
+ * [ERR_X]: ...`, `FATAL ERROR: ...`), else the last line that is not a stack frame or Node's closing
+ * `Node.js vXX` banner (which is the last line of every uncaught-exception report).
+ */
+export function crashReason(stderr: string): string | undefined {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '' && !/^Node\.js v\d/.test(l) && !/^\s+at /.test(l) && !/^\s*\d+: 0x[0-9a-f]+/.test(l));
+  const error = lines.filter((l) => /^(Uncaught )?[\w.]*(Error|Exception)\b.*:|^FATAL ERROR:/.test(l.trim())).pop();
+  return (error ?? lines.pop())?.trim();
+}
+
+/**
+ * Runs `req` in a fresh child process (`script`: the child entry, tests substitute their own). Rejects
+ * with a one-line reason when the child reports an error, exits without replying (crash: the exit code
+ * or signal and `crashReason`), or is still running after `timeoutMs` x (warmups + measured), in which
  * case it is killed (SIGKILL): a hung iteration must not hang the run.
  */
-export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS): Promise<IterationResult[]> {
+export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS, script = CHILD): Promise<IterationResult[]> {
   return new Promise((resolve, reject) => {
-    const child = fork(CHILD, [], {
+    const child = fork(script, [], {
       execArgv: CHILD_ARGS,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
@@ -74,11 +89,12 @@ export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_
       if (!settled) reject(err);
       settle();
     });
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': stderr is complete only once its pipe has closed.
+    child.once('close', (code, signal) => {
       if (settled) return;
       settle();
-      const last = stderr.trim().split('\n').filter(Boolean).pop();
-      reject(new Error(`benchmark child exited (${signal ?? code})${last ? `: ${last}` : ''}`));
+      const why = crashReason(stderr);
+      reject(new Error(`benchmark child exited (${signal ?? code})${why ? `: ${why}` : ''}`));
     });
     child.send(req);
   });
