@@ -1,7 +1,7 @@
 /**
  * Pure-JS partition core (SharedArrayBuffer + Atomics) with the addon's semantics, used when no binary
- * loads, or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots {offset, length, end} into a byte arena,
- * free-running 32-bit positions, claim at the head with a CAS; claimed records are acknowledged in any order
+ * loads, or with `EVENTLANE_NATIVE=0`. Same ring layout idea: slots of four words {offset, length, end,
+ * UTF-16 length} into a byte arena, with the done marks in an array of their own; free-running 32-bit positions, claim at the head with a CAS; claimed records are acknowledged in any order
  * (a per-slot done mark holding position + 1, moved from one lap to the next by a CAS, so that a late ack of
  * records takeHeld took changes nothing) and the release head moves over the done ones in a row. One
  * producer thread per ring (the thread that owns the transport).
