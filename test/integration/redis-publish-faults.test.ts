@@ -73,6 +73,25 @@ describe('redis-streams: publish faults', () => {
     expect(first).toBe(true);
   });
 
+  it("a write for two partitions waiting for one's connection is not overtaken on the other by a later publish (per-key order)", async () => {
+    const s = await server();
+    const prefix = uniquePrefix('order');
+    const b = await bus(s.url, { partitions: 2, pool: { size: 2 }, commandTimeoutMs: 3000 }, prefix);
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    // Partition p of the first type goes out on pool connection p.
+    await b.publishMany('order.created', [order(0), order(0)], { key: (_, i) => (i === 0 ? k0 : k1) });
+    await killPublishConnection(s.port, 1);
+    await sleep(10); // noticed, not yet reconnected (ioredis waits 50 ms)
+    const first = b.publishMany('order.created', [order(1), order(2)], { key: (_, i) => (i === 0 ? k0 : k1) });
+    await sleep(1);
+    const second = b.publish('order.created', order(3), { key: k0 });
+    await Promise.all([first, second]);
+    const entries = await withRedis(s.port, (c) => c.xrange(streamKey(prefix, 'order.created', 0), '-', '+'));
+    const seqs = entries.map(([, fields]) => Number(/"seq":(\d+)/.exec(fields.join(' '))![1]));
+    expect(seqs).toEqual([0, 1, 3]);
+  });
+
   it('an error reply for one partition rejects only that partition\'s events, with TransportError', async () => {
     const s = await server();
     const prefix = uniquePrefix('wrongtype');

@@ -21,6 +21,8 @@ interface TypeInfo extends StreamInfo {
   /** `MAXLEN ~ n` / `MINID ~` args, or undefined for no trimming; MINID is computed per write. */
   trim: (string | number)[] | undefined;
   minIdAgeMs: number | undefined;
+  /** Per partition: the turn of the last write waiting for connections (see `queued`), while one is. */
+  held: (Promise<void> | undefined)[];
 }
 
 interface InFlight {
@@ -74,6 +76,7 @@ export class Publisher {
         slots: this.connector.isCluster ? keys.map(slotOf) : [],
         trim: minIdAgeMs !== undefined ? undefined : maxLen > 0 ? ['MAXLEN', '~', String(maxLen)] : undefined,
         minIdAgeMs,
+        held: new Array<Promise<void> | undefined>(n).fill(undefined),
       };
       this.types.set(type, t);
     }
@@ -86,16 +89,6 @@ export class Publisher {
     else if (t.trim !== undefined) args.push(...t.trim);
     args.push('*');
     return args;
-  }
-
-  /**
-   * Resolves when `client` is ready; rejects with `ConnectionError` after commandTimeoutMs.
-   */
-  private waitReady(client: Client): Promise<void> {
-    const ms = this.config.commandTimeoutMs;
-    return this.readyWithin(client, ms).then((ready) => {
-      if (!ready) throw new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`);
-    });
   }
 
   /**
@@ -128,6 +121,8 @@ export class Publisher {
 
   /** Writes waiting for each client's next 'ready'. */
   private readonly readyWaiters = new Map<Client, Set<() => void>>();
+  /** Writes in `queued` that have not been sent (or failed) yet. */
+  private held = 0;
 
   private static notWritable(client: Client): boolean {
     // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
@@ -135,28 +130,75 @@ export class Publisher {
   }
 
   write(units: readonly PublishUnit[]): Promise<WriteResult> {
-    return this.writeBy(units, 0);
+    if (this.held === 0 && !this.mustWait(units)) return this.send(units);
+    return this.queued(units);
   }
 
-  /** `write`, with the deadline (0: none yet) of waiting for masters' connections. */
-  private writeBy(units: readonly PublishUnit[], deadline: number): Promise<WriteResult> {
-    // Wait for a reconnect instead of failing at once: nothing has been sent yet. Then look again (with
-    // waitForReplicas in a Cluster, the masters' own connections are checked once the client is up).
-    const waits: Promise<void>[] = [];
+  /**
+   * Whether a unit's connection is down (or, with waitForReplicas in a Cluster, a master's connection a WAIT
+   * needs): the write waits for it instead of failing at once, since nothing has been sent yet.
+   */
+  private mustWait(units: readonly PublishUnit[]): boolean {
+    for (const unit of units) if (Publisher.notWritable(this.pool[this.info(unit.type).conns[unit.partition]!]!)) return true;
+    return this.config.waitForReplicas !== undefined && this.replicas.unreadyMasters(units, Publisher.notWritable) !== undefined;
+  }
+
+  /**
+   * A write that waits for connections, and every later write to one of its partitions, take their turn:
+   * one sent at once could overtake it on a partition whose connection is up while another of its
+   * partitions' is not, and a key's events would be stored out of order. Bounded by commandTimeoutMs from
+   * here, the time behind earlier writes included.
+   */
+  private queued(units: readonly PublishUnit[]): Promise<WriteResult> {
+    const deadline = Date.now() + this.config.commandTimeoutMs;
+    const before: Promise<void>[] = [];
+    let turnOver!: () => void;
+    const turn = new Promise<void>((resolve) => (turnOver = resolve));
     for (const unit of units) {
-      const client = this.pool[this.info(unit.type).conns[unit.partition]!]!;
-      if (Publisher.notWritable(client)) waits.push(this.waitReady(client));
+      const held = this.info(unit.type).held;
+      const prev = held[unit.partition];
+      if (prev !== undefined && prev !== turn) before.push(prev);
+      held[unit.partition] = turn;
     }
-    if (waits.length > 0) return Promise.all(waits).then(() => this.writeBy(units, deadline));
-    const nodes = this.config.waitForReplicas === undefined ? undefined : this.replicas.unreadyMasters(units, Publisher.notWritable);
-    if (nodes !== undefined) {
-      // Their connections may come up, or a failover may move the slots to other masters: look again soon.
-      const until = deadline || Date.now() + this.config.commandTimeoutMs;
-      if (Date.now() >= until) {
-        return Promise.reject(new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection to the master of a partition within ${this.config.commandTimeoutMs} ms (transport.commandTimeoutMs); nothing was written`));
+    this.held++;
+    const sent = Promise.all(before)
+      .then(() => this.whenWritable(units, deadline))
+      .then(() => ({ result: this.send(units) }));
+    const over = (): void => {
+      this.held--;
+      for (const unit of units) {
+        const held = this.info(unit.type).held;
+        if (held[unit.partition] === turn) held[unit.partition] = undefined;
       }
-      return Promise.all(nodes.map((n) => this.readyWithin(n, 100))).then(() => this.writeBy(units, until));
+      turnOver();
+    };
+    sent.then(over, over);
+    return sent.then((s) => s.result);
+  }
+
+  /** Resolves once every connection `units` need is up; rejects with ConnectionError at `deadline`. */
+  private async whenWritable(units: readonly PublishUnit[], deadline: number): Promise<void> {
+    const ms = this.config.commandTimeoutMs;
+    for (;;) {
+      const down = units.map((u) => this.pool[this.info(u.type).conns[u.partition]!]!).find(Publisher.notWritable);
+      if (down !== undefined) {
+        if (!(await this.readyWithin(down, deadline - Date.now()))) {
+          throw new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection within ${ms} ms (transport.commandTimeoutMs); nothing was written`);
+        }
+        continue;
+      }
+      const nodes = this.config.waitForReplicas === undefined ? undefined : this.replicas.unreadyMasters(units, Publisher.notWritable);
+      if (nodes === undefined) return;
+      // Their connections may come up, or a failover may move the slots to other masters: look again soon.
+      if (Date.now() >= deadline) {
+        throw new ConnectionError(`Redis at ${this.connector.address} is unreachable: no connection to the master of a partition within ${ms} ms (transport.commandTimeoutMs); nothing was written`);
+      }
+      await Promise.all(nodes.map((n) => this.readyWithin(n, 100)));
     }
+  }
+
+  /** Sends the write now (its connections are up). */
+  private send(units: readonly PublishUnit[]): Promise<WriteResult> {
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
