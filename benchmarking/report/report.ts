@@ -3,6 +3,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg, totalmem, platform, release } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ScenarioResult } from '../lib/types.js';
 
 export const SCHEMA = 'eventlane-benchmark/1';
@@ -31,7 +33,9 @@ export interface BenchReport {
 export function environment(redisVersion: string | null): Environment {
   let gitCommit: string | null = null;
   try {
-    gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    // From this file's directory (the checkout, or .bench-build inside it), not the working directory.
+    const cwd = dirname(fileURLToPath(import.meta.url));
+    gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
   } catch {
     /* not a checkout */
   }
