@@ -92,6 +92,51 @@ describe('redis-streams: publish faults', () => {
     expect(seqs).toEqual([0, 1, 3]);
   });
 
+  it('a connection killed while writes await their reply rejects them at once (not after commandTimeoutMs), and only the writes it carried', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('killed');
+    const b = await bus(s.url, { partitions: 2, pool: { size: 2 }, commandTimeoutMs: 5000 }, prefix);
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    await b.publishMany('order.created', [order(0), order(0)], { key: (_, i) => (i === 0 ? k0 : k1) });
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.client('PAUSE', 3000, 'WRITE'); // the XADDs wait in the server: in flight
+    cleanup.push(() => void raw.client('UNPAUSE').catch(() => undefined));
+    // One write on the connection that will be killed; then one write with a unit on each connection.
+    const alone = b.publish('order.created', order(1), { key: k1 }).then(() => 'ok', (e: unknown) => e);
+    await sleep(20);
+    const p0 = b.publish('order.created', order(2), { key: k0 }).then(() => 'ok', (e: unknown) => e);
+    const p1 = b.publish('order.created', order(3), { key: k1 }).then(() => 'ok', (e: unknown) => e);
+    await sleep(100);
+    const killed = Date.now();
+    await killPublishConnection(s.port, 1);
+    expect(await alone).toBeInstanceOf(ConnectionError);
+    expect(Date.now() - killed).toBeLessThan(1000);
+    await raw.client('UNPAUSE');
+    expect(await p1).toBeInstanceOf(ConnectionError);
+    expect(await p0).toBe('ok'); // its unit went out on the other connection: accepted
+    await b.publish('order.created', order(4), { key: k1 }); // the killed one reconnected
+    const seqs = async (p: number) => (await raw.xrange(streamKey(prefix, 'order.created', p), '-', '+')).map(([, f]) => Number(/"seq":(\d+)/.exec(f.join(' '))![1]));
+    expect(await seqs(0)).toEqual([0, 2]);
+    expect(await seqs(1)).toEqual([0, 4]);
+  });
+
+  it('Redis killed (SIGKILL) with writes awaiting their reply, then restarted: they reject at once, later publishes succeed', async () => {
+    const s = await server();
+    const b = await bus(s.url, { partitions: 2, commandTimeoutMs: 5000 });
+    await b.publish('order.created', order(0));
+    await withRedis(s.port, (c) => c.client('PAUSE', 5000, 'WRITE'));
+    const inFlight = Array.from({ length: 10 }, (_, i) => b.publish('order.created', order(i), { key: `k${i}` }).catch((e: unknown) => e));
+    await sleep(100);
+    const killed = Date.now();
+    await s.crash();
+    for (const e of await Promise.all(inFlight)) expect(e).toBeInstanceOf(ConnectionError);
+    expect(Date.now() - killed).toBeLessThan(1000);
+    await s.restart();
+    await b.publish('order.created', order(11), { key: 'k1' });
+  });
+
   it('an error reply for one partition rejects only that partition\'s events, with TransportError', async () => {
     const s = await server();
     const prefix = uniquePrefix('wrongtype');

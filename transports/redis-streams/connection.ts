@@ -58,7 +58,7 @@ export class Connector {
     if (role === 'publish') {
       // Publishing never queues blind: a write waits for 'ready' (bounded by commandTimeoutMs, one
       // timer per write, not per command) and is then sent, or rejected without being sent. Commands
-      // in flight when a connection drops reject instead of being silently resent later.
+      // in flight when a connection drops are not silently resent later (the publisher rejects them).
       o.enableOfflineQueue = false;
       o.autoResendUnfulfilledCommands = false;
     }

@@ -54,6 +54,23 @@ export class Publisher {
     private readonly writer: (type: string) => JsonWriter | undefined = () => undefined,
   ) {
     this.replicas = new ReplicaWait(config, connector, pool, (type) => this.info(type));
+    // (A Cluster's node connections do not reconnect: ioredis rejects their commands and retries them itself.)
+    if (!connector.isCluster) for (const client of pool) client.on('close', () => Publisher.dropped(client));
+  }
+
+  /**
+   * A publish connection closed: ioredis forgets the commands it had sent without a reply (not resending
+   * them: autoResendUnfulfilledCommands is off) and never settles them, so their writes would wait for
+   * commandTimeoutMs, holding their batcher slots while Redis may well be back. Reject them now, one by one,
+   * so a write spread over connections fails only for the units it had on this one.
+   */
+  private static dropped(client: Client): void {
+    // 'close' is emitted on the next tick: the queue is still the closed socket's unless a new one is up.
+    if (client.status === 'ready') return;
+    const queue = (client as unknown as { commandQueue?: { length: number; shift(): { command: Command } | undefined } }).commandQueue;
+    if (queue === undefined) return;
+    const err = new Error('Connection is closed before Redis replied: the write may or may not have been applied');
+    while (queue.length > 0) queue.shift()!.command.reject(err);
   }
 
   partitionsFor(type: string): number {
