@@ -11,18 +11,24 @@ import type { Logger } from '../../src/logger.js';
 import { delay, runHandler } from '../../src/run-handler.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
-/** An event coming back for another attempt. */
-class Retry {
+/**
+ * An event with what a bare `OutgoingEvent` leaves implicit: published by a bus other than the one
+ * whose service is the topic's default source (a broker shared by name), or coming back for another attempt.
+ */
+export class Tagged {
   constructor(
     readonly event: OutgoingEvent,
+    readonly source: string,
     readonly attempt: number,
   ) {}
 }
 
-type Item = OutgoingEvent | Retry;
+/** A queued event: bare (the topic's default source, first attempt) or tagged. */
+export type Item = OutgoingEvent | Tagged;
 
 interface Active {
   event: OutgoingEvent;
+  source: string;
   partition: number;
   attempt: number;
   settled: boolean;
@@ -62,6 +68,7 @@ export class ConsumerGroup {
     readonly type: string,
     readonly name: string,
     partitions: number,
+    /** Source of bare (untagged) events: the service of the bus that created the topic. */
     private readonly source: string,
     private readonly maxDeadLetters: number,
     private readonly logger: Logger,
@@ -69,8 +76,8 @@ export class ConsumerGroup {
     this.queues = Array.from({ length: partitions }, () => new Deque<Item>());
   }
 
-  enqueue(partition: number, events: readonly OutgoingEvent[]): void {
-    this.queues[partition]!.pushAll(events);
+  enqueue(partition: number, items: readonly Item[]): void {
+    this.queues[partition]!.pushAll(items);
     if (this.members.length > 0) this.pump();
   }
 
@@ -105,7 +112,7 @@ export class ConsumerGroup {
       // Handlers still running past the drain timeout: their events go back for another member.
       for (const a of member.active) {
         a.settled = true;
-        this.queues[a.partition]!.unshift(new Retry(a.event, a.attempt + 1));
+        this.queues[a.partition]!.unshift(new Tagged(a.event, a.source, a.attempt + 1));
         this.logger.warn({ group: this.name, id: a.event.id }, 'handler outlived the drain timeout; event returned to the group');
       }
       member.active.clear();
@@ -162,29 +169,30 @@ export class ConsumerGroup {
   }
 
   private deliver(m: Member, partition: number, item: Item): void {
-    const isRetry = item instanceof Retry;
-    const event = isRetry ? item.event : item;
-    const attempt = isRetry ? item.attempt : 1;
-    const active: Active = { event, partition, attempt, settled: false };
+    const tagged = item instanceof Tagged;
+    const event = tagged ? item.event : item;
+    const source = tagged ? item.source : this.source;
+    const attempt = tagged ? item.attempt : 1;
+    const active: Active = { event, source, partition, attempt, settled: false };
     m.inFlight++;
     m.active.add(active);
     runHandler(
       m.handler,
-      toEnvelope(event, this.source),
+      toEnvelope(event, source),
       { attempt, group: this.name, consumer: m.spec.consumer, partition },
       (err, failed) => {
         if (active.settled) return; // returned to the group after a drain timeout
         active.settled = true;
         m.active.delete(active);
         m.inFlight--;
-        if (failed) this.fail(m.spec, event, partition, attempt, err);
+        if (failed) this.fail(m.spec, event, source, partition, attempt, err);
         if (m.inFlight === 0 && m.onIdle) m.onIdle();
         this.pump();
       },
     );
   }
 
-  private fail(spec: SubscriptionSpec, event: OutgoingEvent, partition: number, attempt: number, err: unknown): void {
+  private fail(spec: SubscriptionSpec, event: OutgoingEvent, source: string, partition: number, attempt: number, err: unknown): void {
     if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
       this.deadLetters.push({
         id: event.id,
@@ -193,7 +201,7 @@ export class ConsumerGroup {
         partition,
         attempts: attempt,
         error: describeError(err),
-        event: toEnvelope(event, this.source),
+        event: toEnvelope(event, source),
         deadAt: Date.now(),
       });
       if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
@@ -202,7 +210,7 @@ export class ConsumerGroup {
     }
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.queues[partition]!.push(new Retry(event, attempt + 1));
+      this.queues[partition]!.push(new Tagged(event, source, attempt + 1));
       this.pump();
     }, backoffDelay(spec.backoff, attempt));
     this.timers.add(timer);

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
-import { ClosedError } from '../../src/errors.js';
+import { ClosedError, ConfigError } from '../../src/errors.js';
 import type {
   DeadLetter,
   DeliveryHandler,
@@ -22,7 +22,7 @@ import type {
 } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
 import { SharedBrokers } from '../../src/shared-brokers.js';
-import { ConsumerGroup } from './consumer-group.js';
+import { ConsumerGroup, Tagged, type Item } from './consumer-group.js';
 
 export const memoryConfigSchema = z
   .object({
@@ -46,15 +46,27 @@ export const memoryConfigSchema = z
 export type MemoryTransportConfig = z.input<typeof memoryConfigSchema>;
 
 class Topic {
-  readonly retained: Deque<OutgoingEvent>[];
+  readonly retained: Deque<Item>[];
   readonly groups = new Map<string, ConsumerGroup>();
-  constructor(partitions: number) {
-    this.retained = Array.from({ length: partitions }, () => new Deque<OutgoingEvent>());
+  /**
+   * @param source The service of the bus that created the topic: its events are queued bare, those of
+   * other buses sharing the broker are tagged with their own service (an event's `source` is its publisher's).
+   */
+  constructor(
+    partitions: number,
+    readonly source: string,
+  ) {
+    this.retained = Array.from({ length: partitions }, () => new Deque<Item>());
   }
 }
 
+interface Broker {
+  readonly partitions: number;
+  readonly topics: Map<string, Topic>;
+}
+
 /** Topics of in-process brokers, shared by every transport opened with the same `name`. */
-const brokers = new SharedBrokers<Map<string, Topic>>();
+const brokers = new SharedBrokers<Broker>();
 
 export class MemoryTransport implements Transport {
   readonly type = 'memory';
@@ -67,7 +79,13 @@ export class MemoryTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
-    this.topics = brokers.acquire(config.name, () => new Map());
+    const broker = brokers.acquire(config.name, () => ({ partitions: config.partitions, topics: new Map() }));
+    if (broker.partitions !== config.partitions) {
+      brokers.release(config.name);
+      const message = `memory broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
+      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
+    }
+    this.topics = broker.topics;
   }
 
   async connect(): Promise<void> {}
@@ -79,7 +97,7 @@ export class MemoryTransport implements Transport {
   private topic(type: string): Topic {
     let t = this.topics.get(type);
     if (!t) {
-      t = new Topic(this.config.partitions);
+      t = new Topic(this.config.partitions, this.ctx.service);
       this.topics.set(type, t);
     }
     return t;
@@ -90,12 +108,14 @@ export class MemoryTransport implements Transport {
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
+      const service = this.ctx.service;
+      const items: readonly Item[] = service === topic.source ? unit.events : unit.events.map((e) => new Tagged(e, service, 1));
       if (this.config.maxLen > 0) {
         const log = topic.retained[unit.partition]!;
-        log.pushAll(unit.events);
+        log.pushAll(items);
         log.trimTo(this.config.maxLen);
       }
-      for (const group of topic.groups.values()) group.enqueue(unit.partition, unit.events);
+      for (const group of topic.groups.values()) group.enqueue(unit.partition, items);
     }
     return Promise.resolve(undefined);
   }
@@ -115,7 +135,7 @@ export class MemoryTransport implements Transport {
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
     if (!group) {
-      group = new ConsumerGroup(spec.type, spec.group, this.config.partitions, this.ctx.service, this.config.maxDeadLetters, this.ctx.logger);
+      group = new ConsumerGroup(spec.type, spec.group, this.config.partitions, topic.source, this.config.maxDeadLetters, this.ctx.logger);
       topic.groups.set(spec.group, group);
       if (spec.startFrom === '0') topic.retained.forEach((log, p) => group!.enqueue(p, log.toArray()));
     }

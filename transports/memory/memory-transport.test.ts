@@ -1,0 +1,76 @@
+/**
+ * Memory-transport behaviour beyond the shared conformance suite: brokers shared by name, partition
+ * ownership across rebalances, the drain timeout, and isolation of what one handler sees from another.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, createEventBus, defineEvents, type EventBus } from '../../src/index.js';
+import type { OutgoingEvent, SubscriptionSpec, TransportContext } from '../../src/transport.js';
+import { silentLogger } from '../../src/logger.js';
+import { partitionForKey } from '../../src/partition.js';
+import { createMemoryTransport } from './index.js';
+import { sleep, uniqueName, waitFor } from '../../test/helpers/wait.js';
+
+const events = defineEvents({ 'o.made': z.object({ seq: z.number().int() }) });
+type Bus = EventBus<typeof events>;
+
+const open: Bus[] = [];
+async function bus(service: string, transport: Record<string, unknown>): Promise<Bus> {
+  const b = await createEventBus({ service, events, transport: transport as { type: string } });
+  open.push(b);
+  return b;
+}
+afterEach(async () => {
+  await Promise.allSettled(open.splice(0).map((b) => b.close()));
+});
+
+describe('memory transport', () => {
+  it("gives an event the publishing bus's service as source, on a broker shared by name", async () => {
+    const name = uniqueName('mem');
+    const consumer = await bus('billing', { type: 'memory', name });
+    const publisher = await bus('checkout', { type: 'memory', name });
+    const live: string[] = [];
+    await consumer.subscribe('o.made', { group: 'live' }, (e) => void live.push(e.source));
+    await publisher.publish('o.made', { seq: 1 });
+    await consumer.publish('o.made', { seq: 2 });
+    await waitFor(() => live.length === 2, 5000, 'two events');
+    expect(live.sort()).toEqual(['billing', 'checkout']);
+
+    const replay = new Map<number, string>();
+    await consumer.subscribe('o.made', { group: 'late', startFrom: '0' }, (e) => void replay.set(e.data.seq, e.source));
+    await waitFor(() => replay.size === 2, 5000, 'the retained events');
+    expect(Object.fromEntries(replay)).toEqual({ 1: 'checkout', 2: 'billing' });
+
+    await consumer.subscribe('o.made', { group: 'dlq', startFrom: '0', maxDeliveries: 2, retry: { backoff: { initialMs: 1, jitter: 0 } } }, () => {
+      throw new Error('no');
+    });
+    await waitFor(async () => (await consumer.deadLetters('o.made', { group: 'dlq' })).length === 2, 5000, 'two dead letters');
+    const dead = await consumer.deadLetters('o.made', { group: 'dlq' });
+    expect(Object.fromEntries(dead.map((d) => [(d.event!.data as { seq: number }).seq, d.event!.source]))).toEqual({ 1: 'checkout', 2: 'billing' });
+  });
+
+  it('rejects a second bus on a shared broker with a different partition count (ConfigError naming partitions)', async () => {
+    const name = uniqueName('mem');
+    await bus('a', { type: 'memory', name, partitions: 2 });
+    const err = await createEventBus({ service: 'b', events, transport: { type: 'memory', name, partitions: 8 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).message).toContain('partitions');
+    // The broker is still usable by its first bus, and a matching bus still shares it.
+    const same = await bus('c', { type: 'memory', name, partitions: 2 });
+    const seen: number[] = [];
+    await open[0]!.subscribe('o.made', { group: 'g' }, (e) => void seen.push(e.data.seq));
+    await same.publishMany('o.made', [{ seq: 1 }, { seq: 2 }], { key: (d) => `k${d.seq}` });
+    await waitFor(() => seen.length === 2, 5000, 'both events');
+  });
+});
+
+function spec(o: Partial<SubscriptionSpec> = {}): SubscriptionSpec {
+  return {
+    type: 't', group: 'g', consumer: 'c', concurrency: 1, startFrom: '$', maxDeliveries: 5,
+    backoff: { initialMs: 10, maxMs: 100, multiplier: 2, jitter: 0 }, drainTimeoutMs: 1000, options: {}, ...o,
+  };
+}
+
+function outgoing(seq: number): OutgoingEvent {
+  return { id: `id-${seq}`, type: 't', time: Date.now(), key: undefined, data: { seq }, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined };
+}
