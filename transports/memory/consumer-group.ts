@@ -1,6 +1,10 @@
 /**
  * One consumer group of the memory transport: per-partition queues, members that own partitions,
  * in-flight tracking, retry with backoff and a bounded dead-letter list.
+ *
+ * A partition is handled by one member at a time: after a rebalance its new owner starts on it only once
+ * the handlers the previous owner runs on it have finished (or were given up at the drain timeout), so
+ * per-key order holds with `concurrency: 1` while members join and leave.
  */
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
@@ -60,6 +64,9 @@ export class ConsumerGroup {
   readonly deadLetters: DeadLetter[] = [];
   private readonly queues: Deque<Item>[];
   private members: Member[] = [];
+  /** Per partition: the member running handlers on it (and how many), which keeps it until they finish. */
+  private readonly holder: (Member | undefined)[];
+  private readonly held: number[];
   private readonly timers = new Set<NodeJS.Timeout>();
   private pumping = false;
   private again = false;
@@ -74,6 +81,8 @@ export class ConsumerGroup {
     private readonly logger: Logger,
   ) {
     this.queues = Array.from({ length: partitions }, () => new Deque<Item>());
+    this.holder = new Array<Member | undefined>(partitions).fill(undefined);
+    this.held = new Array<number>(partitions).fill(0);
   }
 
   enqueue(partition: number, items: readonly Item[]): void {
@@ -88,7 +97,8 @@ export class ConsumerGroup {
     // First delivery after an event-loop turn: members subscribing together all join before queued events
     // are shared out, and no handler runs inside subscribe().
     this.nextTurn.request();
-    return { close: () => this.leave(member) };
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= this.leave(member)) };
   }
 
   private rebalance(): void {
@@ -101,7 +111,6 @@ export class ConsumerGroup {
   }
 
   private async leave(member: Member): Promise<void> {
-    if (member.closing) return;
     member.closing = true;
     this.members = this.members.filter((m) => m !== member);
     this.rebalance();
@@ -109,9 +118,13 @@ export class ConsumerGroup {
       const timeout = delay(member.spec.drainTimeoutMs);
       await Promise.race([new Promise<void>((resolve) => (member.onIdle = resolve)), timeout.promise]);
       timeout.cancel();
-      // Handlers still running past the drain timeout: their events go back for another member.
-      for (const a of member.active) {
+      // Handlers still running past the drain timeout: their events go back for another member, at the
+      // front of their partitions in the order they were taken (so put back last first).
+      const stuck = [...member.active];
+      for (let i = stuck.length - 1; i >= 0; i--) {
+        const a = stuck[i]!;
         a.settled = true;
+        this.release(a.partition);
         this.queues[a.partition]!.unshift(new Tagged(a.event, a.source, a.attempt + 1));
         this.logger.warn({ group: this.name, id: a.event.id }, 'handler outlived the drain timeout; event returned to the group');
       }
@@ -155,6 +168,8 @@ export class ConsumerGroup {
       for (let k = 0; k < parts.length; k++) {
         const idx = (m.cursor + k) % parts.length;
         const p = parts[idx]!;
+        const h = this.holder[p];
+        if (h !== undefined && h !== m) continue; // still finishing on its previous owner
         const item = this.queues[p]!.shift();
         if (item !== undefined) {
           m.cursor = idx + 1;
@@ -176,6 +191,8 @@ export class ConsumerGroup {
     const active: Active = { event, source, partition, attempt, settled: false };
     m.inFlight++;
     m.active.add(active);
+    this.holder[partition] = m;
+    this.held[partition]!++;
     runHandler(
       m.handler,
       toEnvelope(event, source),
@@ -185,11 +202,16 @@ export class ConsumerGroup {
         active.settled = true;
         m.active.delete(active);
         m.inFlight--;
+        this.release(partition);
         if (failed) this.fail(m.spec, event, source, partition, attempt, err);
         if (m.inFlight === 0 && m.onIdle) m.onIdle();
         this.pump();
       },
     );
+  }
+
+  private release(partition: number): void {
+    if (--this.held[partition]! === 0) this.holder[partition] = undefined;
   }
 
   private fail(spec: SubscriptionSpec, event: OutgoingEvent, source: string, partition: number, attempt: number, err: unknown): void {

@@ -62,6 +62,61 @@ describe('memory transport', () => {
     await same.publishMany('o.made', [{ seq: 1 }, { seq: 2 }], { key: (d) => `k${d.seq}` });
     await waitFor(() => seen.length === 2, 5000, 'both events');
   });
+
+  it('keeps a partition with its owner until its running handler finishes when a member joins (per-key order, concurrency 1)', async () => {
+    const b = await bus('s', { type: 'memory', partitions: 2 });
+    const starts: string[] = [];
+    let running = 0;
+    let overlapped = false;
+    const handler = (member: string) => async (e: { data: { seq: number } }) => {
+      if (++running > 1) overlapped = true;
+      starts.push(`${member}:${e.data.seq}`);
+      await sleep(40);
+      running--;
+    };
+    await b.subscribe('o.made', { group: 'g', consumer: 'a', concurrency: 1 }, handler('a'));
+    // Every key on the partition that the second member takes over (partition 1 of 2).
+    const key = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'x', 'y'].find((k) => partitionForKey(k, 2) === 1)!;
+    await b.publishMany('o.made', [1, 2, 3, 4].map((seq) => ({ seq })), { key });
+    await waitFor(() => starts.length === 1, 5000, 'the first event to start');
+    await b.subscribe('o.made', { group: 'g', consumer: 'b', concurrency: 1 }, handler('b'));
+    await waitFor(() => starts.length === 4 && running === 0, 5000, 'all four events');
+    expect(overlapped).toBe(false);
+    expect(starts.map((s) => s.split(':')[1])).toEqual(['1', '2', '3', '4']);
+    expect(starts.slice(1).every((s) => s.startsWith('b:'))).toBe(true); // the partition did move, after event 1
+  });
+
+  it('returns events that outlived the drain timeout in their partition order', async () => {
+    const b = await bus('s', { type: 'memory', partitions: 1 });
+    const first: number[] = [];
+    const sub = await b.subscribe('o.made', { group: 'g', consumer: 'a', concurrency: 4, drainTimeoutMs: 50 }, async (e) => {
+      first.push(e.data.seq);
+      await sleep(2000);
+    });
+    await b.publishMany('o.made', [1, 2, 3, 4, 5].map((seq) => ({ seq })));
+    await waitFor(() => first.length === 4, 5000, 'four handlers to start');
+    await sub.close();
+    const again: [number, number][] = [];
+    await b.subscribe('o.made', { group: 'g', consumer: 'b', concurrency: 1 }, (e, ctx) => void again.push([e.data.seq, ctx.attempt]));
+    await waitFor(() => again.length === 5, 5000, 'the five events on the other member');
+    expect(again).toEqual([[1, 2], [2, 2], [3, 2], [4, 2], [5, 1]]);
+  });
+
+  it('a second close() of a subscription waits for the drain the first started', async () => {
+    const ctx: TransportContext = { service: 's', logger: silentLogger, eventTypes: ['t'], serializer: () => JSON.stringify };
+    const t = createMemoryTransport({ type: 'memory' }, ctx);
+    let finished = false;
+    const sub = await t.subscribe(spec({ drainTimeoutMs: 5000 }), async () => {
+      await sleep(150);
+      finished = true;
+    });
+    await t.write([{ type: 't', partition: 0, events: [outgoing(1)], bytes: 0 }]);
+    await sleep(30);
+    void sub.close();
+    await sub.close();
+    expect(finished).toBe(true);
+    await t.close();
+  });
 });
 
 function spec(o: Partial<SubscriptionSpec> = {}): SubscriptionSpec {
