@@ -56,7 +56,8 @@ export function toEnvelope(ev: OutgoingEvent, source: string): EventEnvelope {
   if (ev.key !== undefined) env.key = ev.key;
   if (ev.correlationId !== undefined) env.correlationId = ev.correlationId;
   if (ev.causationId !== undefined) env.causationId = ev.causationId;
-  if (ev.headers !== undefined) env.headers = ev.headers;
+  // A copy: a handler that changes its headers must not change what other groups and later attempts see.
+  if (ev.headers !== undefined) env.headers = { ...ev.headers };
   return env;
 }
 

@@ -102,6 +102,23 @@ describe('memory transport', () => {
     expect(again).toEqual([[1, 2], [2, 2], [3, 2], [4, 2], [5, 1]]);
   });
 
+  it("does not let one group's handler change the headers another group sees", async () => {
+    const b = await bus('s', { type: 'memory' });
+    const seen: Record<string, string>[] = [];
+    let mutated = false;
+    await b.subscribe('o.made', { group: 'first' }, (e) => {
+      (e.headers as Record<string, string>)['x-added'] = 'by first';
+      mutated = true;
+    });
+    await b.subscribe('o.made', { group: 'second' }, async (e) => {
+      await waitFor(() => mutated, 5000, 'the first group');
+      seen.push({ ...e.headers });
+    });
+    await b.publish('o.made', { seq: 1 }, { headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } });
+    await waitFor(() => seen.length === 1, 5000, 'the second group');
+    expect(seen[0]).toEqual({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+  });
+
   it('a second close() of a subscription waits for the drain the first started', async () => {
     const ctx: TransportContext = { service: 's', logger: silentLogger, eventTypes: ['t'], serializer: () => JSON.stringify };
     const t = createMemoryTransport({ type: 'memory' }, ctx);
