@@ -13,7 +13,7 @@ import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
-import { queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
+import { isWireCommand, queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo extends StreamInfo {
   /** `[key]` per partition: all ioredis needs to see of an XADD (the slot, in a cluster). */
@@ -67,10 +67,14 @@ export class Publisher {
   private static dropped(client: Client): void {
     // 'close' is emitted on the next tick: the queue is still the closed socket's unless a new one is up.
     if (client.status === 'ready') return;
-    const queue = (client as unknown as { commandQueue?: { length: number; shift(): { command: Command } | undefined } }).commandQueue;
+    const queue = (client as unknown as { commandQueue?: { length: number; peekAt(i: number): { command: Command } | undefined } }).commandQueue;
     if (queue === undefined) return;
     const err = new Error('Connection is closed before Redis replied: the write may or may not have been applied');
-    while (queue.length > 0) queue.shift()!.command.reject(err);
+    // Only ours (XADD, WAIT): ioredis's own handshake commands are left to ioredis.
+    for (let i = 0; i < queue.length; i++) {
+      const cmd = queue.peekAt(i)?.command;
+      if (cmd !== undefined && isWireCommand(cmd)) cmd.reject(err);
+    }
   }
 
   partitionsFor(type: string): number {

@@ -152,6 +152,11 @@ export function askedNode(cmd: Command): string | undefined {
   return cmd instanceof WireCommand ? cmd.asked : undefined;
 }
 
+/** Whether `cmd` was made here (the transport's own XADD, WAIT...), not by ioredis or a caller. */
+export function isWireCommand(cmd: Command): boolean {
+  return cmd instanceof WireCommand;
+}
+
 /**
  * `WAIT <replicas> <timeoutMs>`: replies how many replicas acknowledged every write sent before it on
  * its connection. Keyless: in a Cluster the caller names its node (see replica-wait.ts).
