@@ -139,7 +139,11 @@ export class Batcher {
   constructor(
     private readonly write: WriteFn,
     private readonly opts: BatcherOptions,
-  ) {}
+  ) {
+    // Written twice so V8 never treats it as a constant (see EventBus's constructor).
+    this.closed = true;
+    this.closed = false;
+  }
 
   /** Every write slot is busy and sealed batches wait: producers of large bursts should yield. */
   get saturated(): boolean {

@@ -165,6 +165,9 @@ export class PartitionConsumer {
     private readonly handler: DeliveryHandler,
     private readonly onDead: (dl: DeadLetter) => void,
   ) {
+    // Written twice so V8 never treats it as a constant (see EventBus's constructor in src/bus.ts).
+    this.stopped = true;
+    this.stopped = false;
     this.offs = new Uint32Array(s.batchSize + 1);
     this.read = jsonReader(s.reader);
   }
