@@ -649,6 +649,7 @@ export class RedisConsumer implements TransportSubscription {
   private async reclaim(): Promise<void> {
     if (this.reclaiming || this.closing) return;
     this.reclaiming = true;
+    let nogroup = false;
     try {
       // Housekeeping on the first pass and every 20th after it.
       if (this.reclaimPasses++ % 20 === 0) {
@@ -656,39 +657,51 @@ export class RedisConsumer implements TransportSubscription {
       }
       for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;
-        const s = this.streams[idx]!;
-        const held = this.held[idx]!;
-        // Idle entries delivered twice or more without an ack may hold one that kills its consumer: those
-        // are claimed one at a time, each finished before the next, so only such an entry's delivery count
-        // grows (a claim raises the count of every entry it takes). The rest are claimed in bulk.
-        const idle = (await this.cmd.xpending(s.key, this.spec.group, 'IDLE', this.opts.minIdleMs, s.cursor, '+', this.opts.claimCount)) as [string, string, number, number][];
-        const rows = idle.filter((r) => !held.has(r[0]));
-        if (rows.length === 0) {
-          s.cursor = '0-0'; // nothing idle past the cursor: start over next pass
-          continue;
+        try {
+          if (await this.reclaimStream(idx)) idx--; // the same stream again: its next idle entry
+        } catch (err) {
+          // One stream failing does not end the pass: in a Cluster each partition has its own master, and
+          // one that is stalled or failing over must not stop the reclaim of the partitions on the others.
+          const msg = describeError(err);
+          if (msg.includes('NOGROUP')) nogroup = true;
+          else this.logger.debug({ err: msg, stream: this.streams[idx]!.key }, 'reclaim of a stream failed');
+          // A partition's retry stream shares its slot (its master): skip it this pass rather than wait again.
+          if (!this.streams[idx]!.retry && !msg.includes('NOGROUP')) idx++;
         }
-        const suspect = rows.findIndex((r) => Number(r[3]) >= 2);
-        if (suspect === 0) {
-          await this.claimAlone(idx, rows[0]![0]);
-          idx--; // the same stream again: its next idle entry
-          continue;
-        }
-        const count = suspect > 0 ? suspect : this.opts.claimCount;
-        const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
-        s.cursor = reply[0];
-        const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
-        if (entries.length === 0) continue;
-        const deliveries = await this.deliveryCounts(idx, entries);
-        this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
-        if (!this.closing) this.accept(idx, entries, deliveries);
       }
-    } catch (err) {
-      const msg = describeError(err);
-      if (msg.includes('NOGROUP')) await this.ensureGroups('0').catch(noop);
-      else this.logger.debug({ err: msg }, 'reclaim pass failed');
+      if (nogroup) await this.ensureGroups('0').catch(noop);
     } finally {
       this.reclaiming = false;
     }
+  }
+
+  /** One reclaim step on stream `idx`; true when it claimed a suspect alone and the stream should be looked at again. */
+  private async reclaimStream(idx: number): Promise<boolean> {
+    const s = this.streams[idx]!;
+    const held = this.held[idx]!;
+    // Idle entries delivered twice or more without an ack may hold one that kills its consumer: those
+    // are claimed one at a time, each finished before the next, so only such an entry's delivery count
+    // grows (a claim raises the count of every entry it takes). The rest are claimed in bulk.
+    const idle = (await this.cmd.xpending(s.key, this.spec.group, 'IDLE', this.opts.minIdleMs, s.cursor, '+', this.opts.claimCount)) as [string, string, number, number][];
+    const rows = idle.filter((r) => !held.has(r[0]));
+    if (rows.length === 0) {
+      s.cursor = '0-0'; // nothing idle past the cursor: start over next pass
+      return false;
+    }
+    const suspect = rows.findIndex((r) => Number(r[3]) >= 2);
+    if (suspect === 0) {
+      await this.claimAlone(idx, rows[0]![0]);
+      return true;
+    }
+    const count = suspect > 0 ? suspect : this.opts.claimCount;
+    const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
+    s.cursor = reply[0];
+    const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
+    if (entries.length === 0) return false;
+    const deliveries = await this.deliveryCounts(idx, entries);
+    this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
+    if (!this.closing) this.accept(idx, entries, deliveries);
+    return false;
   }
 
   /**
