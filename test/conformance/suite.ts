@@ -258,6 +258,166 @@ export function describeConformance(target: ConformanceTarget): void {
       await waitFor(() => seen.size === 20, timeout, 'the late group to read history');
     });
 
+    it('retries a handler that throws synchronously like one that rejects, with ctx naming group, consumer and partition', async () => {
+      const b = await bus();
+      const calls: { how: string; seq: number; attempt: number; group: string; consumer: string; partition: number }[] = [];
+      await b.subscribe('order.created', subOpts({ group: 'g', consumer: 'c-1', maxDeliveries: 5, concurrency: 2 }), (e, ctx) => {
+        const how = e.data.seq === 1 ? 'throws' : 'rejects';
+        calls.push({ how, seq: e.data.seq, attempt: ctx.attempt, group: ctx.group, consumer: ctx.consumer, partition: ctx.partition });
+        if (ctx.attempt < 3) {
+          if (how === 'throws') throw new Error('sync failure');
+          return Promise.reject(new Error('async failure'));
+        }
+        return undefined;
+      });
+      await b.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 }, { key: 'k-1' });
+      await b.publish('order.created', { orderId: 'o-2', amount: 2, seq: 2 }, { key: 'k-2' });
+      await waitFor(() => calls.filter((c) => c.attempt === 3).length === 2, timeout, 'both events to reach attempt 3');
+      await sleep(200);
+      for (const seq of [1, 2]) {
+        const mine = calls.filter((c) => c.seq === seq);
+        expect(mine.map((c) => c.attempt)).toEqual([1, 2, 3]);
+        expect(new Set(mine.map((c) => c.partition)).size).toBe(1);
+        for (const c of mine) {
+          expect(c).toMatchObject({ group: 'g', consumer: 'c-1' });
+          expect(Number.isInteger(c.partition) && c.partition >= 0 && c.partition < 4).toBe(true);
+        }
+      }
+      expect(await b.deadLetters('order.created', { group: 'g' })).toEqual([]);
+    });
+
+    it('runs at most `concurrency` handlers of a subscription at once, and uses them all', async () => {
+      const b = await bus();
+      let running = 0;
+      let peak = 0;
+      let done = 0;
+      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 3 }), async () => {
+        peak = Math.max(peak, ++running);
+        await sleep(30);
+        running--;
+        done++;
+      });
+      await b.publishMany('order.created', orders(24));
+      await waitFor(() => done === 24, timeout, 'the 24 events');
+      expect(peak).toBe(3);
+    });
+
+    it('dead-letters with the original event, its id and partition, the error and the attempts', async () => {
+      const b = await bus();
+      let first: { id: string; partition: number } | undefined;
+      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 2 }), (e, ctx) => {
+        first ??= { id: e.id, partition: ctx.partition };
+        throw new TypeError('cannot charge o-9');
+      });
+      const before = Date.now();
+      await b.publish('order.created', { orderId: 'o-9', amount: 9, seq: 9 }, { key: 'customer-9', correlationId: 'corr-9', headers: { tenant: 't-9' } });
+      await waitFor(async () => (await b.deadLetters('order.created', { group: 'g' })).length === 1, timeout, 'the dead letter');
+      const [dead] = await b.deadLetters('order.created', { group: 'g' });
+      expect(dead).toMatchObject({ id: first!.id, type: 'order.created', group: 'g', partition: first!.partition, attempts: 2 });
+      expect(dead!.error).toContain('cannot charge o-9');
+      expect(dead!.event).toMatchObject({
+        id: first!.id,
+        type: 'order.created',
+        source: 'conformance',
+        data: { orderId: 'o-9', amount: 9, seq: 9 },
+        key: 'customer-9',
+        correlationId: 'corr-9',
+        headers: { tenant: 't-9' },
+      });
+      expect(dead!.deadAt).toBeGreaterThanOrEqual(before - 5_000);
+      expect(dead!.deadAt).toBeLessThanOrEqual(Date.now() + 5_000);
+    });
+
+    it('dead-letters at once, without calling the handler, an event that fails the consumer schema', async () => {
+      const transport = await target.transport();
+      // Another producer whose schema for the type is looser (amount as a string).
+      const loose = await createEventBus({
+        service: 'other-producer',
+        events: defineEvents({ 'order.created': z.object({ orderId: z.string(), amount: z.string(), seq: z.number().int() }) }),
+        transport: transport as { type: string },
+      });
+      open.push(loose as unknown as Bus);
+      const b = await bus(transport);
+      const seen: number[] = [];
+      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e) => void seen.push(e.data.seq));
+      await loose.publish('order.created', { orderId: 'o-1', amount: 'ten', seq: 1 });
+      await loose.publish('order.created', { orderId: 'o-2', amount: '2', seq: 2 } as never);
+      await b.publish('order.created', { orderId: 'o-3', amount: 3, seq: 3 });
+      await waitFor(async () => (await b.deadLetters('order.created', { group: 'g' })).length === 2 && seen.length === 1, timeout, 'two dead letters and the valid event');
+      const dead = await b.deadLetters('order.created', { group: 'g' });
+      expect(dead.map((d) => d.attempts)).toEqual([1, 1]);
+      expect(dead.map((d) => (d.event?.data as Order).seq).sort()).toEqual([1, 2]);
+      expect(dead[0]!.error).toMatch(/ValidationError/);
+      expect(seen).toEqual([3]);
+    });
+
+    it('a group that starts from $ gets only events published after it subscribed', async () => {
+      const b = await bus();
+      await b.publishMany('order.created', orders(10));
+      const seen = new Set<number>();
+      await b.subscribe('order.created', subOpts({ group: 'new', startFrom: '$' }), (e) => void seen.add(e.data.seq));
+      await b.publishMany('order.created', orders(10, 10));
+      await waitFor(() => seen.size >= 10, timeout, 'the 10 later events');
+      await sleep(300);
+      expect([...seen].sort((x, y) => x - y)).toEqual(orders(10, 10).map((o) => o.seq));
+    });
+
+    it('a closed subscription gets nothing more while other groups do', async () => {
+      const b = await bus();
+      const closedOnes: number[] = [];
+      const other = new Set<number>();
+      const sub = await b.subscribe('order.created', subOpts({ group: 'leaving' }), (e) => void closedOnes.push(e.data.seq));
+      await b.subscribe('order.created', subOpts({ group: 'staying' }), (e) => void other.add(e.data.seq));
+      await b.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
+      await waitFor(() => closedOnes.length === 1 && other.size === 1, timeout, 'the first event in both groups');
+      await sub.close();
+      await sub.close(); // idempotent
+      await b.publishMany('order.created', orders(20, 1));
+      await waitFor(() => other.size === 21, timeout, 'the other group to get the rest');
+      await sleep(300);
+      expect(closedOnes).toEqual([0]);
+    });
+
+    it('close() while handlers run resolves after they finish; later publishes and subscribes reject with ClosedError', async () => {
+      const b = await bus();
+      const finished: number[] = [];
+      let started = 0;
+      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 4 }), async (e) => {
+        started++;
+        await sleep(200);
+        finished.push(e.data.seq);
+      });
+      await b.publishMany('order.created', orders(4));
+      await waitFor(() => started === 4, timeout, 'four handlers to start');
+      await b.close();
+      expect(finished.sort()).toEqual([0, 1, 2, 3]);
+      await expect(b.publish('order.created', orders(1)[0]!)).rejects.toBeInstanceOf(ClosedError);
+      await expect(b.publishMany('order.created', orders(2))).rejects.toBeInstanceOf(ClosedError);
+      await expect(b.subscribe('order.created', subOpts({ group: 'g2' }), () => {})).rejects.toBeInstanceOf(ClosedError);
+      await b.close(); // idempotent
+    });
+
+    it('close() gives up on a handler past drainTimeoutMs, and the event is delivered again to another member', async () => {
+      const transport = await target.transport();
+      const b1 = await bus(transport);
+      const b2 = await bus(transport);
+      const attempts: [string, number][] = [];
+      let release: () => void = () => {};
+      const stuck = new Promise<void>((resolve) => (release = resolve));
+      const sub = await b1.subscribe('order.created', subOpts({ group: 'g', consumer: 'stuck', drainTimeoutMs: 200 }), async (_e, ctx) => {
+        attempts.push(['stuck', ctx.attempt]);
+        await stuck;
+      });
+      await b1.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
+      await waitFor(() => attempts.length === 1, timeout, 'the handler to start');
+      await sub.close(); // resolves although the handler still runs
+      await b2.subscribe('order.created', subOpts({ group: 'g', consumer: 'other' }), (_e, ctx) => void attempts.push(['other', ctx.attempt]));
+      await waitFor(() => attempts.length === 2, timeout, 'the event on the other member');
+      release();
+      expect(attempts[1]![0]).toBe('other');
+      expect(attempts[1]![1]).toBeGreaterThanOrEqual(2);
+    });
+
     if (target.partitionOwners) {
       const retain = target.partitionOwners.retain;
       it('members that subscribe together share a retained backlog by partition, none inside subscribe()', async () => {
