@@ -351,6 +351,19 @@ export function describeConformance(target: ConformanceTarget): void {
       expect(seen).toEqual([3]);
     });
 
+    it("gives an event its publishing bus's service as source, on a transport shared by two buses", async () => {
+      const transport = await target.transport();
+      const consumer = await bus(transport);
+      const publisher = (await createEventBus({ service: 'other-service', events: conformanceEvents, transport: transport as { type: string } })) as Bus;
+      open.push(publisher);
+      const sources = new Map<number, string>();
+      await consumer.subscribe('order.created', subOpts({ group: 'g' }), (e) => void sources.set(e.data.seq, e.source));
+      await publisher.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
+      await consumer.publish('order.created', { orderId: 'o-2', amount: 2, seq: 2 });
+      await waitFor(() => sources.size === 2, timeout, 'both events');
+      expect(Object.fromEntries(sources)).toEqual({ 1: 'other-service', 2: 'conformance' });
+    });
+
     it('a group that starts from $ gets only events published after it subscribed', async () => {
       const b = await bus();
       await b.publishMany('order.created', orders(10));

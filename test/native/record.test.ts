@@ -84,4 +84,23 @@ describe('native record encoding', () => {
       expect(calls).toEqual(events.map((e) => JSON.stringify(e.data)));
     }
   });
+
+  it("carries the publishing service when it is not the broker's, with or without the compiled writer, eagerly or lazily", () => {
+    const schema = z.object({ n: z.number() });
+    const events = [ev(1, { n: 1 }), ev(2, { n: 2 }, { key: 'k' })];
+    const writer = compileJsonWriter(schema)!;
+    for (const b of [encodeEvents(events, JSON.stringify, writer, 'other'), encodeEvents(events, JSON.stringify, undefined, 'other')]) {
+      const text = Buffer.from(b.bytes).toString('utf8');
+      const offs = new Uint32Array(b.n + 1);
+      for (let i = 0; i < b.n; i++) offs[i + 1] = offs[i]! + b.chars[i]!;
+      for (const lazy of [false, true]) {
+        const out: EventEnvelope[] = [];
+        decodeRecords(text, offs, b.n, 't', 'broker-service', lazy, compileJsonReader(readerPlan(schema)!)!, out);
+        expect(out.map((e) => [e.id, e.source, e.key, e.data])).toEqual([
+          [events[0]!.id, 'other', undefined, { n: 1 }],
+          [events[1]!.id, 'other', 'k', { n: 2 }],
+        ]);
+      }
+    }
+  });
 });

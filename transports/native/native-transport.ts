@@ -49,6 +49,8 @@ class Topic {
 interface Broker {
   readonly core: PartitionCore;
   readonly topics: Map<string, Topic>;
+  /** The service of the bus that opened it: the `source` of records that do not name another. */
+  readonly service: string;
 }
 
 const brokers = new SharedBrokers<Broker>();
@@ -80,7 +82,7 @@ export class NativeTransport implements Transport {
       } catch (err) {
         throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
       }
-      return { core, topics: new Map() };
+      return { core, topics: new Map(), service: ctx.service };
     });
     this.broker = broker;
     this.core = broker.core;
@@ -89,7 +91,11 @@ export class NativeTransport implements Transport {
     const limit = Math.floor(this.core.arenaBytes / 4);
     this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
     this.mode = MODE[config.backpressure];
+    this.source = ctx.service === broker.service ? undefined : ctx.service;
   }
+
+  /** This bus's service when it is not the broker's: written into each record (a bus sharing a named broker). */
+  private readonly source: string | undefined;
 
   async connect(): Promise<void> {
     if (this.closed) throw new ClosedError('native transport');
@@ -123,7 +129,7 @@ export class NativeTransport implements Transport {
       const topic = this.topic(unit.type);
       let batch: EncodedBatch;
       try {
-        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
+        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type), this.source);
         this.checkSizes(batch);
         const taken = this.mode === PushMode.allOrNothing && topic.groups.size > 1 ? this.allOrNone(topic, unit, batch) : undefined;
         for (const group of topic.groups.values()) {
@@ -201,7 +207,7 @@ export class NativeTransport implements Transport {
     if (this.closed) throw new ClosedError('native transport');
     const topic = this.topic(unit.type);
     try {
-      const batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type));
+      const batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type), this.source);
       this.checkSizes(batch);
       for (const group of topic.groups.values()) {
         if (this.blocked.has(`${group.lane}:${unit.partition}`)) return false;
@@ -299,7 +305,7 @@ export class NativeTransport implements Transport {
     if (!group) {
       const lane = this.core.createLane(this.config.partitions);
       group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
-        source: this.ctx.service,
+        source: this.broker.service,
         maxDeadLetters: this.config.maxDeadLetters,
         batchSize: this.config.batchSize,
         spinUs: this.config.spinUs,

@@ -3,7 +3,8 @@
  *
  *   <id: 26 chars><time: 13 digits><flag>[<extras JSON>\n]<payload JSON>
  *
- * `flag` is '0', or '1' when an extras object (key, correlation/causation ids, headers) follows; JSON never
+ * `flag` is '0', or '1' when an extras object (key, correlation/causation ids, headers, a source other than the
+ * broker's) follows; JSON never
  * contains a raw newline, so '\n' ends it. Records are split with the offsets the core returns from `pop`,
  * so framing is read without parsing; worker consumers decode the payload lazily, on first `event.data`.
  */
@@ -32,6 +33,8 @@ interface Extras {
   h?: EventHeaders;
   /** id or time that does not fit the fixed header */
   i?: string;
+  /** the publishing bus's service, when it is not the one that opened the broker */
+  s?: string;
   t?: number;
 }
 
@@ -58,13 +61,19 @@ let charsBuf = new Uint32Array(4096);
  * as bytes straight into the scratch memory; events it declines (text to escape or not ASCII, extras) are
  * encoded as strings. Without one, every record is a string and all are written with one `utf8Write`.
  */
-export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data: unknown) => string = JSON.stringify, writer?: JsonWriter): EncodedBatch {
+export function encodeEvents(
+  events: readonly OutgoingEvent[],
+  serialize: (data: unknown) => string = JSON.stringify,
+  writer?: JsonWriter,
+  /** The publishing service, written into every record; undefined for the broker's own. */
+  source?: string,
+): EncodedBatch {
   const n = events.length;
   if (lensBuf.length < n) {
     lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
     charsBuf = new Uint32Array(lensBuf.length);
   }
-  if (writer !== undefined) return writeRecords(events, serialize, writer);
+  if (writer !== undefined && source === undefined) return writeRecords(events, serialize, writer);
   const lens = lensBuf;
   const chars = charsBuf;
   // All records as one string, written with one utf8Write: a native call per record costs more than
@@ -73,7 +82,7 @@ export function encodeEvents(events: readonly OutgoingEvent[], serialize: (data:
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
     const json = ev.json ?? serialize(ev.data);
-    const rec = encodeEvent(ev, json);
+    const rec = encodeEvent(ev, json, source);
     chars[i] = rec.length;
     all += rec;
   }
@@ -205,11 +214,11 @@ function plainExtras(ev: OutgoingEvent): boolean {
 }
 
 /** The record of an event as text: the fixed header, then extras (key, ids, headers, an unusual id/time) if any. */
-function encodeEvent(ev: OutgoingEvent, json: string): string {
+function encodeEvent(ev: OutgoingEvent, json: string, source?: string): string {
   const time = timeText(ev.time);
-  if (plainHeader(ev)) return ev.id + time + '0' + json;
+  if (source === undefined && plainHeader(ev)) return ev.id + time + '0' + json;
   const plainId = ev.id.length === ID_LEN;
-  const x: Extras = { k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers };
+  const x: Extras = { k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers, s: source };
   if (!plainId) x.i = ev.id;
   if (time === '') x.t = ev.time;
   return (plainId ? ev.id : NO_ID) + (time !== '' ? time : '0000000000000') + '1' + JSON.stringify(x) + '\n' + json;
@@ -328,9 +337,10 @@ export function decodeRecords(
       if (x.i !== undefined) id = x.i;
       if (x.t !== undefined) time = x.t;
     }
+    const src = x?.s ?? source;
     let env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] };
-    if (lazy) env = new LazyEnvelope(type, source, text, s, p, end, read, id, time);
-    else env = { id, type, source, time, data: read(text, p, end) };
+    if (lazy) env = new LazyEnvelope(type, src, text, s, p, end, read, id, time);
+    else env = { id, type, source: src, time, data: read(text, p, end) };
     if (x !== undefined) {
       if (x.k !== undefined) env.key = x.k;
       if (x.c !== undefined) env.correlationId = x.c;
