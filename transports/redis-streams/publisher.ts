@@ -1,7 +1,8 @@
 /**
  * Publishing: each publish unit (events of one type and partition) becomes one batch entry (or one
- * entry per event in `entryMode: 'event'`); all entries of a write go out in one pipeline on one
- * connection of a small pool. Pool connections never run blocking reads. With `waitForReplicas` a
+ * entry per event in `entryMode: 'event'`). Each partition of a type is bound to one connection of a small
+ * pool (so a key's entries keep their order); a write's entries go out pipelined, one pipeline per
+ * connection it touches. Pool connections never run blocking reads. With `waitForReplicas` a
  * WAIT follows the entries on their connection (replica-wait.ts), and the write succeeds only if enough replicas have them.
  */
 import type { ChainableCommander, Command } from 'ioredis';
