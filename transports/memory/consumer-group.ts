@@ -48,7 +48,11 @@ class Member {
   constructor(
     readonly spec: SubscriptionSpec,
     readonly handler: DeliveryHandler,
-  ) {}
+  ) {
+    // Written twice so V8 never treats it as a constant (see EventBus's constructor in src/bus.ts).
+    this.closing = true;
+    this.closing = false;
+  }
 }
 
 export function toEnvelope(ev: OutgoingEvent, source: string): EventEnvelope {
