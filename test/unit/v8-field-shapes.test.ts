@@ -48,7 +48,7 @@ describe('V8 field shapes of a new bus', () => {
       args.push(redis.url);
     }
     const out = run(...args);
-    const fields = [['Batcher', 'closed'], ['EventBus', 'closing'], ...(type === 'redis-streams' ? [['RedisStreamsTransport', 'closed'], ['RedisStreamsTransport', 'closing']] : [])];
+    const fields = [['Batcher', 'closed'], ['EventBus', 'closing'], ...(type === 'redis-streams' ? [['RedisStreamsTransport', 'closed'], ['RedisStreamsTransport', 'closing']] : []), ...(type === 'memory' ? [['MemoryTransport', 'closed']] : [])];
     for (const [cls, field] of fields) {
       const label = `${cls}.${field}`;
       const line = fieldLine(out, cls!, field!);
