@@ -788,7 +788,7 @@ export class RedisConsumer implements TransportSubscription {
       this.abandon(e);
     }
     if (entries > 0) {
-      this.logger.warn({ group: this.spec.group, stream: this.streams[idx]!.key, entries, skipped: events }, 'entries taken over by another consumer (this one stalled past minIdleMs); their remaining events are left to it');
+      this.logger.warn({ group: this.spec.group, stream: this.streams[idx]!.key, entries, skipped: events }, 'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group');
     }
   }
 
