@@ -7,7 +7,8 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
-import type { Client } from './connection.js';
+import { ConnectionError, TransportError } from '../../src/errors.js';
+import { isConnectionProblem, type Client } from './connection.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
@@ -94,11 +95,13 @@ export class RedisStreamsAdmin {
   async groups(type: string): Promise<GroupInfo[]> {
     const byName = new Map<string, GroupInfo>();
     for (const p of this.keys(type)) {
+      const key = streamKey(this.config.prefix, type, p);
       let rows: unknown[][];
       try {
-        rows = (await this.c.xinfo!('GROUPS', streamKey(this.config.prefix, type, p))) as unknown[][];
-      } catch {
-        continue; // no such stream yet
+        rows = (await this.c.xinfo!('GROUPS', key)) as unknown[][];
+      } catch (err) {
+        if (isMissing(err)) continue; // no such stream yet
+        throw adminError(`XINFO GROUPS ${key}`, err);
       }
       for (const row of rows) {
         const f = pairs(row);
@@ -109,11 +112,11 @@ export class RedisStreamsAdmin {
         const lag = f['lag'];
         g.lag = g.lag === undefined || lag === null || lag === undefined ? undefined : g.lag + Number(lag);
         const rk = retryKey(this.config.prefix, type, p, name);
-        g.retrying += Number(await this.c.xlen!(rk));
         try {
+          g.retrying += Number(await this.c.xlen!(rk));
           g.pending += Number(((await this.c.xpending!(rk, name)) as [number])[0]);
-        } catch {
-          // no retry stream or group yet
+        } catch (err) {
+          if (!isMissing(err)) throw adminError(`XPENDING ${rk}`, err); // else no retry stream or group yet
         }
         byName.set(name, g);
       }
@@ -129,8 +132,9 @@ export class RedisStreamsAdmin {
         let summary: [number, string | null, string | null, [string, string][] | null];
         try {
           summary = (await this.c.xpending!(key, group)) as typeof summary;
-        } catch {
-          continue;
+        } catch (err) {
+          if (isMissing(err)) continue; // no such stream or group there
+          throw adminError(`XPENDING ${key}`, err);
         }
         out.total += Number(summary[0]);
         for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
@@ -185,6 +189,22 @@ export class RedisStreamsAdmin {
     }
     return n;
   }
+}
+
+/**
+ * Whether a Redis error means the stream or group is not there (counts as nothing). Any other failure (in a
+ * Cluster: one master stalled or failing over, a timeout) must not: it was skipped as if empty, and
+ * `pending`/`groups` then reported too little during exactly the incidents they are run for.
+ */
+function isMissing(err: unknown): boolean {
+  const m = err instanceof Error ? err.message : String(err);
+  return m.includes('no such key') || m.startsWith('NOGROUP');
+}
+
+/** A failed admin command as a typed error naming it (the Redis error as `cause`). */
+function adminError(what: string, err: unknown): Error {
+  const msg = `${what} failed: ${err instanceof Error ? err.message : String(err)} (a Cluster master unreachable? see transport.commandTimeoutMs)`;
+  return isConnectionProblem(err) ? new ConnectionError(msg, { cause: err }) : new TransportError(msg, { cause: err });
 }
 
 /** Whether `ids` names the letter: by `ref`, by event id, or by bare DLQ entry id (in any partition). */

@@ -1,0 +1,59 @@
+/**
+ * Redis Cluster: the operations API over several masters while one of them does not answer (stalled, or dead
+ * and not failed over yet). Pending counts and group summaries must fail then, not report the reachable
+ * masters' share as the whole.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster } from 'ioredis';
+import { ConnectionError, createEventBus } from '../../src/index.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
+import { partitionForKey } from '../../src/partition.js';
+import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { events, orders } from './redis-common.js';
+
+const PARTITIONS = 6;
+
+let cluster: RedisCluster;
+beforeAll(async () => {
+  // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
+  cluster = await RedisCluster.start(3, 0, 60_000);
+}, 120_000);
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+describe('redis-streams: cluster admin', () => {
+  it('pending and groups reject with ConnectionError while a master holding partitions is stalled, instead of undercounting', async () => {
+    const prefix = uniquePrefix('cluster-admin');
+    const key = (p: number) => streamKey(prefix, 'order.created', p);
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000 } });
+    const raw = new Cluster(cluster.nodes);
+    const stalled = await cluster.masterOf(key(0));
+    try {
+      // One entry per partition, each read by a consumer that never acks: 6 pending, over the three masters.
+      const keys = Array.from({ length: PARTITIONS }, (_, p) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((x) => partitionForKey(x, PARTITIONS) === p)!);
+      for (let p = 0; p < PARTITIONS; p++) await raw.xgroup('CREATE', key(p), 'g', '0', 'MKSTREAM');
+      await b.publishMany('order.created', orders(PARTITIONS), { key: (o) => keys[o.seq] });
+      for (let p = 0; p < PARTITIONS; p++) await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 10, 'STREAMS', key(p), '>');
+      const admin = await (b.transport as RedisStreamsTransport).admin();
+      expect((await admin.pending('order.created', 'g')).total).toBe(PARTITIONS);
+      expect(await admin.groups('order.created')).toMatchObject([{ group: 'g', pending: PARTITIONS }]);
+
+      stalled.pause();
+      try {
+        await expect(admin.pending('order.created', 'g')).rejects.toBeInstanceOf(ConnectionError);
+        await expect(admin.groups('order.created')).rejects.toBeInstanceOf(ConnectionError);
+      } finally {
+        stalled.resume();
+      }
+      // Back: the whole count again; a group that does not exist still counts as nothing.
+      expect((await admin.pending('order.created', 'g')).total).toBe(PARTITIONS);
+      expect(await admin.pending('order.created', 'nobody')).toEqual({ total: 0, consumers: {} });
+    } finally {
+      stalled.resume();
+      raw.disconnect();
+      await b.close();
+    }
+  }, 60_000);
+});
