@@ -1,7 +1,7 @@
 /**
  * Redis Cluster: the operations API over several masters while one of them does not answer (stalled, or dead
  * and not failed over yet). Pending counts and group summaries must fail then, not report the reachable
- * masters' share as the whole.
+ * masters' share as the whole. And right after a failover, listing the streams finds those of the promoted replica.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
@@ -9,6 +9,7 @@ import { ConnectionError, createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { partitionForKey } from '../../src/partition.js';
+import { sleep } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, orders } from './redis-common.js';
 
@@ -56,4 +57,30 @@ describe('redis-streams: cluster admin', () => {
       await b.close();
     }
   }, 60_000);
+});
+
+describe('redis-streams: cluster admin after a failover', () => {
+  let replicated: RedisCluster;
+  beforeAll(async () => {
+    replicated = await RedisCluster.start(3, 1, 2000); // 3 masters, a replica each, 2 s node timeout
+  }, 120_000);
+  afterAll(async () => {
+    await replicated?.stop();
+  });
+
+  it('listStreams right after a failover still finds the streams of the promoted replica', async () => {
+    const prefix = uniquePrefix('cluster-admin-failover');
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 15_000 } });
+    try {
+      await b.publishMany('order.created', orders(60), { key: (o) => o.orderId });
+      const admin = await (b.transport as RedisStreamsTransport).admin();
+      expect((await admin.listStreams()).map((s) => s.partition)).toEqual([0, 1, 2, 3, 4, 5]);
+      await sleep(300); // replicated
+      await replicated.failover(streamKey(prefix, 'order.created', 0));
+      // The admin's client has not refreshed its slot map yet: it listed the promoted master as a replica.
+      expect((await admin.listStreams()).map((s) => s.partition)).toEqual([0, 1, 2, 3, 4, 5]);
+    } finally {
+      await b.close();
+    }
+  }, 90_000);
 });

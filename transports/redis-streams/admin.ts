@@ -2,7 +2,7 @@
  * Operations: list streams, groups, pending entries and lag; inspect, replay and purge dead letters.
  * Available through the transport (`await transport.admin()`) and `openRedisStreamsAdmin(config)`.
  */
-import { Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
@@ -70,9 +70,9 @@ export class RedisStreamsAdmin {
     return Array.from({ length: this.partitionsFor(type) }, (_, p) => p);
   }
 
-  /** Partition streams under this prefix (SCAN; every master in a cluster). */
+  /** Partition streams under this prefix (SCAN; every master that owns slots in a cluster). */
   async listStreams(): Promise<StreamInfo[]> {
-    const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+    const nodes = this.client instanceof Cluster ? await slotOwners(this.client) : [this.client];
     const found = new Set<string>();
     for (const node of nodes) {
       let cursor = '0';
@@ -189,6 +189,25 @@ export class RedisStreamsAdmin {
     }
     return n;
   }
+}
+
+type SlotRange = [number, number, [string, number, ...unknown[]], ...unknown[]];
+
+/**
+ * The connections to the masters that own slots now, as the cluster itself says (CLUSTER SLOTS). The client's
+ * own list (`nodes('master')`) is only as fresh as its last slot refresh: right after a failover it still
+ * has the promoted replica as a replica, and SCAN over it missed every key of the failed-over slots.
+ */
+async function slotOwners(c: Cluster): Promise<Redis[]> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const ranges = (await c.cluster('SLOTS')) as unknown as SlotRange[];
+    const byAddress = new Map(c.nodes('all').map((n) => [`${n.options.host}:${n.options.port}`, n]));
+    const owners = [...new Set(ranges.map((r) => `${r[2][0]}:${r[2][1]}`))].map((a) => byAddress.get(a));
+    if (owners.every((n) => n !== undefined)) return owners as Redis[];
+    await new Promise<void>((resolve) => c.refreshSlotsCache(() => resolve()));
+  }
+  // Addresses the client maps (natMap) do not match what the nodes report: its own list is all there is.
+  return c.nodes('master');
 }
 
 /**
