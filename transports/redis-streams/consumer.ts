@@ -197,6 +197,21 @@ export class RedisConsumer implements TransportSubscription {
     return this.connector.open('read', (err) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
   }
 
+  /**
+   * Opens a read connection, or gives up at close(): opening a Cluster client can wait on a stalled master for
+   * as long as it stays stalled (its readiness PING has no timeout), and close() waits for the read loops.
+   */
+  private async openReaderUnlessClosed(): Promise<Client | undefined> {
+    const client = this.connector.create('read');
+    client.on('error', (err: Error) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
+    const opening = this.connector.connect(client).then(() => client);
+    const conn = await Promise.race([opening, this.closeSignal.then(() => undefined)]);
+    if (conn !== undefined && !this.closing) return conn;
+    opening.catch(noop);
+    client.disconnect(); // also ends a connect still waiting
+    return undefined;
+  }
+
   /** Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. */
   private async ensureGroups(from: '$' | '0'): Promise<void> {
     await Promise.all(
@@ -225,11 +240,9 @@ export class RedisConsumer implements TransportSubscription {
       try {
         // No connection (the watchdog dropped one and could not open another yet): open it here.
         if (r.conn === undefined) {
-          r.conn = await this.openReader();
-          if (this.closing) {
-            r.conn.disconnect();
-            break;
-          }
+          const conn = await this.openReaderUnlessClosed();
+          if (conn === undefined) break;
+          r.conn = conn;
         }
         if (r.drainPending) {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
