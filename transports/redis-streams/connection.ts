@@ -129,7 +129,7 @@ export class Connector {
         attempt();
         client.once('ready', () => resolve());
       });
-      if (client instanceof Cluster) await client.ping();
+      if (client instanceof Cluster) await this.pingCluster(client, ms);
     } catch (err) {
       client.disconnect();
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';
@@ -143,6 +143,24 @@ export class Connector {
     } finally {
       clearTimeout(timer);
       client.off('error', onError);
+    }
+  }
+
+  /**
+   * A PING through a ready Cluster client: a node that refuses us (credentials, ACL) fails the connect now
+   * rather than at the first real command. ioredis picks the node: if it is a stalled master, the PING gets
+   * no answer, and the client, ready with its slot map, is used anyway after `ms` (a PING with no timeout
+   * held createEventBus and subscribe for as long as any master was stalled).
+   */
+  private async pingCluster(client: Cluster, ms: number): Promise<void> {
+    const ping = client.ping();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+    ping.catch(noop); // its failure after the wait is the next command's to report
+    try {
+      await Promise.race([ping, waited]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

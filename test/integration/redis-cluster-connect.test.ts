@@ -1,0 +1,66 @@
+/**
+ * Redis Cluster: opening connections while one master is stalled (SIGSTOP, no failover yet). ioredis sends a
+ * Cluster client's ready check, and the transport its PING after it, to a node of its choosing: the stalled
+ * master may make a connect fail (a typed error after connectTimeoutMs), but must not hold a bus's creation or
+ * a subscription forever.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
+import { sleep } from '../helpers/wait.js';
+import { streamKey } from '../../transports/redis-streams/index.js';
+import { events } from './redis-common.js';
+
+let cluster: RedisCluster;
+beforeAll(async () => {
+  // A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
+  cluster = await RedisCluster.start(3, 0, 60_000);
+}, 120_000);
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+/** `p`'s outcome, or `timedOut` if it has none within `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | 'timed out'> {
+  return Promise.race([p, sleep(ms).then(() => 'timed out' as const)]);
+}
+
+describe('redis-streams: cluster connect', () => {
+  it('creating a bus and subscribing settle (typed) while a master is stalled', async () => {
+    const transport = (prefix: string) => ({ type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 4000 });
+    const stalled = await cluster.masterOf(streamKey(uniquePrefix('probe'), 'order.created', 0));
+    stalled.pause();
+    const open: EventBus<typeof events>[] = [];
+    try {
+      // Which node a PING goes to is ioredis's choice: several rounds, each with a pool, a command and reader clients.
+      for (let round = 0; round < 4; round++) {
+        const made = await within(
+          createEventBus({ service: 'it', events, transport: transport(uniquePrefix('cluster-connect')) }).catch((err: unknown) =>
+            err instanceof EventlaneError ? `rejected: ${err.code}` : `untyped: ${String(err)}`,
+          ),
+          12_000,
+        );
+        expect(made, `round ${round}: createEventBus`).not.toBe('timed out');
+        if (typeof made === 'string') {
+          expect(made).toBe('rejected: ERR_CONNECTION');
+          continue;
+        }
+        const b = made;
+        open.push(b);
+        const sub = await within(
+          b.subscribe('order.created', { group: 'g', blockMs: 200 }, () => undefined).then(
+            () => 'subscribed',
+            (err: unknown) => (err instanceof EventlaneError ? `rejected: ${err.code}` : `untyped: ${String(err)}`),
+          ),
+          15_000,
+        );
+        expect(sub, `round ${round}: subscribe`).not.toBe('timed out');
+        expect(sub).not.toMatch(/^untyped/);
+      }
+    } finally {
+      stalled.resume();
+      await Promise.allSettled(open.map((b) => b.close()));
+    }
+  }, 180_000);
+});
