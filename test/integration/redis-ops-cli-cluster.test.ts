@@ -1,7 +1,7 @@
 /**
  * The `eventlane-redis` operations CLI with `--cluster`, against a 3-master Redis Cluster whose nodes require a
  * password: one seed URL carrying it reaches every master (streams, groups, dead letters over all partitions,
- * replay and purge across masters).
+ * replay and purge across masters); a bus configured with such a seed does the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, type EventBus } from '../../src/index.js';
@@ -78,5 +78,18 @@ describe('eventlane-redis --cluster', () => {
     const r = await cli('streams', '--cluster', `redis://:a@127.0.0.1:${cluster.nodes[0]!.port},redis://:b@127.0.0.1:${cluster.nodes[1]!.port}`);
     expect(r.code).toBe(2);
     expect(r.err).toContain('different passwords');
+  });
+
+  it('a bus given one seed URL with the password reaches every master (the transport applies it to all nodes)', async () => {
+    const url = `redis://:${PASSWORD}@127.0.0.1:${cluster.nodes[0]!.port}`;
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: [url] }, prefix: uniquePrefix('seed-url'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 } });
+    try {
+      await b.publishMany('order.created', orders(60)); // round-robin over 6 partitions on 3 masters
+      expect(b.stats().failedEvents).toBe(0);
+    } finally {
+      await b.close();
+    }
+    const conflicting = createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: [url, `redis://:other@127.0.0.1:${cluster.nodes[1]!.port}`] } } });
+    await expect(conflicting).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('cluster.nodes') });
   });
 });

@@ -101,7 +101,50 @@ export const redisStreamsConfigSchema = z
     if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
     }
+    const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
+    if (typeof seed === 'string') ctx.addIssue({ code: 'custom', path: ['cluster', 'nodes'], message: seed });
+  })
+  .transform((c) => {
+    const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
+    if (seed === undefined || typeof seed === 'string') return c;
+    return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: c.tls ?? seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
   });
+
+/**
+ * Credentials and TLS written into cluster seed URLs (`redis://user:pass@host:port`, `rediss://` for TLS), to
+ * apply to every node as `username`/`password`/`tls` do: ioredis gives a seed URL's credentials to that seed
+ * alone, so the masters it discovers answered NOAUTH and connecting timed out. Returns the seeds as
+ * host/port and what they set; a message when seeds disagree; undefined when no seed is such a URL.
+ */
+function seedAuth(
+  nodes: readonly z.output<typeof hostPort>[],
+): { nodes: { host: string; port: number }[] | z.output<typeof hostPort>[]; username?: string; password?: string; tls?: true } | string | undefined {
+  if (!nodes.some((n) => typeof n === 'string' && /^rediss?:\/\//i.test(n))) return undefined;
+  const found = { username: new Set<string>(), password: new Set<string>(), tls: new Set<boolean>() };
+  const out: z.output<typeof hostPort>[] = [];
+  for (const n of nodes) {
+    if (typeof n !== 'string' || !/^rediss?:\/\//i.test(n)) {
+      out.push(n);
+      continue;
+    }
+    let u: URL;
+    try {
+      u = new URL(n);
+    } catch {
+      return `"${n}" is not a valid redis:// URL`;
+    }
+    out.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? 6379 : Number(u.port) });
+    if (u.username !== '') found.username.add(decodeURIComponent(u.username));
+    if (u.password !== '') found.password.add(decodeURIComponent(u.password));
+    found.tls.add(u.protocol.toLowerCase() === 'rediss:');
+  }
+  for (const k of ['username', 'password', 'tls'] as const) {
+    if (found[k].size > 1) return `the seed URLs give different ${k === 'tls' ? 'schemes (redis:// and rediss://)' : `${k}s`}; every node takes the same`;
+  }
+  const [username] = found.username;
+  const [password] = found.password;
+  return { nodes: out, username, password, ...(found.tls.has(true) ? { tls: true as const } : {}) };
+}
 
 export type RedisStreamsConfig = z.input<typeof redisStreamsConfigSchema>;
 export type ResolvedConfig = z.output<typeof redisStreamsConfigSchema>;

@@ -74,50 +74,13 @@ function transportConfig(flags: Flags, env: CliIo['env']): Record<string, unknow
   const config: Record<string, unknown> = { connectTimeoutMs: timeout, commandTimeoutMs: timeout };
   if (flags.cluster !== undefined) {
     if (flags.url !== undefined) throw new ConfigError('Give --url or --cluster, not both.');
-    Object.assign(config, clusterConfig(flags.cluster.split(',').map((s) => s.trim()).filter(Boolean)));
+    // Seed URLs' credentials and TLS apply to every node (the transport's config lifts them).
+    config['cluster'] = { nodes: flags.cluster.split(',').map((s) => s.trim()).filter(Boolean) };
   } else {
     config['url'] = flags.url ?? env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
   }
   if (flags.prefix !== undefined) config['prefix'] = flags.prefix;
   return config;
-}
-
-/**
- * `--cluster` seeds: `host:port`, or `redis://[user:pass@]host:port` (`rediss://` for TLS). Credentials and
- * TLS of a URL become the transport's `username`/`password`/`tls`, which apply to every node: ioredis
- * gives a seed URL's password to that seed alone, so the nodes it discovers answered NOAUTH and the CLI
- * only reported a connect timeout.
- */
-function clusterConfig(seeds: string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const nodes: (string | { host: string; port: number })[] = [];
-  const seen = { username: new Set<string>(), password: new Set<string>(), tls: new Set<boolean>() };
-  for (const seed of seeds) {
-    if (!/^rediss?:\/\//i.test(seed)) {
-      nodes.push(seed);
-      continue;
-    }
-    let u: URL;
-    try {
-      u = new URL(seed);
-    } catch {
-      throw new ConfigError(`--cluster: "${seed}" is not a valid redis:// URL.`);
-    }
-    nodes.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? 6379 : Number(u.port) });
-    if (u.username !== '') seen.username.add(decodeURIComponent(u.username));
-    if (u.password !== '') seen.password.add(decodeURIComponent(u.password));
-    seen.tls.add(u.protocol.toLowerCase() === 'rediss:');
-  }
-  for (const k of ['username', 'password', 'tls'] as const) {
-    if (seen[k].size > 1) throw new ConfigError(`--cluster: the seed URLs give different ${k === 'tls' ? 'schemes (redis:// and rediss://)' : `${k}s`}; every node takes the same.`);
-  }
-  const [username] = seen.username;
-  const [password] = seen.password;
-  if (username !== undefined) out['username'] = username;
-  if (password !== undefined) out['password'] = password;
-  if (seen.tls.has(true)) out['tls'] = true;
-  out['cluster'] = { nodes };
-  return out;
 }
 
 async function withAdmin<T>(flags: Flags, env: CliIo['env'], fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
