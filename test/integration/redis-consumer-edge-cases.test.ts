@@ -155,8 +155,13 @@ describe('redis-streams review: admin', () => {
     });
     await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
     const admin = await (a.transport as RedisStreamsTransport).admin();
-    // The failed event waits in the retry stream, delivered to the consumer (pending) until due.
-    await waitFor(async () => (await admin.pending('order.created', 'g')).total === 1, 5000, 'the retry entry pending');
+    // The failed event waits in the retry stream, delivered to the consumer (pending) until due, once the
+    // original entry is acked (until then both are pending: wait for that to pass, not for a count of 1).
+    const settled = async () => {
+      const [g] = await admin.groups('order.created');
+      return g?.retrying === 1 && (await admin.pending('order.created', 'g')).total === 1;
+    };
+    await waitFor(settled, 5000, 'the retry entry pending, the original acked');
     expect(await admin.groups('order.created')).toEqual([expect.objectContaining({ group: 'g', pending: 1, retrying: 1 })]);
   });
 });
