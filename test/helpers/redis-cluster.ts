@@ -1,6 +1,7 @@
 /** Test harness: a Redis Cluster of real redis-server processes (see redis-server.ts). */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { afterAll, beforeAll } from 'vitest';
 import { RedisServer, waitReady, withRedis } from './redis-server.js';
 
 const run = promisify(execFile);
@@ -125,4 +126,23 @@ export class RedisCluster {
   async stop(): Promise<void> {
     await Promise.allSettled(this.servers.map((s) => s.stop()));
   }
+}
+
+/**
+ * A cluster for the tests of the enclosing file or describe block: started before them (beforeAll), stopped
+ * after (afterAll). Returns its getter. A long `nodeTimeoutMs` keeps a stalled master its slots' master (no
+ * failover) for the whole test; a short one lets replicas take over.
+ */
+export function clusterForTests(masters: number, replicas: number, nodeTimeoutMs: number): () => RedisCluster {
+  let cluster: RedisCluster | undefined;
+  beforeAll(async () => {
+    cluster = await RedisCluster.start(masters, replicas, nodeTimeoutMs);
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (cluster === undefined) throw new Error('the cluster is not started (clusterForTests is used outside its tests)');
+    return cluster;
+  };
 }

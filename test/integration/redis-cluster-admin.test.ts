@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { ConnectionError, createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { RedisCluster } from '../helpers/redis-cluster.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
 import { partitionForKey } from '../../src/partition.js';
 import { sleep } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
@@ -15,22 +15,16 @@ import { events, orders } from './redis-common.js';
 
 const PARTITIONS = 6;
 
-let cluster: RedisCluster;
-beforeAll(async () => {
   // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
-  cluster = await RedisCluster.start(3, 0, 60_000);
-}, 120_000);
-afterAll(async () => {
-  await cluster?.stop();
-});
+const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster admin', () => {
   it('pending and groups reject with ConnectionError while a master holding partitions is stalled, instead of undercounting', async () => {
     const prefix = uniquePrefix('cluster-admin');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000 } });
-    const raw = new Cluster(cluster.nodes);
-    const stalled = await cluster.masterOf(key(0));
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000 } });
+    const raw = new Cluster(cluster().nodes);
+    const stalled = await cluster().masterOf(key(0));
     try {
       // One entry per partition, each read by a consumer that never acks: 6 pending, over the three masters.
       const keys = Array.from({ length: PARTITIONS }, (_, p) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((x) => partitionForKey(x, PARTITIONS) === p)!);
@@ -60,23 +54,17 @@ describe('redis-streams: cluster admin', () => {
 });
 
 describe('redis-streams: cluster admin after a failover', () => {
-  let replicated: RedisCluster;
-  beforeAll(async () => {
-    replicated = await RedisCluster.start(3, 1, 2000); // 3 masters, a replica each, 2 s node timeout
-  }, 120_000);
-  afterAll(async () => {
-    await replicated?.stop();
-  });
+  const replicated = clusterForTests(3, 1, 2000); // 3 masters, a replica each, 2 s node timeout
 
   it('listStreams right after a failover still finds the streams of the promoted replica', async () => {
     const prefix = uniquePrefix('cluster-admin-failover');
-    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: replicated.nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 15_000 } });
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: replicated().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 15_000 } });
     try {
       await b.publishMany('order.created', orders(60), { key: (o) => o.orderId });
       const admin = await (b.transport as RedisStreamsTransport).admin();
       expect((await admin.listStreams()).map((s) => s.partition)).toEqual([0, 1, 2, 3, 4, 5]);
       await sleep(300); // replicated
-      await replicated.failover(streamKey(prefix, 'order.created', 0));
+      await replicated().failover(streamKey(prefix, 'order.created', 0));
       // The admin's client has not refreshed its slot map yet: it listed the promoted master as a replica.
       expect((await admin.listStreams()).map((s) => s.partition)).toEqual([0, 1, 2, 3, 4, 5]);
     } finally {

@@ -6,19 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { RedisCluster } from '../helpers/redis-cluster.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
 import { sleep } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events } from './redis-common.js';
 
-let cluster: RedisCluster;
-beforeAll(async () => {
   // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
-  cluster = await RedisCluster.start(3, 0, 60_000);
-}, 120_000);
-afterAll(async () => {
-  await cluster?.stop();
-});
+const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster close', () => {
   it('close() returns while a master is stalled and the read loop is reopening its connection', async () => {
@@ -27,9 +21,9 @@ describe('redis-streams: cluster close', () => {
     // picks a node at random), hence several rounds.
     for (let round = 0; round < 3; round++) {
       const prefix = uniquePrefix('cluster-close');
-      const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 } });
+      const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 } });
       await b.subscribe('order.created', { group: 'g', blockMs: 200, watchdogMs: 300, minIdleMs: 1000 }, () => undefined);
-      const stalled = await cluster.masterOf(streamKey(prefix, 'order.created', 0));
+      const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
       stalled.pause();
       try {
         await sleep(4000);

@@ -7,19 +7,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { RedisCluster } from '../helpers/redis-cluster.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
 import { sleep } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events } from './redis-common.js';
 
-let cluster: RedisCluster;
-beforeAll(async () => {
   // A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
-  cluster = await RedisCluster.start(3, 0, 60_000);
-}, 120_000);
-afterAll(async () => {
-  await cluster?.stop();
-});
+const cluster = clusterForTests(3, 0, 60_000);
 
 /** `p`'s outcome, or `timedOut` if it has none within `ms`. */
 function within<T>(p: Promise<T>, ms: number): Promise<T | 'timed out'> {
@@ -28,8 +22,8 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | 'timed out'> {
 
 describe('redis-streams: cluster connect', () => {
   it('creating a bus and subscribing settle (typed) while a master is stalled', async () => {
-    const transport = (prefix: string) => ({ type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 4000 });
-    const stalled = await cluster.masterOf(streamKey(uniquePrefix('probe'), 'order.created', 0));
+    const transport = (prefix: string) => ({ type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 4000 });
+    const stalled = await cluster().masterOf(streamKey(uniquePrefix('probe'), 'order.created', 0));
     stalled.pause();
     const open: EventBus<typeof events>[] = [];
     try {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { RedisCluster } from '../helpers/redis-cluster.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/wait.js';
 import { partitionForKey } from '../../src/partition.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
@@ -14,27 +14,21 @@ import { events, orders } from './redis-common.js';
 
 const PARTITIONS = 6;
 
-let cluster: RedisCluster;
-beforeAll(async () => {
   // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
-  cluster = await RedisCluster.start(3, 0, 60_000);
-}, 120_000);
-afterAll(async () => {
-  await cluster?.stop();
-});
+const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster reclaim', () => {
   it("reclaims a dead consumer's entries on the other masters' partitions while one master is stalled", async () => {
     const prefix = uniquePrefix('cluster-reclaim');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const stalled = await cluster.masterOf(key(0));
+    const stalled = await cluster().masterOf(key(0));
     let q = -1;
-    for (let p = 1; p < PARTITIONS && q < 0; p++) if ((await cluster.masterOf(key(p))) !== stalled) q = p;
+    for (let p = 1; p < PARTITIONS && q < 0; p++) if ((await cluster().masterOf(key(p))) !== stalled) q = p;
     expect(q).toBeGreaterThan(0);
     const k = Array.from({ length: 1000 }, (_, i) => `k${i}`).find((x) => partitionForKey(x, PARTITIONS) === q)!;
 
-    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1500 } });
-    const raw = new Cluster(cluster.nodes);
+    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1500 } });
+    const raw = new Cluster(cluster().nodes);
     try {
       // A consumer that read an entry of 10 events of partition q and died without acking it.
       await raw.xgroup('CREATE', key(q), 'g', '0', 'MKSTREAM');

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { RedisCluster } from '../helpers/redis-cluster.js';
+import { clusterForTests, RedisCluster } from '../helpers/redis-cluster.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { partitionForKey } from '../../src/partition.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
@@ -112,19 +112,13 @@ describe('redis-streams: cluster', () => {
 });
 
 describe('redis-streams: cluster failover', () => {
-  let replicated: RedisCluster;
-  beforeAll(async () => {
-    replicated = await RedisCluster.start(3, 1, 2000); // 3 masters, a replica each, 2 s node timeout
-  }, 120_000);
-  afterAll(async () => {
-    await replicated?.stop();
-  });
+  const replicated = clusterForTests(3, 1, 2000); // 3 masters, a replica each, 2 s node timeout
 
   it('a master killed mid-publish: its replica takes over, publishes wait for it instead of failing, and all partitions carry on', async () => {
     const prefix = uniquePrefix('cluster-failover');
-    const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000 });
+    const b = await clusterBus(replicated(), prefix, { partitions: 6, commandTimeoutMs: 15_000 });
     try {
-      const { seen, r } = await throughMasterCrash(replicated, b, prefix);
+      const { seen, r } = await throughMasterCrash(replicated(), b, prefix);
       // The failover takes ~2-4 s; each write is retried on the new master within commandTimeoutMs
       // (before: ioredis gave up after 16 tries, ~1.6 s, and ~20% of these publishes failed).
       expect(r.tally).toEqual({ ok: r.accepted.length });
@@ -142,18 +136,12 @@ describe('redis-streams: cluster failover', () => {
 
 
 describe('redis-streams: cluster failover with waitForReplicas', () => {
-  let replicated: RedisCluster;
-  beforeAll(async () => {
-    replicated = await RedisCluster.start(3, 1, 2000);
-  }, 120_000);
-  afterAll(async () => {
-    await replicated?.stop();
-  });
+  const replicated = clusterForTests(3, 1, 2000);
 
   it('waitForReplicas sends one WAIT per node a write touched, not one per partition', async () => {
     const prefix = uniquePrefix('cluster-wait-node');
-    const b = await clusterBus(replicated, prefix, { partitions: 12, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 1000 } });
-    const c = new Cluster(replicated.nodes);
+    const b = await clusterBus(replicated(), prefix, { partitions: 12, pool: { size: 1 }, waitForReplicas: { count: 1, timeoutMs: 1000 } });
+    const c = new Cluster(replicated().nodes);
     try {
       await b.publish('order.created', order(0)); // connects and learns the slot map
       await c.ping();
@@ -182,18 +170,18 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
   it('waitForReplicas follows a write whose slot moved to another master while it was in flight (MOVED)', async () => {
     const prefix = uniquePrefix('cluster-wait-moved');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b = await clusterBus(replicated, prefix, WAIT_ONE_OF_6);
+    const b = await clusterBus(replicated(), prefix, WAIT_ONE_OF_6);
     try {
       // Every partition written once, with replicas up: resolves, and the client learns the slot map.
       await b.publishMany('order.created', orders(6, 1), { key: (d) => keyFor(d.seq - 1) });
       // Target: the master holding the fewest of the partitions; three partitions elsewhere will move to it.
-      const masters = await replicated.masters();
-      const home = await Promise.all([0, 1, 2, 3, 4, 5].map((p) => replicated.masterOf(key(p))));
+      const masters = await replicated().masters();
+      const home = await Promise.all([0, 1, 2, 3, 4, 5].map((p) => replicated().masterOf(key(p))));
       const target = masters.reduce((best, m) => (home.filter((h) => h === m).length < home.filter((h) => h === best).length ? m : best));
       const away = [0, 1, 2, 3, 4, 5].filter((p) => home[p] !== target);
       expect(away.length).toBeGreaterThanOrEqual(3);
       const [p1, p2, p3] = away as [number, number, number];
-      const stalled = await replicated.replicaOf(target);
+      const stalled = await replicated().replicaOf(target);
       // The target's replica stalled only while publishing (a stopped server would hang the admin calls).
       const whileStalled = async (f: () => Promise<unknown>) => {
         stalled.pause();
@@ -205,18 +193,18 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
       };
       // Two units of one write, both slots moved: both XADDs are redirected to the target after their WAIT
       // went to the old masters (whose replicas are fine); the target's stalled replica must show.
-      await replicated.migrateSlot(key(p1), target);
-      await replicated.migrateSlot(key(p2), target);
+      await replicated().migrateSlot(key(p1), target);
+      await replicated().migrateSlot(key(p2), target);
       await whileStalled(() =>
         expect(b.publishMany('order.created', [order(100), order(101)], { key: (d) => keyFor(d.seq === 100 ? p1 : p2) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 }),
       );
       // A single publish (its own path), its slot moved after the client refreshed its map.
       await sleep(500);
-      await replicated.migrateSlot(key(p3), target);
+      await replicated().migrateSlot(key(p3), target);
       await whileStalled(() => expect(b.publish('order.created', order(102), { key: keyFor(p3) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 }));
       // The writes are on the target all the same, and with its replica back publishing resolves there.
       await waitFor(async () => (await b.publish('order.created', order(103), { key: keyFor(p3) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
-      await withClient(replicated, async (c) => {
+      await withClient(replicated(), async (c) => {
         for (const p of [p1, p2, p3]) expect(await c.xlen(key(p))).toBeGreaterThanOrEqual(2);
       });
     } finally {
@@ -227,19 +215,19 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
   it('waitForReplicas follows a write that an ASK sent to the master importing its slot', async () => {
     const prefix = uniquePrefix('cluster-wait-ask');
     const key = (p: number) => streamKey(prefix, 'order.created', p);
-    const b = await clusterBus(replicated, prefix, WAIT_ONE_OF_6);
+    const b = await clusterBus(replicated(), prefix, WAIT_ONE_OF_6);
     try {
       // Partition p's stream does not exist yet; its slot starts moving to `target`. Its old master has no
       // such key, so it answers each XADD with ASK and ioredis resends it to the target, slot map unchanged.
       const p = 0;
-      const source = await replicated.masterOf(key(p));
-      const masters = await replicated.masters();
+      const source = await replicated().masterOf(key(p));
+      const masters = await replicated().masters();
       const target = masters.find((m) => m !== source)!;
-      const homes = await Promise.all([1, 2, 3, 4, 5].map(async (q) => [q, await replicated.masterOf(key(q))] as const));
+      const homes = await Promise.all([1, 2, 3, 4, 5].map(async (q) => [q, await replicated().masterOf(key(q))] as const));
       const q = homes.find(([, m]) => m !== target)![0]; // a partition whose master's replica stays up
       await b.publish('order.created', order(1), { key: keyFor(q) }); // resolves; the client knows the slots
-      await replicated.beginMigration(key(p), target);
-      const stalled = await replicated.replicaOf(target);
+      await replicated().beginMigration(key(p), target);
+      const stalled = await replicated().replicaOf(target);
       stalled.pause();
       try {
         // A single publish (its own path): the WAIT routed by slot would go to the old master, whose replica
@@ -255,9 +243,9 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
       } finally {
         stalled.resume();
       }
-      await replicated.migrateSlot(key(p), target); // ends the migration: the stream (on the target) stays there
+      await replicated().migrateSlot(key(p), target); // ends the migration: the stream (on the target) stays there
       await waitFor(async () => (await b.publish('order.created', order(5), { key: keyFor(p) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
-      await withClient(replicated, async (c) => expect(await c.xlen(key(p))).toBe(3));
+      await withClient(replicated(), async (c) => expect(await c.xlen(key(p))).toBe(3));
     } finally {
       await b.close();
     }
@@ -265,9 +253,9 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
 
   it('a master killed mid-publish loses no publish that resolved; writes its promoted replica cannot replicate reject with ReplicationError', async () => {
     const prefix = uniquePrefix('cluster-failover-wait');
-    const b = await clusterBus(replicated, prefix, { partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } });
+    const b = await clusterBus(replicated(), prefix, { partitions: 6, commandTimeoutMs: 15_000, waitForReplicas: { count: 1, timeoutMs: 200 } });
     try {
-      const { seen, r } = await throughMasterCrash(replicated, b, prefix);
+      const { seen, r } = await throughMasterCrash(replicated(), b, prefix);
       // Resolved: on the master and its replica. The promoted replica has no replica of its own, so writes
       // retried or sent to it afterwards are stored but reject with ReplicationError. A write whose WAIT was
       // in flight when the master died rejects with ConnectionError: whether it was replicated is unknown.
