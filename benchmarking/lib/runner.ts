@@ -64,7 +64,8 @@ export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_
     });
     let stderr = '';
     let settled = false;
-    const limitMs = timeoutMs * Math.max(1, req.warmups + req.measured);
+    // Capped at setTimeout's limit (2^31 - 1 ms): a longer delay fires at once and would kill the child.
+    const limitMs = Math.min(2 ** 31 - 1, timeoutMs * Math.max(1, req.warmups + req.measured));
     const timer = setTimeout(() => {
       if (settled) return;
       settled = true;

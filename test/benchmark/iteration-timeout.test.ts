@@ -2,11 +2,12 @@
  * A hung iteration does not hang the run: its child process is killed after --iteration-timeout, the
  * variant is reported as failed with the reason, the other variants still run, and the CLI exits 1.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.js';
+import { runInChild } from '../../benchmarking/lib/runner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-timeout-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,6 +39,14 @@ describe('iteration timeout', () => {
     const pid = Number(/child (\d+) killed/.exec(v.error)![1]);
     expect(alive(pid)).toBe(false);
   }, 60_000);
+
+  it('a limit past setTimeout\'s range (a day per iteration, 30 warmups) does not fire at once', async () => {
+    // A child that answers at once with no results.
+    const script = join(dir, 'quick-child.mjs');
+    writeFileSync(script, "process.on('message', () => { process.send({ ok: true, results: [] }, () => process.exit(0)); });\n");
+    const req = { scenario: 'publish-overhead', variant: {} as never, warmups: 30, measured: 1 };
+    await expect(runInChild(req, 86_400_000, script)).resolves.toEqual([]);
+  });
 
   it('rejects a bad --iteration-timeout in one line', async () => {
     const r = await runCli(['run', '--scenario', 'publish-overhead', '--iteration-timeout', '0']);

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, fastRead } from './redis-common.js';
 
@@ -191,5 +191,29 @@ describe('redis-streams review: error types', () => {
     await s.stop();
     const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
+  });
+});
+
+describe('redis-streams review: keepalive without scripts', () => {
+  it('an ACL user without +@scripting still keeps a long handler\'s entry (plain XCLAIM) and is told the owner check is off', async () => {
+    await raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
+    cleanup.push(() => raw.call('ACL', 'DELUSER', 'noscripts'));
+    const prefix = uniquePrefix('noscripts');
+    const logger = recordingLogger();
+    const slow = await bus(prefix, { username: 'noscripts', password: 'pw' }, logger);
+    const opts = { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 };
+    let done = false;
+    await slow.subscribe('order.created', { ...opts, consumer: 'slow' }, async () => {
+      await sleep(2500); // four times minIdleMs: only the keepalive keeps the entry here
+      done = true;
+    });
+    const other: number[] = [];
+    const b = await bus(prefix);
+    await b.subscribe('order.created', { ...opts, consumer: 'other' }, (e) => void other.push(e.data.seq));
+    await slow.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
+    await waitFor(() => done, 10_000, 'the slow handler');
+    await sleep(300);
+    expect(other).toEqual([]);
+    expect(logger.messages.some((m) => m.startsWith('Redis refuses scripts'))).toBe(true);
   });
 });

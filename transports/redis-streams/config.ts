@@ -128,14 +128,18 @@ function seedAuth(
       continue;
     }
     let u: URL;
+    let username: string;
+    let password: string;
     try {
       u = new URL(n);
+      username = decodeURIComponent(u.username);
+      password = decodeURIComponent(u.password);
     } catch {
-      return `"${n}" is not a valid redis:// URL`;
+      return `"${n}" is not a valid redis:// URL (a bad host or a bad %-escape in the credentials)`;
     }
     out.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? 6379 : Number(u.port) });
-    if (u.username !== '') found.username.add(decodeURIComponent(u.username));
-    if (u.password !== '') found.password.add(decodeURIComponent(u.password));
+    if (username !== '') found.username.add(username);
+    if (password !== '') found.password.add(password);
     found.tls.add(u.protocol.toLowerCase() === 'rediss:');
   }
   for (const k of ['username', 'password', 'tls'] as const) {

@@ -109,6 +109,8 @@ export class Connector {
     let timer: NodeJS.Timeout | undefined;
     let lastError: unknown;
     let fail: ((err: unknown) => void) | undefined;
+    const started = Date.now();
+    let onEnd: (() => void) | undefined;
     const onError = (err: unknown): void => {
       lastError = err;
       // Bad credentials do not get better by retrying: fail now instead of at the timeout.
@@ -119,19 +121,31 @@ export class Connector {
       await new Promise<void>((resolve, reject) => {
         fail = reject;
         timer = setTimeout(() => reject(new TimeoutError(`timed out after ${ms} ms`)), ms);
+        let ended = false;
         const attempt = (): void => {
           client.connect().then(resolve, (err: unknown) => {
             lastError = err;
-            // ioredis keeps retrying in the background; a Cluster needs a fresh connect() call.
-            if (client instanceof Cluster && client.status !== 'ready') setTimeout(attempt, 100).unref();
+            // ioredis keeps retrying in the background; a Cluster needs a fresh connect() call (not once
+            // the caller disconnected it: that would open it again).
+            if (client instanceof Cluster && client.status !== 'ready' && !ended) setTimeout(attempt, 100).unref();
           });
         };
         attempt();
         client.once('ready', () => resolve());
+        // Disconnected by the caller while connecting (a consumer closing): give up now, not at the timeout.
+        // ('end' comes only from disconnect(): both retry strategies here always retry.)
+        onEnd = () => {
+          ended = true;
+          reject(new ConnectionError(`the connection to ${this.address} was closed while connecting`));
+        };
+        client.once('end', onEnd);
       });
-      if (client instanceof Cluster) await this.pingCluster(client, ms);
+      // One deadline for both waits: the PING gets what is left of connectTimeoutMs.
+      if (client instanceof Cluster) await this.pingCluster(client, Math.max(0, started + ms - Date.now()));
     } catch (err) {
       client.disconnect();
+      // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
+      if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';
       const auth = lastError instanceof Error && /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(lastError.message);
       throw new ConnectionError(
@@ -143,6 +157,7 @@ export class Connector {
     } finally {
       clearTimeout(timer);
       client.off('error', onError);
+      if (onEnd) client.off('end', onEnd);
     }
   }
 

@@ -198,8 +198,8 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   /**
-   * Opens a read connection, or gives up at close(): opening a Cluster client can wait on a stalled master for
-   * as long as it stays stalled (its readiness PING has no timeout), and close() waits for the read loops.
+   * Opens a read connection, or gives up at close(): opening a connection can take up to connectTimeoutMs
+   * (a Cluster client whose ready check goes to a stalled master), and close() waits for the read loops.
    */
   private async openReaderUnlessClosed(): Promise<Client | undefined> {
     const client = this.connector.create('read');
@@ -207,8 +207,9 @@ export class RedisConsumer implements TransportSubscription {
     const opening = this.connector.connect(client).then(() => client);
     const conn = await Promise.race([opening, this.closeSignal.then(() => undefined)]);
     if (conn !== undefined && !this.closing) return conn;
-    opening.catch(noop);
-    client.disconnect(); // also ends a connect still waiting
+    // Given up: the connect ends with the disconnect; should it have completed anyway, close what it opened.
+    opening.then((c) => c.disconnect(), noop);
+    client.disconnect();
     return undefined;
   }
 
@@ -494,6 +495,9 @@ export class RedisConsumer implements TransportSubscription {
 
   /** A failed event: to the group's retry stream with its next attempt, or to the DLQ. */
   private fail(entry: Entry, i: number, err: unknown): void {
+    // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
+    // again there, so no retry entry or dead letter from here.
+    if (entry.abandoned) return;
     const ev = entry.events[i]!;
     const attempt = entry.attempt;
     const s = this.streams[entry.stream]!;
@@ -678,6 +682,9 @@ export class RedisConsumer implements TransportSubscription {
           const msg = describeError(err);
           if (msg.includes('NOGROUP')) nogroup = true;
           else this.logger.debug({ err: msg, stream: this.streams[idx]!.key }, 'reclaim of a stream failed');
+          // Standalone, every stream is on the one server: a connection problem ends the pass (not one
+          // commandTimeoutMs per stream).
+          if (!this.connector.isCluster && isConnectionProblem(err)) break;
           // A partition's retry stream shares its slot (its master): skip it this pass rather than wait again.
           if (!this.streams[idx]!.retry && !msg.includes('NOGROUP')) idx++;
         }
@@ -777,12 +784,19 @@ export class RedisConsumer implements TransportSubscription {
       ids.push(e.id);
     }
     for (const [idx, ids] of byStream) {
-      claimOwned(this.command, this.streams[idx]!.key, this.spec.group, this.spec.consumer, ids).then(
+      claimOwned(this.command, this.streams[idx]!.key, this.spec.group, this.spec.consumer, ids, undefined, this.noScripts).then(
         (lost) => this.lose(idx, lost),
         (err: unknown) => this.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed'),
       );
     }
   }
+
+  private readonly noScripts = (err: Error): void => {
+    this.logger.warn(
+      { group: this.spec.group, err: err.message },
+      'Redis refuses scripts (grant +@scripting, or EVALSHA and EVAL): the keepalive falls back to a plain XCLAIM, so a consumer that stalls past minIdleMs takes back entries another has reclaimed',
+    );
+  };
 
   /**
    * Entries held here that Redis no longer has pending on this consumer: another consumer reclaimed them
@@ -858,7 +872,7 @@ export class RedisConsumer implements TransportSubscription {
     }
     await Promise.allSettled(
       [...byCount.values()].map((g) =>
-        claimOwned(this.command, this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, g.ids, g.count - 1).catch((err: unknown) => {
+        claimOwned(this.command, this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, g.ids, g.count - 1, this.noScripts).catch((err: unknown) => {
           this.logger.debug({ err: describeError(err) }, 'could not reset the delivery count of unstarted entries');
         }),
       ),

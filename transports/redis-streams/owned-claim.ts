@@ -4,6 +4,7 @@
  * another consumer had reclaimed meanwhile, and both would run the rest of it. Here one Lua script checks
  * each entry's owner (`XPENDING <id> <id> 1`) and claims it only if it is this consumer's, atomically;
  * the entries that are not (acked, or another consumer's) come back, so the caller can leave them to it.
+ * A server that refuses scripts (ACL without +@scripting) gets the plain XCLAIM, and the check is lost.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from './connection.js';
@@ -36,18 +37,47 @@ interface Evaluator {
   eval(script: string, keys: number, ...args: (string | number)[]): Promise<unknown>;
 }
 
+/** Clients whose server refuses scripts (an ACL user without +@scripting, scripting disabled): plain XCLAIM there. */
+const noScripts = new WeakSet<object>();
+
 /**
  * Resets the idle time of `ids` in `stream` (and sets their delivery count to `retryCount` when given) where
  * they are pending on `consumer`; resolves with the ids that are not: acknowledged, deleted, or claimed by
- * another consumer.
+ * another consumer. Where the server refuses scripts, falls back to a plain `XCLAIM ... JUSTID` (no owner
+ * check, nothing reported lost), calling `onNoScripts` the first time for that client.
  */
-export async function claimOwned(client: Client, stream: string, group: string, consumer: string, ids: readonly string[], retryCount?: number): Promise<string[]> {
+export async function claimOwned(
+  client: Client,
+  stream: string,
+  group: string,
+  consumer: string,
+  ids: readonly string[],
+  retryCount?: number,
+  onNoScripts?: (err: Error) => void,
+): Promise<string[]> {
   const lost: string[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const args = [stream, group, consumer, retryCount === undefined ? '' : String(retryCount), ...ids.slice(i, i + CHUNK)];
-    lost.push(...((await run(client as unknown as Evaluator, args)) as string[]));
+    const chunk = ids.slice(i, i + CHUNK);
+    if (noScripts.has(client)) {
+      await plainClaim(client, stream, group, consumer, chunk, retryCount);
+      continue;
+    }
+    try {
+      const args = [stream, group, consumer, retryCount === undefined ? '' : String(retryCount), ...chunk];
+      lost.push(...((await run(client as unknown as Evaluator, args)) as string[]));
+    } catch (err) {
+      if (!(err instanceof Error) || !/^NOPERM|unknown command|scripting/i.test(err.message)) throw err;
+      noScripts.add(client);
+      onNoScripts?.(err);
+      await plainClaim(client, stream, group, consumer, chunk, retryCount);
+    }
   }
   return lost;
+}
+
+function plainClaim(client: Client, stream: string, group: string, consumer: string, ids: string[], retryCount: number | undefined): Promise<unknown> {
+  const retry = retryCount === undefined ? [] : ['RETRYCOUNT', retryCount];
+  return (client as unknown as { xclaim(...a: (string | number)[]): Promise<unknown> }).xclaim(stream, group, consumer, 0, ...ids, ...retry, 'JUSTID');
 }
 
 async function run(c: Evaluator, args: string[]): Promise<unknown> {
