@@ -4,31 +4,16 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConnectionError, createEventBus, type EventBus } from '../../src/index.js';
+import { ConnectionError, createEventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { perTestResources } from './fault-harness.js';
 import { events, fastRead, makeBus, orders } from './redis-common.js';
 
-type Bus = EventBus<typeof events>;
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
-});
-
-async function server(opts: { aof?: boolean } = {}): Promise<RedisServer> {
-  const s = await RedisServer.start(opts);
-  cleanup.push(() => s.stop());
-  return s;
-}
-
-async function bus(url: string, extra: Record<string, unknown> = {}, prefix?: string): Promise<Bus> {
-  const b = await makeBus(url, extra, prefix);
-  cleanup.push(() => b.close());
-  return b;
-}
+const { cleanup, server, bus } = perTestResources();
 
 describe('redis-streams: faults', () => {
   it('entries pending on a consumer killed with SIGKILL are reclaimed by the others', async () => {

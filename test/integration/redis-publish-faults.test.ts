@@ -2,33 +2,18 @@
  * Faults on the publishing side against real redis-server processes: a stalled server at close, a pool
  * connection killed while a write for several partitions waits for it, error replies for one entry.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConnectionError, TransportError, type EventBus } from '../../src/index.js';
+import { ConnectionError, TransportError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
-import { RedisServer, uniquePrefix, withRedis } from '../helpers/redis-server.js';
+import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { sleep } from '../helpers/wait.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRedisStreamsTransport, streamKey } from '../../transports/redis-streams/index.js';
-import { events, makeBus, order } from './redis-common.js';
+import { perTestResources } from './fault-harness.js';
+import { makeBus, order } from './redis-common.js';
 
-type Bus = EventBus<typeof events>;
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
-});
-
-async function server(): Promise<RedisServer> {
-  const s = await RedisServer.start();
-  cleanup.push(() => s.stop());
-  return s;
-}
-
-async function bus(url: string, extra: Record<string, unknown> = {}, prefix?: string): Promise<Bus> {
-  const b = await makeBus(url, extra, prefix);
-  cleanup.push(() => b.close());
-  return b;
-}
+const { cleanup, server, bus } = perTestResources();
 
 /** A key of `order.created` that lands on `partition` of `n`. */
 function keyFor(partition: number, n: number): string {

@@ -97,15 +97,12 @@ export const redisStreamsConfigSchema = z
       .optional(),
   })
   .strict()
-  .superRefine((c, ctx) => {
+  .transform((c, ctx) => {
     if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
     }
     const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
     if (typeof seed === 'string') ctx.addIssue({ code: 'custom', path: ['cluster', 'nodes'], message: seed });
-  })
-  .transform((c) => {
-    const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
     if (seed === undefined || typeof seed === 'string') return c;
     return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: c.tls ?? seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
   });
