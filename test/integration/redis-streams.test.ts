@@ -2,7 +2,7 @@
  * Redis Streams transport against a real redis-server: wire format, groups, work sharing, DLQ,
  * malformed entries, option validation, admin API.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConfigError, type EventBus } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
@@ -90,6 +90,29 @@ describe('redis-streams: wire format round trip', () => {
     expect(JSON.parse(o['data']!)).toEqual({ orderId: 'o-300', amount: 300, seq: 300 });
     expect(JSON.parse(o['headers']!)).toEqual({ traceparent: 'tp' });
     expect(entries[0]![1]).toContain('k1');
+  });
+});
+
+describe('redis-streams: trimming', () => {
+  it("MINID ~ is computed in Redis's time: a client clock 10 minutes ahead trims old entries, not new ones", async () => {
+    const prefix = uniquePrefix('minid');
+    const key = streamKey(prefix, 'order.created', 0);
+    // Two full radix-tree nodes (100 entries each) of old entries, which MINID ~ removes whole.
+    for (let i = 1; i <= 200; i++) await raw.xadd(key, `1-${i}`, 'old', '1');
+    const realNow = Date.now.bind(Date);
+    const skew = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 10 * 60_000);
+    try {
+      const b = await bus({ partitions: 1, minIdAgeMs: 60_000 }, prefix);
+      for (const o of orders(5)) await b.publish('order.created', o);
+      await b.publishMany('order.created', orders(100, 5));
+    } finally {
+      skew.mockRestore();
+    }
+    // Before: MINID was "now + 9 minutes" in Redis's time, so every XADD trimmed everything, its own entry included.
+    const left = (await raw.xrange(key, '-', '+')) as [string, string[]][];
+    expect(left.filter(([, f]) => f[0] === 'old')).toHaveLength(0);
+    const kept = left.flatMap(([, f]) => (f[f.indexOf('kind') + 1] === 'batch' ? JSON.parse(f[f.indexOf('payloads') + 1]!) : [JSON.parse(f[f.indexOf('data') + 1]!)]));
+    expect(kept.map((o: { seq: number }) => o.seq)).toEqual(orders(105).map((o) => o.seq));
   });
 });
 

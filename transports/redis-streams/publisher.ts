@@ -13,6 +13,7 @@ import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
+import type { ServerClock } from './server-clock.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
 import { isWireCommand, queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
@@ -49,6 +50,8 @@ export class Publisher {
     private readonly connector: Connector,
     private readonly pool: Client[],
     private readonly source: string,
+    /** Redis's clock: MINID is in server time (server-clock.ts). */
+    private readonly clock: ServerClock,
     /** The bus's encoder for a type's payloads (events arrive unencoded: encoding is done here, per write). */
     private readonly serializer: (type: string) => Encode,
     /** The bus's compiled JSON byte writer for a type's payloads, where the schema allows one. */
@@ -230,7 +233,7 @@ export class Publisher {
   }
 
   private minId(t: TypeInfo, now: number): string | undefined {
-    return t.minIdAgeMs !== undefined ? String(Math.max(0, now - t.minIdAgeMs)) : undefined;
+    return t.minIdAgeMs !== undefined ? String(Math.max(0, this.clock.now(now) - t.minIdAgeMs)) : undefined;
   }
 
   /** The common shapes (one lane per write; an awaited single publish). */

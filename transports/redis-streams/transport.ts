@@ -20,6 +20,7 @@ import { Connector, type Client } from './connection.js';
 import { jsonReader } from '../../src/json-reader.js';
 import { RedisConsumer } from './consumer.js';
 import { Publisher } from './publisher.js';
+import { ServerClock } from './server-clock.js';
 
 export class RedisStreamsTransport implements Transport {
   readonly type = 'redis-streams';
@@ -72,7 +73,10 @@ export class RedisStreamsTransport implements Transport {
     }
     this.command = clients.pop()!;
     this.pool = clients;
-    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, (type) => this.ctx.serializer(type), (type) => this.ctx.jsonWriter?.(type));
+    const clock = new ServerClock(this.command, this.ctx.logger);
+    // Trimming by age needs Redis's clock before the first write (server-clock.ts).
+    if (this.config.minIdAgeMs !== undefined || Object.values(this.config.topics).some((t) => t.minIdAgeMs !== undefined)) await clock.sync();
+    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, clock, (type) => this.ctx.serializer(type), (type) => this.ctx.jsonWriter?.(type));
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
   }
 
