@@ -144,6 +144,19 @@ describe('redis-streams review: retry counting', () => {
     expect(seen).toEqual(['a:1', 'b:2']);
     expect(await t.deadLetters('order.created', 'g')).toEqual([]);
   });
+
+  it("a retry due by a clock far ahead of ours waits no longer than our backoff.maxMs (plus jitter)", async () => {
+    const prefix = uniquePrefix('skewdue');
+    const b = await bus(prefix);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 100, maxMs: 300, multiplier: 2, jitter: 0 } } }, (e, ctx) => void seen.push(ctx.attempt));
+    // A retry written by a consumer on a host whose clock runs an hour ahead.
+    const fields = ['v', '1', 'kind', 'event', 'id', 'e-skew', 'type', 'order.created', 'source', 'other', 'time', String(Date.now()), 'data', JSON.stringify({ orderId: 'o-0', amount: 0, seq: 0 })];
+    await raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');
+    // Before: held for the hour.
+    await waitFor(() => seen.length === 1, 5000, 'the retry to run');
+    expect(seen).toEqual([2]);
+  });
 });
 
 describe('redis-streams review: admin', () => {

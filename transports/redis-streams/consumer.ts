@@ -120,6 +120,8 @@ export class RedisConsumer implements TransportSubscription {
   private watchdogTimer: NodeJS.Timeout | undefined;
   private reclaiming = false;
   private readonly prefetch: number;
+  /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
+  private readonly longestBackoff: number;
   private readonly cmd: Cmd;
   private readonly flushAcksNow = (): void => this.flushAcks();
   private signalClose!: () => void;
@@ -139,6 +141,7 @@ export class RedisConsumer implements TransportSubscription {
   ) {
     this.cmd = command as unknown as Cmd;
     this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
+    this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // Events per entry, learnt from reads; the first read assumes full batch entries so it cannot
     // pull a huge backlog at once.
     this.avgEvents = config.entryMode === 'event' ? 1 : 4000;
@@ -406,11 +409,13 @@ export class RedisConsumer implements TransportSubscription {
       this.heldEvents += entry.remaining;
       events += entry.remaining;
       if (decoded.due > now) {
+        // `due` is the writer's clock: another host's may run ahead of ours by minutes (or a hand-written entry
+        // say anything), so a retry waits no longer than this consumer's own longest backoff.
         const t = setTimeout(() => {
           this.timers.delete(t);
           this.queue.push(entry);
           this.pump();
-        }, decoded.due - now);
+        }, Math.min(decoded.due - now, this.longestBackoff));
         this.timers.add(t);
       } else {
         this.queue.push(entry);
