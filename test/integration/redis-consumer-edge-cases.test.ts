@@ -8,6 +8,7 @@ import { ConnectionError, createEventBus, TransportError, type EventBus, type Lo
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
 import { events, fastRead } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
@@ -159,6 +160,36 @@ describe('redis-streams review: retry counting', () => {
   });
 });
 
+describe('redis-streams review: deleting idle consumers', () => {
+  it('a consumer that read entries after it was found idle is not deleted (its pending entries would be dropped)', async () => {
+    const key = streamKey(uniquePrefix('prune'), 'order.created', 0);
+    await raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await raw.xadd(key, '*', 'a', '1');
+    await raw.xgroup('CREATECONSUMER', key, 'g', 'idle');
+    await raw.xreadgroup('GROUP', 'g', 'busy', 'COUNT', 1, 'STREAMS', key, '>');
+    expect(await deleteIfNothingPending(raw, key, 'g', 'busy')).toBe('busy');
+    expect(await deleteIfNothingPending(raw, key, 'g', 'idle')).toBe('deleted');
+    const names = ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => row[1]);
+    expect(names).toEqual(['busy']);
+    expect(await raw.xpending(key, 'g')).toEqual([1, expect.any(String), expect.any(String), [['busy', '1']]]);
+  });
+
+  it('a stream that fails does not stop the deletion of idle consumers on the others', async () => {
+    const prefix = uniquePrefix('prunefail');
+    const key0 = streamKey(prefix, 'order.created', 0);
+    const key1 = streamKey(prefix, 'order.created', 1);
+    const b = await bus(prefix, { partitions: 2 });
+    await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 1000, reclaimIntervalMs: 400, deleteIdleConsumersMs: 1 }, () => undefined);
+    await raw.xgroup('CREATECONSUMER', key1, 'g', 'gone');
+    // Someone clobbers partition 0's stream: XINFO CONSUMERS on it fails (WRONGTYPE) from now on.
+    await raw.del(key0);
+    await raw.set(key0, 'not a stream');
+    const consumers = async () => ((await raw.xinfo('CONSUMERS', key1, 'g')) as unknown[][]).map((row) => String(row[1]));
+    // Before: the failure on partition 0 ended each housekeeping pass before partition 1.
+    await waitFor(async () => !(await consumers()).includes('gone'), 5000, "partition 1's idle consumer to be deleted");
+  });
+});
+
 describe('redis-streams review: admin', () => {
   it('groups() counts pending entries of the retry streams too, as pending() does', async () => {
     const prefix = uniquePrefix('adminretry');
@@ -228,5 +259,20 @@ describe('redis-streams review: keepalive without scripts', () => {
     await sleep(300);
     expect(other).toEqual([]);
     expect(logger.messages.some((m) => m.startsWith('Redis refuses scripts'))).toBe(true);
+  });
+
+  it('an ACL user without +@scripting still deletes idle consumers (check and delete as two commands)', async () => {
+    await raw.call('ACL', 'SETUSER', 'noscripts2', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
+    cleanup.push(() => raw.call('ACL', 'DELUSER', 'noscripts2'));
+    const prefix = uniquePrefix('noscriptsprune');
+    const key = streamKey(prefix, 'order.created', 0);
+    await raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    await raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
+    const logger = recordingLogger();
+    const b = await bus(prefix, { username: 'noscripts2', password: 'pw' }, logger);
+    await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100, deleteIdleConsumersMs: 1 }, () => undefined);
+    const consumers = async () => ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
+    await waitFor(async () => !(await consumers()).includes('gone'), 5000, 'the idle consumer to be deleted');
+    expect(logger.messages).toContain('deleted an idle consumer with no pending entries');
   });
 });

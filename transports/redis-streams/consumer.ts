@@ -30,6 +30,7 @@ import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
+import { deleteIfNothingPending } from './prune-consumer.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
@@ -647,21 +648,36 @@ export class RedisConsumer implements TransportSubscription {
 
   // ---------------------------------------------------------------- reclaim and keepalive
 
-  /** Deletes consumers of the group that hold nothing and have been idle past deleteIdleConsumersMs. */
+  /**
+   * Deletes consumers of the group that hold nothing and have been idle past deleteIdleConsumersMs. A stream
+   * that fails is skipped (its group gone, its master stalled), as in `reclaim`.
+   */
   private async pruneConsumers(): Promise<void> {
     const limit = this.opts.deleteIdleConsumersMs;
     if (limit === 0) return;
     for (const s of this.streams) {
-      if (s.retry) continue;
-      const rows = (await (this.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', s.key, this.spec.group)) ?? [];
-      for (const row of rows) {
-        const f: Record<string, unknown> = {};
-        for (let i = 0; i + 1 < row.length; i += 2) f[String(row[i])] = row[i + 1];
-        const name = String(f['name']);
-        // Never a consumer that still has pending entries, never ourselves.
-        if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
-        await this.cmd.xgroup('DELCONSUMER', s.key, this.spec.group, name);
-        this.logger.info({ group: this.spec.group, stream: s.key, consumer: name }, 'deleted an idle consumer with no pending entries');
+      if (s.retry || this.closing) continue;
+      try {
+        await this.pruneStream(s.key, limit);
+      } catch (err) {
+        this.logger.debug({ err: describeError(err), stream: s.key }, 'consumer housekeeping of a stream failed');
+        if (!this.connector.isCluster && isConnectionProblem(err)) return;
+      }
+    }
+  }
+
+  private async pruneStream(key: string, limit: number): Promise<void> {
+    const rows = (await (this.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', key, this.spec.group)) ?? [];
+    for (const row of rows) {
+      const f: Record<string, unknown> = {};
+      for (let i = 0; i + 1 < row.length; i += 2) f[String(row[i])] = row[i + 1];
+      const name = String(f['name']);
+      // Never a consumer that still has pending entries, never ourselves.
+      if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
+      const res = await deleteIfNothingPending(this.command, key, this.spec.group, name);
+      if (res === 'deleted') this.logger.info({ group: this.spec.group, stream: key, consumer: name }, 'deleted an idle consumer with no pending entries');
+      else if (res !== 'busy') {
+        this.logger.warn({ group: this.spec.group, stream: key, consumer: name, dropped: res.dropped }, 'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered');
       }
     }
   }

@@ -6,11 +6,11 @@
  * the entries that are not (acked, or another consumer's) come back, so the caller can leave them to it.
  * A server that refuses scripts (ACL without +@scripting) gets the plain XCLAIM, and the check is lost.
  */
-import { createHash } from 'node:crypto';
 import type { Client } from './connection.js';
+import { refusesScripts, Script, scriptsRefused } from './scripts.js';
 
 // KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] RETRYCOUNT ('' to leave it), ARGV[4..] ids.
-const SCRIPT = `
+const SCRIPT = new Script(`
 local lost = {}
 for i = 4, #ARGV do
   local id = ARGV[i]
@@ -26,19 +26,10 @@ for i = 4, #ARGV do
   end
 end
 return lost
-`;
-const SHA = createHash('sha1').update(SCRIPT).digest('hex');
+`);
 
 /** Ids per script call: each costs Redis two O(log n) lookups, so a call stays well under a millisecond. */
 const CHUNK = 256;
-
-interface Evaluator {
-  evalsha(sha: string, keys: number, ...args: (string | number)[]): Promise<unknown>;
-  eval(script: string, keys: number, ...args: (string | number)[]): Promise<unknown>;
-}
-
-/** Clients whose server refuses scripts (an ACL user without +@scripting, scripting disabled): plain XCLAIM there. */
-const noScripts = new WeakSet<object>();
 
 /**
  * Resets the idle time of `ids` in `stream` (and sets their delivery count to `retryCount` when given) where
@@ -58,16 +49,14 @@ export async function claimOwned(
   const lost: string[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
-    if (noScripts.has(client)) {
+    if (scriptsRefused(client)) {
       await plainClaim(client, stream, group, consumer, chunk, retryCount);
       continue;
     }
     try {
-      const args = [stream, group, consumer, retryCount === undefined ? '' : String(retryCount), ...chunk];
-      lost.push(...((await run(client as unknown as Evaluator, args)) as string[]));
+      lost.push(...((await SCRIPT.run(client, stream, [group, consumer, retryCount === undefined ? '' : String(retryCount), ...chunk])) as string[]));
     } catch (err) {
-      if (!(err instanceof Error) || !/^NOPERM|unknown command|scripting/i.test(err.message)) throw err;
-      noScripts.add(client);
+      if (!refusesScripts(client, err)) throw err;
       onNoScripts?.(err);
       await plainClaim(client, stream, group, consumer, chunk, retryCount);
     }
@@ -78,13 +67,4 @@ export async function claimOwned(
 function plainClaim(client: Client, stream: string, group: string, consumer: string, ids: string[], retryCount: number | undefined): Promise<unknown> {
   const retry = retryCount === undefined ? [] : ['RETRYCOUNT', retryCount];
   return (client as unknown as { xclaim(...a: (string | number)[]): Promise<unknown> }).xclaim(stream, group, consumer, 0, ...ids, ...retry, 'JUSTID');
-}
-
-async function run(c: Evaluator, args: string[]): Promise<unknown> {
-  try {
-    return await c.evalsha(SHA, 1, ...args);
-  } catch (err) {
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    return c.eval(SCRIPT, 1, ...args);
-  }
 }
