@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConfigError, type EventBus } from '../../src/index.js';
+import { ConfigError, createEventBus, type EventBus } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, openRedisStreamsAdmin, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
@@ -252,6 +252,14 @@ describe('redis-streams: options', () => {
     await expect(makeBus(server.url, { prefix: 'a{b' })).rejects.toThrow(/transport\.prefix/);
     await expect(makeBus(server.url, { bogus: 1 })).rejects.toThrow(/bogus/);
     await expect(makeBus(server.url, { redisOptions: { keyPrefix: 'x:' } })).rejects.toThrow(/transport\.redisOptions.*use transport\.prefix/);
+  });
+
+  it('topics naming an event type the bus does not declare are reported (a typo would leave the type on the defaults)', async () => {
+    const warnings: { obj: object; msg?: string }[] = [];
+    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj, msg }) };
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('topics'), topics: { 'order.cretaed': { partitions: 4 }, 'audit.logged': { partitions: 2 } } } });
+    open.push(b);
+    expect(warnings).toEqual([{ obj: expect.objectContaining({ topics: ['order.cretaed'] }), msg: expect.stringMatching(/transport\.topics names event types this bus does not declare/) }]);
   });
 
   it('invalid subscribe options name the field', async () => {

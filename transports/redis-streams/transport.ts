@@ -158,7 +158,14 @@ export class RedisStreamsTransport implements Transport {
 
 /** Factory registered as `redis-streams`. Validates the block; a `ConfigError` names the field. */
 export function createRedisStreamsTransport(config: Record<string, unknown>, ctx: TransportContext): RedisStreamsTransport {
-  return new RedisStreamsTransport(parseConfig(redisStreamsConfigSchema, config, 'transport'), ctx);
+  const resolved = parseConfig(redisStreamsConfigSchema, config, 'transport');
+  // A typo in a topic's name leaves its type on the defaults without a word. Not an error: one config may be
+  // shared by services that declare different events (it keeps their partition counts in agreement).
+  const unknown = ctx.eventTypes.length === 0 ? [] : Object.keys(resolved.topics).filter((t) => !ctx.eventTypes.includes(t));
+  if (unknown.length > 0) {
+    ctx.logger.warn({ topics: unknown, declared: ctx.eventTypes }, 'transport.topics names event types this bus does not declare; their settings do not apply here');
+  }
+  return new RedisStreamsTransport(resolved, ctx);
 }
 
 /**
