@@ -18,6 +18,8 @@ import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
 
 export interface BatcherOptions {
   maxEvents: number;
+  /** Most events per unit (at most maxEvents): see `TransportCapabilities.maxUnitEvents`. */
+  maxUnitEvents: number;
   maxBytes: number;
   maxWaitMs: number;
   maxInFlight: number;
@@ -209,7 +211,7 @@ export class Batcher {
   private push(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     const open = this.open;
     let unit = lane.unit;
-    if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxEvents || (unit.bytes > 0 && unit.bytes + size > this.opts.maxBytes)) {
+    if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxUnitEvents || (unit.bytes > 0 && unit.bytes + size > this.opts.maxBytes)) {
       unit = new Unit(lane.type, lane.partition);
       lane.unit = unit;
       lane.gen = this.gen;

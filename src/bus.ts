@@ -168,7 +168,7 @@ export class EventBus<M extends EventMap> {
         meta: new EventMeta(name, 0, undefined),
       });
     }
-    this.batcher = new Batcher((units) => transport.write(units), batcherOptions(config.batching, caps.maxInFlight));
+    this.batcher = new Batcher((units) => transport.write(units), batcherOptions(config.batching, caps));
   }
 
   /**

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { ConfigError, type ValidationIssue } from './errors.js';
 import type { BatcherOptions } from './batcher.js';
-import type { BackoffOptions } from './transport.js';
+import type { BackoffOptions, TransportCapabilities } from './transport.js';
 
 export const batchingSchema = z
   .object({
@@ -84,6 +84,6 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, wher
   throw new ConfigError(`Invalid ${where || 'config'}: ${formatIssues(issues)}`, issues);
 }
 
-export function batcherOptions(b: ResolvedBatching, transportInFlight: number): BatcherOptions {
-  return { ...b, maxInFlight: b.maxInFlight ?? transportInFlight };
+export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents'>): BatcherOptions {
+  return { ...b, maxInFlight: b.maxInFlight ?? caps.maxInFlight, maxUnitEvents: Math.min(b.maxEvents, caps.maxUnitEvents ?? Infinity) };
 }

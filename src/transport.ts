@@ -31,7 +31,8 @@ export interface OutgoingEvent {
 
 /**
  * Events of one (type, partition) lane collected by the batcher. A unit succeeds or fails as a whole,
- * so the bus can settle every publish promise with the fate of its own event.
+ * so the bus can settle every publish promise with the fate of its own event (a transport that cannot
+ * fail a unit as a whole makes units of one event: `TransportCapabilities.maxUnitEvents`).
  */
 export interface PublishUnit {
   readonly type: string;
@@ -136,6 +137,12 @@ export interface TransportCapabilities {
   readonly maxInFlight: number;
   /** Largest encoded event accepted, in bytes; checked at publish when `json` is known. */
   readonly maxEventBytes: number;
+  /**
+   * Most events the batcher puts in one unit (default: `batching.maxEvents`). A transport that stores each
+   * event on its own and may store some of a unit's and fail others (Redis per-event entries) sets 1, so
+   * every publish promise settles with the fate of its own event.
+   */
+  readonly maxUnitEvents?: number;
 }
 
 /** What every transport implements. */

@@ -153,4 +153,25 @@ describe('redis-streams: publish faults', () => {
       expect((o as Error).message).toContain('OOM');
     }
   });
+
+  it("per-event entries: Redis refusing part of a unit (OOM) rejects exactly the publishes it did not store", async () => {
+    const s = await server();
+    const prefix = uniquePrefix('oompart');
+    const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
+    await b.publish('order.created', order(0));
+    // Room for some of the burst's XADDs, not all: Redis refuses the rest of the pipeline with OOM.
+    await withRedis(s.port, async (c) => {
+      const used = Number(/used_memory:(\d+)/.exec((await c.info('memory')) as string)![1]);
+      await c.config('SET', 'maxmemory', String(used + 256 * 1024));
+    });
+    const padded = (i: number) => ({ ...order(i), orderId: `o-${i}-${'x'.repeat(500)}` });
+    const outcomes = await Promise.all(Array.from({ length: 2000 }, (_, i) => b.publish('order.created', padded(i + 1)).then(() => 'ok', (e: unknown) => e)));
+    const ok = outcomes.flatMap((o, i) => (o === 'ok' ? [i + 1] : []));
+    expect(ok.length).toBeGreaterThan(0);
+    expect(ok.length).toBeLessThan(2000);
+    for (const o of outcomes) if (o !== 'ok') expect(String((o as Error).message)).toContain('OOM');
+    const stored = await withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!).seq as number));
+    // Before: a unit (one tick's publishes) rejected as a whole though Redis had stored its first events.
+    expect(stored).toEqual([0, ...ok]);
+  });
 });

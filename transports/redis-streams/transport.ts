@@ -50,7 +50,9 @@ export class RedisStreamsTransport implements Transport {
     // Up to 32 writes in flight per pool connection, pipelined: concurrent unbatched publishers then share
     // round trips the way ioredis auto-pipelining does (measured: 5 publishers, batch 1: 22K/s at 2 in flight,
     // ~50K/s at 8).
-    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes };
+    // Per-event entries: each event is its own XADD, and Redis may take some of a pipeline's and refuse others
+    // (OOM at maxmemory): a unit per event, so a publish that was stored never rejects (and is not retried).
+    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...(config.entryMode === 'event' ? { maxUnitEvents: 1 } : {}) };
   }
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
