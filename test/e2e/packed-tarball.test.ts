@@ -60,6 +60,32 @@ describe('packed tarball', () => {
     }
   });
 
+  it('runs a worker handler module of a CommonJS project (absolute path, named `handler` export), as the README says', () => {
+    // What tsc emits for `export const handler = ...` / `export function setup(...)` in a CommonJS project.
+    writeFileSync(
+      join(dir, 'worker-handler.cjs'),
+      `"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\nlet seen;\nexports.setup = (data) => { seen = new Int32Array(data.seen); };\nexports.handler = (event) => { Atomics.add(seen, 0, event.data.orderId.length); };\n`,
+    );
+    writeFileSync(
+      join(dir, 'workers.cjs'),
+      `const el = require('eventlane'); const { z } = require('zod'); const { join } = require('node:path');
+(async () => {
+  const events = el.defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+  const bus = await el.createEventBus({ service: 'e2e', events, transport: { type: 'native' } });
+  const seen = new Int32Array(new SharedArrayBuffer(4));
+  await bus.subscribe('order.created', { group: 'w', workers: 1, handler: join(__dirname, 'worker-handler.cjs'), workerData: { seen: seen.buffer } });
+  await bus.publish('order.created', { orderId: 'o-123' });
+  const deadline = Date.now() + 10000;
+  while (Atomics.load(seen, 0) < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  await bus.close();
+  console.log(Atomics.load(seen, 0));
+})();
+`,
+    );
+    const out = execFileSync(process.execPath, ['workers.cjs'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    expect(out.trim()).toBe('5');
+  });
+
   it('exposes the transports as subpath exports (ops API, transport classes)', () => {
     const cjs = execFileSync(process.execPath, ['-e', "const r = require('eventlane/redis-streams'); const n = require('eventlane/native'); console.log(typeof r.openRedisStreamsAdmin, typeof n.NativeTransport)"], { cwd: dir, encoding: 'utf8' });
     expect(cjs.trim()).toBe('function function');
