@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BackpressureError, PayloadTooLargeError } from '../../src/index.js';
+import { BackpressureError, ClosedError, PayloadTooLargeError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, ticks, transportOf } from './harness.js';
 
 /** A key that lands on `partition` of `partitions`. */
@@ -15,6 +15,32 @@ const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => p
 
 describe.each(['native', 'js'] as const)('native transport review (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-review');
+
+  it.each([false, true])('close() while a worker handler module is still loading ends its threads and rejects the subscribe with ClosedError (shared broker: %s)', async (shared) => {
+    const b = await bus({ partitions: 2 });
+    // With `shared`, another bus keeps the named broker open: this bus's close() does not tear the core down.
+    const other = shared ? await bus({ partitions: 2, name: transportOf(b).config.name }) : undefined;
+    const c = new Int32Array(new SharedArrayBuffer(8));
+    const sub = b.subscribe('tick', { group: 'g', workers: 2, handler: fixture('never-ready.mjs'), workerData: { counters: c.buffer } });
+    const outcome = sub.then(
+      () => 'subscribed',
+      (err: unknown) => err,
+    );
+    await waitFor(() => Atomics.load(c, 0) === 2 && Atomics.load(c, 1) > 0, 10_000, 'both threads in setup');
+    await b.close();
+    expect(await outcome).toBeInstanceOf(ClosedError);
+    // The threads are gone: their timers stopped.
+    const ticksThen = Atomics.load(c, 1);
+    await sleep(100);
+    expect(Atomics.load(c, 1)).toBe(ticksThen);
+    if (other) {
+      // The broker still works for the bus that shares it.
+      const seen: number[] = [];
+      await other.subscribe('tick', { group: 'g' }, (e) => void seen.push(e.data.seq));
+      await other.publish('tick', { seq: 7 });
+      await waitFor(() => seen.length === 1, 5_000, 'the event on the other bus');
+    }
+  });
 
   it('startFrom 0: a retained backlog larger than the ring is delivered before events published during the replay', async () => {
     const b = await bus({ capacity: 8, batchSize: 4, retain: 1000 });

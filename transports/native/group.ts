@@ -4,7 +4,7 @@
  * and the group's dead letters.
  */
 import { Worker } from 'node:worker_threads';
-import { ConfigError, describeError } from '../../src/errors.js';
+import { ClosedError, ConfigError, describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
@@ -177,15 +177,27 @@ export class NativeGroup {
     this.rebalance();
   }
 
-  /** Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load. */
-  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus?: readonly number[]): Promise<TransportSubscription> {
+  /**
+   * Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load.
+   * When `transportClosing` aborts (the transport closes) while the module is still loading, the threads are ended at
+   * once and the subscribe rejects with ClosedError: a setup that takes long (or never ends) must neither hold
+   * up close() nor leave threads running (and consuming) for a subscription nobody can close.
+   */
+  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
+    if (transportClosing.aborted) throw new ClosedError('native transport');
     const started = Array.from({ length: workers }, (_, k) => this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
     const threads = started.map((s) => s.thread);
+    const stopAll = (): Promise<unknown> => Promise.all(threads.map((t) => t.worker.terminate()));
+    const onClose = (): void => void stopAll();
+    transportClosing.addEventListener('abort', onClose, { once: true });
     try {
       await Promise.all(started.map((s) => s.ready));
+      if (transportClosing.aborted) throw new ClosedError('native transport');
     } catch (err) {
-      await Promise.all(threads.map((t) => t.worker.terminate()));
-      throw err;
+      await stopAll();
+      throw transportClosing.aborted ? new ClosedError('native transport') : err;
+    } finally {
+      transportClosing.removeEventListener('abort', onClose);
     }
     const member = new WorkerMember(spec, threads, handlerModule, userData, cpus);
     for (const t of threads) t.member = member;

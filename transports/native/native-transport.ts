@@ -64,6 +64,10 @@ export class NativeTransport implements Transport {
   private readonly broker: Broker;
   private readonly topics: Map<string, Topic>;
   private closed = false;
+  /** Aborted by close(): worker subscriptions still loading their handler module give up (ClosedError). */
+  private readonly closing = new AbortController();
+  /** Worker subscriptions in progress (settled or not): close() waits for their threads to end. */
+  private readonly joining = new Set<Promise<void>>();
   private readonly mode: number;
   private readonly waiting = new Set<() => void>();
 
@@ -319,7 +323,14 @@ export class NativeTransport implements Transport {
     }
     if (!useWorkers) return group.joinMain(spec, handler);
     const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
-    return group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus);
+    const joining = group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus, this.closing.signal);
+    const settled = joining.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.joining.add(settled);
+    void settled.then(() => this.joining.delete(settled));
+    return joining;
   }
 
   /**
@@ -382,7 +393,9 @@ export class NativeTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort();
     for (const wake of [...this.waiting]) wake();
+    await Promise.all(this.joining);
     if (!brokers.release(this.config.name)) return;
     this.core.close();
     const groups: NativeGroup[] = [];
