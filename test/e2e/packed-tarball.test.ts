@@ -3,7 +3,7 @@
  * through both `import` and `require`.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +97,46 @@ describe('packed tarball', () => {
     const help = execFileSync(join(dir, 'node_modules/.bin/eventlane-redis'), ['--help'], { cwd: dir, encoding: 'utf8' });
     expect(help).toContain('Usage: eventlane-redis <command>');
   });
+
+  // The consumer's TypeScript compiles against the installed package (skipLibCheck off: our .d.ts files too).
+  const tsc = (project: string, compilerOptions: Record<string, unknown>, files: Record<string, string>): string => {
+    const at = join(dir, project);
+    mkdirSync(at, { recursive: true });
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(at, name), text);
+    const options = { strict: true, noEmit: true, skipLibCheck: false, target: 'ES2022', typeRoots: [join(root, 'node_modules/@types')], types: ['node'], ...compilerOptions };
+    writeFileSync(join(at, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: Object.keys(files) }));
+    try {
+      return execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', at], { encoding: 'utf8' });
+    } catch (err) {
+      return (err as { stdout: string }).stdout;
+    }
+  };
+
+  it("compiles the README's quickstart as written (tsc --strict, ESM, module NodeNext)", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const quickstart = /## Quickstart\n\n```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+    // The snippet's own placeholders.
+    const placeholders = 'declare function charge(orderId: string, amount: number): Promise<void>;\ndeclare const orders: { orderId: string; amount: number }[];\n';
+    expect(tsc('ts-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'quickstart.mts': quickstart + placeholders })).toBe('');
+  }, 120_000);
+
+  it('resolves the types of the root and both subpaths in a CommonJS project on the older module resolution (module CommonJS, node10)', () => {
+    const program = `import { createEventBus, defineEvents, ValidationError } from 'eventlane';
+import { openRedisStreamsAdmin, type RedisStreamsTransport } from 'eventlane/redis-streams';
+import { pinCurrentThread, type NativeTransport } from 'eventlane/native';
+import { z } from 'zod';
+export async function main(): Promise<string> {
+  const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+  const bus = await createEventBus({ service: 's', events, transport: { type: 'native' } });
+  const totals: number = (bus.transport as NativeTransport).totals('order.created').pushed;
+  const admin: unknown = (bus.transport as unknown as RedisStreamsTransport).admin;
+  // @ts-expect-error wrong payload
+  await bus.publish('order.created', { orderId: 1 }).catch((e: unknown) => e instanceof ValidationError);
+  return typeof openRedisStreamsAdmin + typeof pinCurrentThread + totals + typeof admin;
+}
+`;
+    expect(tsc('ts-cjs-node10', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
+  }, 120_000);
 
   it('ships type declarations for both entry points', () => {
     const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
