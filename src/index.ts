@@ -1,12 +1,22 @@
 /**
  * eventlane: typed events with pluggable transports.
  */
+import { registeredTransports as listTransports } from './registry.js';
+import { registerBuiltinTransports } from './builtin-transports.js';
+
 export { createEventBus, EventBus } from './bus.js';
 export type { EventBusConfig, SubscribeOptions, Subscription, EventHandler, PublishManyOptions } from './bus.js';
 export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
-export { registerTransport, registeredTransports } from './registry.js';
+export { registerTransport } from './registry.js';
+
+/** The transport types `createEventBus` can build: the built-ins and every registered one. */
+export function registeredTransports(): string[] {
+  registerBuiltinTransports();
+  return listTransports();
+}
+
 export type {
   Transport,
   TransportFactory,
