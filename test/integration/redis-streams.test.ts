@@ -271,6 +271,46 @@ describe('redis-streams: options', () => {
 });
 
 describe('redis-streams: admin', () => {
+  it('groups() tells entries trimmed before a group read them, and counts lag in what the stream holds', async () => {
+    const prefix = uniquePrefix('trimmed');
+    const key = streamKey(prefix, 'order.created', 0);
+    await raw.xgroup('CREATE', key, 'slow', '$', 'MKSTREAM');
+    await raw.xgroup('CREATE', key, 'fast', '$');
+    for (let i = 0; i < 300; i++) await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: `o-${i}`, amount: i, seq: i }));
+    await raw.xreadgroup('GROUP', 'slow', 'c', 'COUNT', 10, 'STREAMS', key, '>');
+    await raw.xreadgroup('GROUP', 'fast', 'c', 'COUNT', 300, 'STREAMS', key, '>');
+    await raw.xtrim(key, 'MAXLEN', 50);
+    const { admin, close } = await openRedisStreamsAdmin({ url: server.url, prefix, partitions: 1 });
+    try {
+      const groups = Object.fromEntries((await admin.groups('order.created')).map((g) => [g.group, g]));
+      // Redis's own lag for 'slow' is 290: it counts the 240 entries trimmed before the group read them.
+      expect(groups['slow']).toMatchObject({ lag: 50, trimmed: 240, pending: 10 });
+      expect(groups['fast']).toMatchObject({ lag: 0, trimmed: 0, pending: 300 });
+    } finally {
+      await close();
+    }
+  });
+
+  it('a consumer whose group falls behind retention warns that entries were trimmed unread', async () => {
+    const prefix = uniquePrefix('trimwarn');
+    const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
+    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, entryMode: 'event', maxLen: 100 } });
+    open.push(b);
+    let release!: () => void;
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, readCount: 1, blockMs: 100, minIdleMs: 5000, reclaimIntervalMs: 100, drainTimeoutMs: 100 }, () => stuck);
+    try {
+      for (const o of orders(600)) await b.publish('order.created', o);
+      await waitFor(() => warnings.some((w) => w.msg?.startsWith('entries were trimmed')), 5000, 'the warning');
+      const w = warnings.find((x) => x.msg?.startsWith('entries were trimmed'))!;
+      expect(w.obj).toMatchObject({ group: 'g', stream: streamKey(prefix, 'order.created', 0) });
+      expect(w.obj['trimmed']).toBeGreaterThan(300);
+    } finally {
+      release();
+    }
+  });
+
   it('lists streams, groups with lag and pending', async () => {
     const prefix = uniquePrefix('admin');
     const b = await bus({ partitions: 2 }, prefix);

@@ -9,6 +9,7 @@ import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { ConnectionError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
+import { groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
@@ -38,8 +39,14 @@ export interface GroupInfo {
   consumers: number;
   /** Entries delivered but not acked, over all partitions (retry streams included). */
   pending: number;
-  /** Entries not yet delivered to the group (Redis 7+; undefined when Redis cannot tell). */
+  /** Entries in the streams not yet delivered to the group (undefined when Redis cannot tell: before 7.0). */
   lag: number | undefined;
+  /**
+   * Entries retention (`maxLen` / `minIdAgeMs`) removed before the group read them: events lost to this
+   * group. Told only while the group is behind the oldest entry of a partition (group-lag.ts); undefined
+   * when Redis cannot tell.
+   */
+  trimmed: number | undefined;
   /** Events waiting in the group's retry streams. */
   retrying: number;
 }
@@ -96,21 +103,20 @@ export class RedisStreamsAdmin {
     const byName = new Map<string, GroupInfo>();
     for (const p of this.keys(type)) {
       const key = streamKey(this.config.prefix, type, p);
-      let rows: unknown[][];
+      let rows: GroupPosition[];
       try {
-        rows = (await this.c.xinfo!('GROUPS', key)) as unknown[][];
+        rows = await groupPositions(this.client, key);
       } catch (err) {
         if (isMissing(err)) continue; // no such stream yet
         throw adminError(`XINFO GROUPS ${key}`, err);
       }
       for (const row of rows) {
-        const f = pairs(row);
-        const name = String(f['name']);
-        const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, retrying: 0 };
-        g.consumers = Math.max(g.consumers, Number(f['consumers'] ?? 0));
-        g.pending += Number(f['pending'] ?? 0);
-        const lag = f['lag'];
-        g.lag = g.lag === undefined || lag === null || lag === undefined ? undefined : g.lag + Number(lag);
+        const name = row.group;
+        const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, trimmed: 0 as number | undefined, retrying: 0 };
+        g.consumers = Math.max(g.consumers, row.consumers);
+        g.pending += row.pending;
+        g.lag = g.lag === undefined || row.lag === undefined ? undefined : g.lag + row.lag;
+        g.trimmed = g.trimmed === undefined || row.trimmed === undefined ? undefined : g.trimmed + row.trimmed;
         const rk = retryKey(this.config.prefix, type, p, name);
         try {
           g.retrying += Number(await this.c.xlen!(rk));
@@ -231,11 +237,6 @@ function matches(ids: ReadonlySet<string>, d: RedisDeadLetter): boolean {
   return ids.has(d.ref) || ids.has(d.id) || ids.has(d.dlqId);
 }
 
-function pairs(row: unknown[]): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < row.length; i += 2) o[String(row[i])] = row[i + 1];
-  return o;
-}
 
 export function decodeDeadLetter(dlqId: string, fields: string[], type: string, partition: number): RedisDeadLetter {
   const f = pairs(fields) as Record<string, string | undefined>;

@@ -31,6 +31,7 @@ import { isConnectionProblem, type Client, type Connector } from './connection.j
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
+import { groupPositions } from './group-lag.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
@@ -74,6 +75,8 @@ interface StreamInfo {
   /** XAUTOCLAIM cursor. */
   cursor: string;
   acks: string[];
+  /** Entries trimmed before the group read them, as last reported (0 once the group is past the gap). */
+  trimmedSeen: number;
 }
 
 class Reader {
@@ -150,7 +153,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [] });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0 });
         this.held.push(new Map());
         this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
@@ -649,21 +652,37 @@ export class RedisConsumer implements TransportSubscription {
   // ---------------------------------------------------------------- reclaim and keepalive
 
   /**
-   * Deletes consumers of the group that hold nothing and have been idle past deleteIdleConsumersMs. A stream
-   * that fails is skipped (its group gone, its master stalled), as in `reclaim`.
+   * Per partition stream: deletes consumers of the group that hold nothing and have been idle past
+   * deleteIdleConsumersMs, and warns when retention trimmed entries the group had not read. A stream that
+   * fails is skipped (its group gone, its master stalled), as in `reclaim`.
    */
-  private async pruneConsumers(): Promise<void> {
+  private async housekeeping(): Promise<void> {
     const limit = this.opts.deleteIdleConsumersMs;
-    if (limit === 0) return;
     for (const s of this.streams) {
       if (s.retry || this.closing) continue;
       try {
-        await this.pruneStream(s.key, limit);
+        if (limit > 0) await this.pruneStream(s.key, limit);
+        await this.checkTrimmed(s);
       } catch (err) {
         this.logger.debug({ err: describeError(err), stream: s.key }, 'consumer housekeeping of a stream failed');
         if (!this.connector.isCluster && isConnectionProblem(err)) return;
       }
     }
+  }
+
+  /** Entries of `s` trimmed before this group read them, counted once each (see group-lag.ts). */
+  private async checkTrimmed(s: StreamInfo): Promise<void> {
+    const me = (await groupPositions(this.command, s.key)).find((g) => g.group === this.spec.group);
+    if (me?.trimmed === undefined) return;
+    if (me.trimmed <= s.trimmedSeen) {
+      if (me.trimmed === 0) s.trimmedSeen = 0; // past the gap: a later one is reported anew
+      return;
+    }
+    this.logger.warn(
+      { group: this.spec.group, stream: s.key, trimmed: me.trimmed, lag: me.lag },
+      'entries were trimmed (transport maxLen / minIdAgeMs) before this group read them: their events are lost to the group; raise the retention or add consumers',
+    );
+    s.trimmedSeen = me.trimmed;
   }
 
   private async pruneStream(key: string, limit: number): Promise<void> {
@@ -691,7 +710,7 @@ export class RedisConsumer implements TransportSubscription {
     try {
       // Housekeeping on the first pass and every 20th after it.
       if (this.reclaimPasses++ % 20 === 0) {
-        await this.pruneConsumers().catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
+        await this.housekeeping().catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
       }
       for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;

@@ -12,7 +12,7 @@ export const USAGE = `Usage: eventlane-redis <command> [options]
 
 Commands:
   streams                  partition streams under the prefix, with their lengths
-  groups <type>            consumer groups of an event type: consumers, pending, lag, retrying
+  groups <type>            consumer groups of an event type: consumers, pending, lag, trimmed, retrying
   pending <type> <group>   entries delivered to the group and not acked, per consumer
   dlq <type>               dead letters, oldest first (--group, --limit)
   replay <type>            dead letters back to their group's retry stream (--group, --id)
@@ -149,7 +149,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       expect(2);
       const type = need(positionals, 1, 'an event type');
       const groups = await withTypeAdmin(flags, io.env, type, (a) => a.groups(type));
-      print(groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'retrying']));
+      print(groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'trimmed', 'retrying']));
       return 0;
     }
     case 'pending': {
