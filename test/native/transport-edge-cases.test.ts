@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { BackpressureError, ClosedError, PayloadTooLargeError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
@@ -9,12 +11,43 @@ const keyOf = (partition: number, partitions: number) => {
   for (let i = 0; ; i++) if (partitionForKey(`k${i}`, partitions) === partition) return `k${i}`;
 };
 
+/** A full garbage collection (V8's gc(), exposed for this call). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
 /** The seqs (0..199, key `k${seq}`) of each of 2 partitions. */
 const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => partitionForKey(`k${seq}`, 2) === p));
 
 
 describe.each(['native', 'js'] as const)('native transport review (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-review');
+
+  it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
+    const b = await bus({ capacity: 4096, arenaBytes: 16 << 20, batchSize: 1024, retain: 0 });
+    let handled = 0;
+    await b.subscribe('tick', { group: 'g', maxDeliveries: 1 }, (e) => {
+      handled++;
+      if (e.data.seq % 1000 === 0) throw new Error('poison');
+    });
+    const pad = 'p'.repeat(1000);
+    const batches = 20; // one dead letter in each batch of 1,000 events of ~1 KB: ~1 MB of batch text each
+    collectGarbage();
+    // Heap and external memory: a large batch text may be an external string (the JS core's Buffer#toString).
+    const used = () => process.memoryUsage().heapUsed + process.memoryUsage().external;
+    const before = used();
+    for (let r = 0; r < batches; r++) {
+      await b.publishMany('tick', ticks(1000, r * 1000).map((t) => ({ ...t, pad })));
+      await waitFor(() => handled === (r + 1) * 1000, 5_000, 'the batch handled');
+    }
+    const dead = await b.deadLetters('tick', { group: 'g' });
+    expect(dead.map((d) => (d.event!.data as { seq: number }).seq)).toEqual(Array.from({ length: batches }, (_, r) => r * 1000));
+    expect((dead[3]!.event!.data as { pad: string }).pad).toBe(pad);
+    collectGarbage();
+    // 20 dead letters of ~1 KB each: well under 20 x 1 MB of batch text.
+    expect(used() - before).toBeLessThan(5 << 20);
+  });
 
   it.each([false, true])('close() while a worker handler module is still loading ends its threads and rejects the subscribe with ClosedError (shared broker: %s)', async (shared) => {
     const b = await bus({ partitions: 2 });

@@ -11,7 +11,7 @@ import type { PartitionCore } from '../../native/js/core-api.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
-import { decodeRecords, toPlainEnvelope } from './record.js';
+import { decodeRecords, detached, toPlainEnvelope } from './record.js';
 import type { WorkerInit, WorkerMessage } from './worker-main.js';
 import { spawnConsumerThread } from './spawn.js';
 
@@ -138,6 +138,8 @@ export class NativeGroup {
   }
 
   private addDead = (dl: DeadLetter): void => {
+    // Kept for long: its strings must not keep the popped batch's text alive (see `detached`).
+    dl = { ...dl, id: detached(dl.id), event: dl.event && detached(toPlainEnvelope(dl.event)) };
     this.deadLetters.push(dl);
     if (this.deadLetters.length > this.o.maxDeadLetters) this.deadLetters.shift();
     this.o.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
@@ -319,7 +321,7 @@ export class NativeGroup {
         });
         continue;
       }
-      this.deaths.set(it.env.id, deaths);
+      this.deaths.set(detached(it.env.id), deaths); // kept for long: not a view of the records' text
       back.push({ ...it, attempt: Math.max(it.attempt, 1 + deaths) });
     }
     while (this.deaths.size > MAX_TRACKED_DEATHS) this.deaths.delete(this.deaths.keys().next().value!);
