@@ -35,6 +35,8 @@ export type {
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export type { BatchingConfig } from './config.js';
+/** The `memory` transport's block (the other transports' are exported by `eventlane/redis-streams` and `eventlane/native`). */
+export type { MemoryTransportConfig } from '../transports/memory/index.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';
 export type { Logger } from './logger.js';
 export * from './errors.js';

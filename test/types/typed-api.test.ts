@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, type EventEnvelope } from '../../src/index.js';
+import { createEventBus, defineEvents, type EventEnvelope, type MemoryTransportConfig } from '../../src/index.js';
 
 const events = defineEvents({
   'order.created': z.object({ orderId: z.string(), amount: z.number() }),
@@ -37,6 +37,19 @@ describe('typed API', () => {
       void id;
       void typed;
     });
+    await bus.close();
+  });
+
+  it('types the memory transport block (exported from the root: memory has no subpath)', async () => {
+    const transport: MemoryTransportConfig = { type: 'memory', partitions: 2, maxLen: 100 };
+    // @ts-expect-error a misspelt option
+    const misspelt: MemoryTransportConfig = { type: 'memory', partitons: 2 };
+    // @ts-expect-error another transport's type
+    const other: MemoryTransportConfig = { type: 'native' };
+    void misspelt;
+    void other;
+    const bus = await createEventBus({ service: 't', events, transport });
+    expect(bus.transport.type).toBe('memory');
     await bus.close();
   });
 });
