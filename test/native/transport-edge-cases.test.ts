@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { BackpressureError, ClosedError, PayloadTooLargeError } from '../../src/index.js';
+import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, ticks, transportOf } from './harness.js';
@@ -23,6 +23,24 @@ const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => p
 
 describe.each(['native', 'js'] as const)('native transport review (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-review');
+
+  it('a bus sharing a named broker needs its partition count: another is a ConfigError naming transport.partitions', async () => {
+    const a = await bus({ partitions: 2 });
+    const name = transportOf(a).config.name;
+    const seen: number[] = [];
+    await a.subscribe('tick', { group: 'g' }, (e) => void seen.push(e.data.seq));
+    const err = await bus({ partitions: 8, name }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues[0]!.path).toEqual(['transport', 'partitions']);
+    // The refused bus took no reference: once `a` closes, the name opens a new broker (of any partition count).
+    const b = await bus({ partitions: 2, name });
+    await b.publishMany('tick', ticks(16), { key: (t) => `k${t.seq}` });
+    await waitFor(() => seen.length === 16, 5_000, 'every event of the bus sharing the broker');
+    await a.close();
+    await b.close();
+    const c = await bus({ partitions: 8, name });
+    await c.publishMany('tick', ticks(16), { key: (t) => `k${t.seq}` });
+  });
 
   it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
     const b = await bus({ capacity: 4096, arenaBytes: 16 << 20, batchSize: 1024, retain: 0 });

@@ -51,6 +51,8 @@ interface Broker {
   readonly topics: Map<string, Topic>;
   /** The service of the bus that opened it: the `source` of records that do not name another. */
   readonly service: string;
+  /** Partitions per type: every transport sharing the broker must use as many (its topics and lanes have that many). */
+  readonly partitions: number;
 }
 
 const brokers = new SharedBrokers<Broker>();
@@ -86,8 +88,13 @@ export class NativeTransport implements Transport {
       } catch (err) {
         throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
       }
-      return { core, topics: new Map(), service: ctx.service };
+      return { core, topics: new Map(), service: ctx.service, partitions: config.partitions };
     });
+    if (broker.partitions !== config.partitions) {
+      brokers.release(config.name);
+      const message = `native broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
+      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
+    }
     this.broker = broker;
     this.core = broker.core;
     this.topics = broker.topics;
