@@ -2,7 +2,8 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisServer } from '../helpers/redis-server.js';
 
 const root = resolve(__dirname, '../..');
 const tsx = resolve(root, 'node_modules/.bin/tsx');
@@ -25,5 +26,24 @@ describe('examples', () => {
     expect(out).toContain('workers handled 100001 trades, 10000005 shares');
     expect(out).toContain('a handler module that cannot load: ConfigError naming handler');
     expect(out).toContain('bus closed cleanly');
+  });
+
+  describe('against redis-server', () => {
+    let server: { url: string; stop(): Promise<void> };
+    beforeAll(async () => {
+      server = await RedisServer.startOrExternal();
+    });
+    afterAll(async () => {
+      await server?.stop();
+    });
+
+    it('consumer-group: two groups get every order, the poison order is dead-lettered, inspected and purged', () => {
+      const out = execFileSync(tsx, ['examples/consumer-group.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: server.url } });
+      expect(out).toContain('billing handled 99, shipping handled 100');
+      expect(out).toMatch(/^group billing: pending \d+, lag \d+, retrying \d+$/m);
+      expect(out).toMatch(/^group shipping: pending \d+, lag \d+, retrying \d+$/m);
+      expect(out).toMatch(/^DLQ: \{"orderId":"o-13","amount":23\} after 3 attempts: Error: card declined \(attempt 3\)$/m);
+      expect(out).toContain('purged 1 dead letter(s)');
+    });
   });
 });
