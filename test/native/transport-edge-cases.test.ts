@@ -42,6 +42,14 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await c.publishMany('tick', ticks(16), { key: (t) => `k${t.seq}` });
   });
 
+  it('worker consumers: a handler module compiled to CommonJS (exports.default, exports.setup) runs', async () => {
+    const b = await bus({ partitions: 2 });
+    const c = new Int32Array(new SharedArrayBuffer(4));
+    await b.subscribe('tick', { group: 'cjs', workers: 2, handler: fixture('cjs-handler.cjs'), workerData: { counters: c.buffer } });
+    await b.publishMany('tick', ticks(100));
+    await waitFor(() => Atomics.load(c, 0) === 100, 5_000, 'every event in the CommonJS handler');
+  });
+
   it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
     const b = await bus({ capacity: 4096, arenaBytes: 16 << 20, batchSize: 1024, retain: 0 });
     let handled = 0;

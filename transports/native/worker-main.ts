@@ -43,6 +43,13 @@ export type WorkerMessage =
   | { t: 'stopped'; left: Pending[] }
   | { t: 'fatal'; message: string };
 
+/** What a handler module may export. */
+interface HandlerModule {
+  default?: unknown;
+  handler?: unknown;
+  setup?: unknown;
+}
+
 // A real dynamic import in both builds (tsc's CommonJS output would turn import() into require()).
 const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
 
@@ -60,10 +67,14 @@ async function main(): Promise<void> {
   }
   let handler: DeliveryHandler;
   try {
-    const mod = (await importModule(init.handler)) as { default?: unknown; handler?: unknown; setup?: (data: unknown) => unknown };
-    const fn = typeof mod.default === 'function' ? mod.default : mod.handler;
+    const ns = (await importModule(init.handler)) as HandlerModule;
+    // A CommonJS module (TypeScript's `export default` compiled to CJS: `exports.default = fn`) is imported
+    // as { default: module.exports }: its exports are one level down.
+    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as HandlerModule) : undefined;
+    const fn = [ns.default, ns.handler, cjs?.default, cjs?.handler].find((f) => typeof f === 'function');
     if (typeof fn !== 'function') throw new TypeError(`module ${init.handler} exports no default (or "handler") function`);
-    if (typeof mod.setup === 'function') await mod.setup(init.userData);
+    const setup = [ns.setup, cjs?.setup].find((f) => typeof f === 'function') as ((data: unknown) => unknown) | undefined;
+    if (setup !== undefined) await setup(init.userData);
     handler = fn as DeliveryHandler;
   } catch (err) {
     port.postMessage({ t: 'load-error', message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) } satisfies WorkerMessage);
