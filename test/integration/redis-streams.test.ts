@@ -8,7 +8,7 @@ import { ConfigError, createEventBus, type EventBus } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, openRedisStreamsAdmin, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
-import { events, fastRead, fastRetry, makeBus, orders } from './redis-common.js';
+import { events, fastRead, fastRetry, makeBus, order, orders } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
@@ -289,6 +289,26 @@ describe('redis-streams: admin', () => {
     } finally {
       await close();
     }
+  });
+
+  it('entries trimmed while pending (on this consumer, or on a dead one) are reported as lost to the group', async () => {
+    const prefix = uniquePrefix('trimpend');
+    const key = streamKey(prefix, 'order.created', 0);
+    await raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < 4; i++) await raw.xadd(key, '*', 'data', JSON.stringify(order(i)));
+    await raw.xreadgroup('GROUP', 'g', 'me', 'COUNT', 2, 'STREAMS', key, '>');
+    await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 2, 'STREAMS', key, '>');
+    await raw.xtrim(key, 'MAXLEN', 0);
+    const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
+    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1 } });
+    open.push(b);
+    await sleep(150); // the dead consumer's entries idle past minIdleMs
+    await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100, reclaimIntervalMs: 50 }, () => undefined);
+    const lost = () => warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed')).reduce((n, w) => n + Number(w.obj['count']), 0);
+    // Before: both pairs were dropped without a word (own ones acked, the dead one's gone from the PEL).
+    await waitFor(() => lost() === 4, 5000, 'four trimmed pending entries reported');
+    expect(await raw.xpending(key, 'g')).toEqual([0, null, null, null]);
   });
 
   it('a consumer whose group falls behind retention warns that entries were trimmed unread', async () => {

@@ -379,6 +379,7 @@ export class RedisConsumer implements TransportSubscription {
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
         this.ack(idx, id);
+        if (!s.retry) this.trimmedPending(s, 1);
         continue;
       }
       const decoded = decodeEntry(id, fields, this.spec.type, this.readData);
@@ -670,6 +671,14 @@ export class RedisConsumer implements TransportSubscription {
     }
   }
 
+  /** Entries delivered to the group but trimmed before a consumer finished them. */
+  private trimmedPending(s: StreamInfo, count: number): void {
+    this.logger.warn(
+      { group: this.spec.group, stream: s.key, count },
+      'pending entries were trimmed (transport maxLen / minIdAgeMs) before the group finished them: their events are lost to the group; raise the retention',
+    );
+  }
+
   /** Entries of `s` trimmed before this group read them, counted once each (see group-lag.ts). */
   private async checkTrimmed(s: StreamInfo): Promise<void> {
     const me = (await groupPositions(this.command, s.key)).find((g) => g.group === this.spec.group);
@@ -756,6 +765,8 @@ export class RedisConsumer implements TransportSubscription {
     const count = suspect > 0 ? suspect : this.opts.claimCount;
     const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
     s.cursor = reply[0];
+    // Redis 7 drops entries trimmed while pending from the PEL and names them here.
+    if (!s.retry && reply[2] !== undefined && reply[2].length > 0) this.trimmedPending(s, reply[2].length);
     const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
