@@ -80,7 +80,14 @@ export function formatIssues(issues: ValidationIssue[]): string {
 export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
   const res = schema.safeParse(input);
   if (res.success) return res.data;
-  const issues = toIssues(res.error).map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
+  const raw = res.error.issues;
+  const issues = toIssues(res.error)
+    // zod reports unknown keys as one issue at their parent: name each key in the path, as any other field is.
+    .flatMap((issue, n) => {
+      const zi = raw[n]!;
+      return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: 'Unrecognized key' })) : [issue];
+    })
+    .map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
   throw new ConfigError(`Invalid ${where || 'config'}: ${formatIssues(issues)}`, issues);
 }
 

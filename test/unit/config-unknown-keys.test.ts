@@ -1,0 +1,39 @@
+/** A misspelt or unknown option is a ConfigError whose issue path names that option, not only its parent. */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+
+const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+
+async function configError(run: () => Promise<unknown>): Promise<ConfigError> {
+  const err = await run().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
+}
+
+describe('unknown config keys', () => {
+  it('names a misspelt transport option in the path and the message', async () => {
+    const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'memory', partitons: 4 } }));
+    expect(err.issues.map((i) => i.path)).toEqual([['transport', 'partitons']]);
+    expect(err.message).toContain('transport.partitons: Unrecognized key');
+  });
+
+  it('names each unknown top-level and nested bus option', async () => {
+    const config = { service: 's', events, transport: { type: 'memory' }, batchng: {}, batching: { maxEvent: 1, onfull: 'reject' } };
+    const err = await configError(() => createEventBus(config as never));
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['batching.maxEvent', 'batching.onfull', 'batchng']);
+  });
+
+  it('names an unknown subscribe option', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    try {
+      const err = await configError(() => bus.subscribe('order.created', { group: 'g', retry: { backof: {} } }, () => {}));
+      expect(err.issues.map((i) => i.path.join('.'))).toEqual(['subscribe options.retry.backof']);
+    } finally {
+      await bus.close();
+    }
+  });
+});
