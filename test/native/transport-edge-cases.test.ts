@@ -50,6 +50,13 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => Atomics.load(c, 0) === 100, 5_000, 'every event in the CommonJS handler');
   });
 
+  it('worker consumers: workerData a thread cannot be given (a function) rejects subscribe with ConfigError naming workerData', async () => {
+    const b = await bus();
+    const err = await b.subscribe('tick', { group: 'w', workers: 2, handler: fixture('count-handler.mjs'), workerData: { f: () => 1 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues[0]!.path).toEqual(['workerData']);
+  });
+
   it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
     const b = await bus({ capacity: 4096, arenaBytes: 16 << 20, batchSize: 1024, retain: 0 });
     let handled = 0;

@@ -187,7 +187,20 @@ export class NativeGroup {
    */
   async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
     if (transportClosing.aborted) throw new ClosedError('native transport');
-    const started = Array.from({ length: workers }, (_, k) => this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
+    const started: { thread: ConsumerThread; ready: Promise<void> }[] = [];
+    try {
+      for (let k = 0; k < workers; k++) started.push(this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
+    } catch (err) {
+      // new Worker() refused: workerData that cannot be cloned (a function, a class with private state), or no
+      // more threads. The ones already started go.
+      for (const s of started) s.ready.catch(() => undefined);
+      await Promise.all(started.map((s) => s.thread.worker.terminate()));
+      if ((err as Error).name === 'DataCloneError') {
+        const message = `cannot be passed to a worker thread (structured clone): ${(err as Error).message}`;
+        throw new ConfigError(`subscribe options: workerData ${message}`, [{ path: ['workerData'], message }], { cause: err });
+      }
+      throw err;
+    }
     const threads = started.map((s) => s.thread);
     const stopAll = (): Promise<unknown> => Promise.all(threads.map((t) => t.worker.terminate()));
     const onClose = (): void => void stopAll();
