@@ -60,11 +60,11 @@ describe('packed tarball', () => {
     }
   });
 
-  it('runs a worker handler module of a CommonJS project (absolute path, named `handler` export), as the README says', () => {
-    // What tsc emits for `export const handler = ...` / `export function setup(...)` in a CommonJS project.
+  it('runs a worker handler module of a CommonJS project (absolute path, export default), as the README says', () => {
+    // What tsc emits for `export default (event) => ...` / `export function setup(...)` in a CommonJS project.
     writeFileSync(
       join(dir, 'worker-handler.cjs'),
-      `"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\nlet seen;\nexports.setup = (data) => { seen = new Int32Array(data.seen); };\nexports.handler = (event) => { Atomics.add(seen, 0, event.data.orderId.length); };\n`,
+      `"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\nlet seen;\nexports.setup = (data) => { seen = new Int32Array(data.seen); };\nexports.default = (event) => { Atomics.add(seen, 0, event.data.orderId.length); };\n`,
     );
     writeFileSync(
       join(dir, 'workers.cjs'),
