@@ -116,6 +116,25 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     release();
   });
 
+  it('block: publishes queued behind others waiting for room each time out publishTimeoutMs after they were written, not one after another', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 200 });
+    const { release } = await stuckConsumer(b);
+    await b.publishMany('tick', ticks(5)); // one held by the handler, 4 fill the ring
+    const t0 = Date.now();
+    const settled: number[] = [];
+    const pubs: Promise<unknown>[] = [];
+    for (let i = 0; i < 12; i++) {
+      // Each its own write (a macrotask apart), queued behind the one before in the full ring.
+      pubs.push(b.publish('tick', { seq: 5 + i }).catch((err: unknown) => (settled.push(Date.now() - t0), err)));
+      await new Promise((r) => setImmediate(r));
+    }
+    const errors = await Promise.all(pubs);
+    expect(errors.every((e) => e instanceof TimeoutError)).toBe(true);
+    // One timeout after the last write, give or take a slow machine; were they added up: 12 x 200 ms.
+    expect(Math.max(...settled)).toBeLessThan(1200);
+    release();
+  });
+
   it('tryPublish: takes events while the partition has room, then reports full and sends nothing', async () => {
     const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1 });
     const { seen, release } = await stuckConsumer(b);

@@ -129,6 +129,9 @@ export class NativeTransport implements Transport {
   /** Synchronous when every ring had room (the result itself); a promise when a push must wait (block). */
   write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
+    // A push that must wait for room gives up publishTimeoutMs after this write, also when it first queues
+    // behind earlier writes still waiting for room in its ring (their timeouts must not add up).
+    let deadline = 0;
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
     // A push waiting for room: the write settles after it, and its failure fails unit `u`.
@@ -150,7 +153,8 @@ export class NativeTransport implements Transport {
           if (before) {
             // A ring still waiting for room (this write or an earlier one in flight): queue behind it, in order.
             const all = copyBatch(batch);
-            const p = before.then(() => this.blockingPush(group, unit, all));
+            const until = (deadline ||= Date.now() + this.config.publishTimeoutMs);
+            const p = before.then(() => this.blockingPush(group, unit, all, until));
             this.chain(ring, p);
             awaitPush(u, p);
             continue;
@@ -161,7 +165,7 @@ export class NativeTransport implements Transport {
             if (this.mode === PushMode.allOrNothing) throw this.full(group, unit);
             if (this.mode === PushMode.partial) {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
-              const p = this.blockingPush(group, unit, copyBatch(batch, done));
+              const p = this.blockingPush(group, unit, copyBatch(batch, done), (deadline ||= Date.now() + this.config.publishTimeoutMs));
               this.chain(ring, p);
               awaitPush(u, p);
             }
@@ -277,9 +281,8 @@ export class NativeTransport implements Transport {
     return new NativeError(err instanceof Error ? err.message : String(err), { cause: err });
   }
 
-  /** `block`: waits for room without blocking the event loop, up to publishTimeoutMs. */
-  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch): Promise<void> {
-    const deadline = Date.now() + this.config.publishTimeoutMs;
+  /** `block`: waits for room without blocking the event loop, until `deadline` (at least one try). */
+  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number): Promise<void> {
     let b = rest;
     for (let spins = 0; ; spins++) {
       await new Promise<void>((resolve) => {
@@ -350,18 +353,19 @@ export class NativeTransport implements Transport {
       const ring = `${group.lane}:${partition}`;
       const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
       const incomplete = (err: Error): void => this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete');
+      const deadline = Date.now() + this.config.publishTimeoutMs;
       for (const chunk of h.chunks()) {
         const before = this.blocked.get(ring);
         if (before) {
           const all = copyBatch(chunk);
-          const p = before.then(() => this.blockingPush(group, unit, all));
+          const p = before.then(() => this.blockingPush(group, unit, all, deadline));
           this.chain(ring, p);
           p.catch(incomplete);
           continue;
         }
         const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
-          const p = this.blockingPush(group, unit, copyBatch(chunk, done));
+          const p = this.blockingPush(group, unit, copyBatch(chunk, done), deadline);
           this.chain(ring, p);
           p.catch(incomplete);
         }
