@@ -19,6 +19,11 @@ const REL_ARENA = 49;
 const RING_SEQ = 64;
 const RING_WAITERS = 80;
 const CTL_INTS = 128;
+/**
+ * drop-oldest: how long a push waits for consumers to hand back room when nothing is left to evict, before
+ * it drops the rest of its records as the newest (addon.cc kEvictWaitUs).
+ */
+const EVICT_WAIT_MS = 2;
 // Lane control block: wake-up sequence and sleeper count.
 const SEQ = 0;
 const WAITERS = 16;
@@ -262,6 +267,7 @@ export class JsCore implements PartitionCore {
     const mask = cap - 1;
     let done = 0;
     let srcOff = 0;
+    let evictDeadline = 0;
     while (done < n) {
       const t = ctl[TAIL_SLOT]!;
       const ta = ctl[TAIL_ARENA]!;
@@ -281,8 +287,14 @@ export class JsCore implements PartitionCore {
       if (mode === PushMode.probe) return k === n ? n : 0;
       if (k === 0 || (mode === PushMode.allOrNothing && k < n)) {
         if (mode === PushMode.evictOldest) {
-          ring.evict(n - done);
-          continue;
+          if (ring.evict(n - done) > 0) continue;
+          // Nothing left to evict: the room is held by consumers (popped, not acknowledged). One between its
+          // claim and its ack hands it back at once; a handler that holds what it popped (worker threads of a
+          // group made by a transport with another strategy) may take any time, and so may a thread
+          // terminated mid-pop. Wait briefly, then drop the rest as the newest rather than freeze the event loop.
+          const now = performance.now();
+          if (evictDeadline === 0) evictDeadline = now + EVICT_WAIT_MS;
+          if (now < evictDeadline) continue;
         }
         break;
       }
@@ -315,7 +327,7 @@ export class JsCore implements PartitionCore {
       this.notifyLane(lane.ctl);
     }
     if (done < n) {
-      if (mode === PushMode.dropNewest) ring.counters[2]! += n - done;
+      if (mode === PushMode.dropNewest || mode === PushMode.evictOldest) ring.counters[2]! += n - done;
       if (mode === PushMode.allOrNothing) ring.counters[4]! += n - done;
     }
     return done;

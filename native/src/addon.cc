@@ -6,6 +6,7 @@
 #define NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS
 #include <napi.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ namespace eventlane {
 namespace {
 
 thread_local std::vector<uint8_t> tScratch;
+
+// drop-oldest: how long a push waits for consumers to hand back room when nothing is left to evict, before
+// it drops the rest of its records as the newest (js-core.ts EVICT_WAIT_MS).
+constexpr int64_t kEvictWaitUs = 2000;
 
 }  // namespace
 
@@ -177,12 +182,22 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     const uint8_t* src = bytes.Data();
     uint32_t done = 0;
     size_t srcOff = 0;
+    std::chrono::steady_clock::time_point evictDeadline{};
     while (done < n) {
       Reservation res;
       if (!ring.Reserve(lens + done, charLens.Data() + done, n - done, mode == kAllOrNothing, &res)) {
         if (mode == kEvictOldest) {
-          if (ring.Evict(n - done) == 0) std::this_thread::yield();  // space held by a consumer mid-pop
-          continue;
+          if (ring.Evict(n - done) > 0) continue;
+          // Nothing left to evict: the room is held by consumers (popped, not acknowledged). One between its
+          // claim and its ack hands it back within microseconds; a handler that holds what it popped (worker
+          // threads of a group made by a transport with another strategy) may take any time. Wait briefly,
+          // then drop the rest as the newest rather than freeze this thread (the JS event loop).
+          const auto now = std::chrono::steady_clock::now();
+          if (evictDeadline == std::chrono::steady_clock::time_point{}) evictDeadline = now + std::chrono::microseconds(kEvictWaitUs);
+          if (now < evictDeadline) {
+            std::this_thread::yield();
+            continue;
+          }
         }
         break;
       }
@@ -194,7 +209,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     }
     if (done > 0) lane->Notify(partition);
     if (done < n) {
-      if (mode == kDropNewest) ring.counters().droppedNewest.fetch_add(n - done, std::memory_order_relaxed);
+      if (mode == kDropNewest || mode == kEvictOldest) ring.counters().droppedNewest.fetch_add(n - done, std::memory_order_relaxed);
       if (mode == kAllOrNothing) ring.counters().rejected.fetch_add(n - done, std::memory_order_relaxed);
     }
     return Napi::Number::New(env, done);

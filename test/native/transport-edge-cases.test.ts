@@ -1,5 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
@@ -55,6 +56,39 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     const err = await b.subscribe('tick', { group: 'w', workers: 2, handler: fixture('count-handler.mjs'), workerData: { f: () => 1 } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues[0]!.path).toEqual(['workerData']);
+  });
+
+  it('drop-oldest never freezes the event loop when the room is held by handlers: the rest is dropped as the newest', async () => {
+    // A group made by a `block` bus: its worker thread holds what it pops until its handlers finish. A
+    // drop-oldest bus on the same broker then finds nothing to evict while that thread is busy.
+    const a = await bus({ capacity: 8, batchSize: 8 });
+    const b = await bus({ capacity: 8, batchSize: 8, backpressure: 'drop-oldest', name: transportOf(a).config.name });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 16));
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    await a.subscribe('tick', { group: 'g', workers: 1, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 0 } });
+    await b.publishMany('tick', ticks(8));
+    await waitFor(() => transportOf(b).stats('tick', 0, 'g')!.held === 8, 5_000, 'the worker to hold all 8');
+    // Another thread opens the gate after 1 s whatever happens here (before the fix this thread was stuck in the push).
+    const opener = new Worker(
+      "const { workerData } = require('node:worker_threads'); const g = new Int32Array(workerData); Atomics.wait(g, 0, 0, 1000); Atomics.store(g, 0, 1); Atomics.notify(g, 0);",
+      { eval: true, workerData: gate.buffer },
+    );
+    let turns = 0;
+    const timer = setInterval(() => turns++, 1);
+    await sleep(5);
+    const turnsBefore = turns;
+    await b.publish('tick', { seq: 8 }); // was: spun in the core until the handler returned (here: never)
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 8, droppedNewest: 1, droppedOldest: 0, held: 8 });
+    await sleep(20);
+    clearInterval(timer);
+    expect(turns).toBeGreaterThan(turnsBefore); // the event loop went on
+    await opener.terminate();
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    await waitFor(() => seen.subarray(0, 8).every((x) => x === 1), 5_000, 'the 8 held events handled');
+    // Room again: the next events are taken, evicting the oldest queued ones as usual.
+    await b.publishMany('tick', ticks(8, 8));
+    await waitFor(() => seen.subarray(8, 16).every((x) => x === 1), 5_000, 'the next 8');
   });
 
   it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
