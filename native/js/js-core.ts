@@ -334,7 +334,8 @@ export class JsCore implements PartitionCore {
   }
 
   pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false): string | null {
-    if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('offs must hold max + 1 entries');
+    if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('pop: offs (max + 1 entries) must hold at least ' + (Math.max(1, max) + 1) + ' entries');
+    if (info.length < (hold ? 3 : 2)) throw new RangeError(`pop: info must hold at least ${hold ? 3 : 2} entries`);
     const lane = this.lanes.get(laneId);
     info[0] = 0;
     if (!lane || nParts === 0) return null;

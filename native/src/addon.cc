@@ -114,6 +114,23 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return lane;
   }
 
+  // Whether `v` is a typed array of `type` with at least `minLength` elements; otherwise throws (TypeError for
+  // another kind, RangeError when too short) and returns false. Data() of a typed array of another element
+  // type, or index past its end, would read or write outside its memory.
+  static bool IsArrayOf(Napi::Env env, const Napi::Value& v, napi_typedarray_type type, size_t minLength, const char* what) {
+    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type) {
+      Napi::TypeError::New(env, std::string(what) + (type == napi_uint8_array ? " must be a Uint8Array" : " must be a Uint32Array"))
+          .ThrowAsJavaScriptException();
+      return false;
+    }
+    if (v.As<Napi::TypedArray>().ElementLength() < minLength) {
+      Napi::RangeError::New(env, std::string(what) + " must hold at least " + std::to_string(minLength) + " entries")
+          .ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
+  }
+
   // The ring of (info[0] lane, info[1] partition); nullptr (a RangeError thrown) when there is none.
   Ring* RingAt(const Napi::CallbackInfo& info) {
     const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
@@ -147,8 +164,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     Lane* lane = GetLane(env, info[0], partition);
     if (!lane) return env.Undefined();
     Ring& ring = lane->ring(partition);
-    if (!info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
-      Napi::TypeError::New(env, "push(lane, partition, Uint8Array, Uint32Array, Uint32Array, n, mode)").ThrowAsJavaScriptException();
+    if (!IsArrayOf(env, info[2], napi_uint8_array, 0, "push: bytes") || !IsArrayOf(env, info[3], napi_uint32_array, 0, "push: byteLens") ||
+        !IsArrayOf(env, info[4], napi_uint32_array, 0, "push: charLens")) {
       return env.Undefined();
     }
     Napi::Uint8Array bytes = info[2].As<Napi::Uint8Array>();
@@ -222,6 +239,11 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   Napi::Value Pop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
+    const bool hold = info.Length() > 9 && info[9].ToBoolean().Value();
+    // info: [records, partition], and the first record's position with `hold`.
+    if (!IsArrayOf(env, info[1], napi_uint32_array, 0, "pop: parts") || !IsArrayOf(env, info[5], napi_uint32_array, hold ? 3 : 2, "pop: info")) {
+      return env.Undefined();
+    }
     Napi::Uint32Array parts = info[1].As<Napi::Uint32Array>();
     const uint32_t nParts = info[2].As<Napi::Number>().Uint32Value();
     Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
@@ -239,13 +261,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     const uint32_t waitUs = info[6].As<Napi::Number>().Uint32Value();
     const uint32_t spinUs = info[7].As<Napi::Number>().Uint32Value();
     uint32_t* offs = nullptr;
-    if (info.Length() > 8 && info[8].IsTypedArray()) {
-      Napi::Uint32Array o = info[8].As<Napi::Uint32Array>();
-      if (o.ElementLength() < size_t(max) + 1) {
-        Napi::RangeError::New(env, "offs must hold max + 1 entries").ThrowAsJavaScriptException();
-        return env.Undefined();
-      }
-      offs = o.Data();
+    if (info.Length() > 8 && !info[8].IsUndefined() && !info[8].IsNull()) {
+      if (!IsArrayOf(env, info[8], napi_uint32_array, size_t(max) + 1, "pop: offs (max + 1 entries)")) return env.Undefined();
+      offs = info[8].As<Napi::Uint32Array>().Data();
     }
     napi_value result = nullptr;
     uint32_t which = 0;
@@ -262,11 +280,6 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       if (ascii) napi_create_string_latin1(env, p, na + nb, &result);
       else napi_create_string_utf8(env, p, na + nb, &result);
     };
-    const bool hold = info.Length() > 9 && info[9].ToBoolean().Value();
-    if (hold && out.ElementLength() < 3) {
-      Napi::RangeError::New(env, "info must hold 3 entries with hold").ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
     uint32_t first = 0;
     uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max, waitUs > 50000 ? 50000 : waitUs,
                         spinUs, &which, emit, offs, hold, &first);

@@ -233,6 +233,25 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     }
   });
 
+  it('refuses arrays too short (or, with the addon, of another element type) instead of reading or writing past them', () => {
+    const c = core();
+    const lane = c.createLane(1);
+    expect(push(c, lane, 0, recs(2), PushMode.partial)).toBe(2);
+    const parts = Uint32Array.of(0);
+    expect(() => c.pop(lane, parts, 1, 0, 1, new Uint32Array(1), 0, 0)).toThrow(RangeError);
+    expect(() => c.pop(lane, parts, 1, 0, 1, new Uint32Array(2), 0, 0, new Uint32Array(2), true)).toThrow(RangeError);
+    expect(c.stats(lane, 0)[1]).toBe(0); // nothing popped by the refused calls
+    if (impl === 'native') {
+      const b = enc(recs(1));
+      expect(() => c.push(lane, 0, b.bytes, new Uint8Array(4) as unknown as Uint32Array, b.chars, 1, PushMode.partial)).toThrow(TypeError);
+      expect(() => c.push(lane, 0, b.bytes, b.lens, new Float64Array(4) as unknown as Uint32Array, 1, PushMode.partial)).toThrow(TypeError);
+      expect(() => c.pop(lane, [0] as unknown as Uint32Array, 1, 0, 1, new Uint32Array(3), 0, 0)).toThrow(TypeError);
+      expect(() => c.pop(lane, parts, 1, 0, 1, new Int32Array(3) as unknown as Uint32Array, 0, 0)).toThrow(TypeError);
+    }
+    expect(c.pop(lane, parts, 1, 0, 8, new Uint32Array(3), 0, 0)).not.toBeNull();
+    expect(c.stats(lane, 0)[1]).toBe(2);
+  });
+
   it('throws ERR_CLOSED after close, and pop returns null at once', () => {
     const c = core();
     const lane = c.createLane(1);
