@@ -3,7 +3,7 @@ import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
 import { TransportError } from '../../src/errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
 
-const opts: BatcherOptions = { maxEvents: 100, maxBytes: 1 << 20, maxWaitMs: 0, maxInFlight: 1, maxPendingEvents: 10_000, onFull: 'wait' };
+const opts: BatcherOptions = { maxEvents: 100, maxUnitEvents: 100, maxBytes: 1 << 20, maxWaitMs: 0, maxInFlight: 1, maxPendingEvents: 10_000, onFull: 'wait' };
 
 function ev(i: number): OutgoingEvent {
   return { id: String(i), type: 't', time: 0, key: undefined, data: i, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined };

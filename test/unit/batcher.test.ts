@@ -5,6 +5,7 @@ import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transpor
 
 const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
   maxEvents: 100,
+  maxUnitEvents: 100,
   maxBytes: 1 << 20,
   maxWaitMs: 0,
   maxInFlight: 1,
@@ -118,6 +119,19 @@ describe('Batcher', () => {
     for (const c of w.calls) for (const u of c.units) expect(u.bytes).toBeLessThanOrEqual(10);
     w.calls.forEach((c) => c.done());
     await Promise.all(ps);
+  });
+
+  it('makes units of at most maxUnitEvents (a transport that stores events one by one), in one batch', async () => {
+    const w = manualWriter();
+    const b = new Batcher(w.write, opts({ maxUnitEvents: 1 }));
+    const lane = new Lane('t', 0);
+    const ps = Array.from({ length: 3 }, (_, i) => b.add(lane, ev(i), 0));
+    await tick();
+    expect(w.calls).toHaveLength(1);
+    expect(w.calls[0]!.units.map((u) => u.events.length)).toEqual([1, 1, 1]);
+    // Each publish settles with its own event's fate.
+    w.calls[0]!.done([undefined, new Error('refused'), undefined]);
+    expect(await Promise.all(ps.map((p) => p.then(() => 'ok', (e: unknown) => (e as Error).constructor.name)))).toEqual(['ok', 'TransportError', 'ok']);
   });
 
   it('settles each event with the fate of its own unit', async () => {

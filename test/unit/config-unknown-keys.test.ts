@@ -30,7 +30,7 @@ describe('unknown config keys', () => {
   it('names an unknown subscribe option', async () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
     try {
-      const err = await configError(() => bus.subscribe('order.created', { group: 'g', retry: { backof: {} } }, () => {}));
+      const err = await configError(() => bus.subscribe('order.created', { group: 'g', retry: { backof: {} } } as never, () => {}));
       expect(err.issues.map((i) => i.path.join('.'))).toEqual(['subscribe options.retry.backof']);
     } finally {
       await bus.close();
