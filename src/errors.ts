@@ -181,9 +181,14 @@ export class NonRetryableError extends EventlaneError {
   }
 }
 
-/** Whether a handler failure should be retried: everything is, unless it says `retryable: false`. */
+/**
+ * Whether a handler failure should be retried: everything is, unless it says `retryable: false`. Read from
+ * the error, not its class: a `NonRetryableError` of another copy of this package (its CommonJS build
+ * beside the ES module one, a second install) is no instance of this copy's class, and was retried.
+ */
 export function isRetryable(err: unknown): boolean {
-  return !(err instanceof EventlaneError) || err.retryable;
+  if (err instanceof EventlaneError) return err.retryable;
+  return !(err instanceof Error && (err as { retryable?: unknown }).retryable === false);
 }
 
 /** A short, single-line description of any thrown value, for DLQ records and logs. */
