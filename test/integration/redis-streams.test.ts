@@ -262,6 +262,16 @@ describe('redis-streams: options', () => {
     expect(warnings).toEqual([{ obj: expect.objectContaining({ topics: ['order.cretaed'] }), msg: expect.stringMatching(/transport\.topics names event types this bus does not declare/) }]);
   });
 
+  it('a URL ioredis cannot use is a ConfigError naming transport.url, at once', async () => {
+    for (const url of ['redis://127.0.0.1:notaport', 'http://127.0.0.1:6379', 'redis://h/not-a-db']) {
+      const started = Date.now();
+      const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url } }).catch((e: unknown) => e);
+      expect(err, url).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => i.path.join('.'))).toEqual(['transport.url']);
+      expect(Date.now() - started).toBeLessThan(1000);
+    }
+  });
+
   it('invalid subscribe options name the field', async () => {
     const b = await bus();
     await expect(b.subscribe('order.created', { group: 'g', blockMs: -5 }, () => undefined)).rejects.toThrow(/blockMs/);

@@ -5,6 +5,22 @@
  */
 import { z } from 'zod';
 
+/**
+ * What ioredis can connect to: `redis://` or `rediss://` with a host, a numeric port and a numeric db, or a
+ * Unix socket path. Anything else failed late: a bad port threw a raw TypeError from ioredis, `http://x`
+ * waited connectTimeoutMs and failed as a connection error.
+ */
+function isRedisUrl(s: string): boolean {
+  if (s.startsWith('/')) return true;
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return false;
+  }
+  return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '' && /^(\/\d*)?$/.test(u.pathname);
+}
+
 const hostPort = z.union([
   z.string().min(1),
   z.object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) }).strict(),
@@ -25,7 +41,7 @@ export const redisStreamsConfigSchema = z
   .object({
     type: z.literal('redis-streams'),
     /** `redis://[user:pass@]host:port[/db]` or `rediss://...` for TLS. Default `redis://127.0.0.1:6379`. */
-    url: z.string().min(1).optional(),
+    url: z.string().min(1).refine(isRedisUrl, 'must be redis://[user:pass@]host[:port][/db], rediss://... (TLS) or a Unix socket path').optional(),
     host: z.string().min(1).optional(),
     port: z.number().int().min(1).max(65535).optional(),
     username: z.string().optional(),
