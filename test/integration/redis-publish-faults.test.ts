@@ -2,6 +2,8 @@
  * Faults on the publishing side against real redis-server processes: a stalled server at close, a pool
  * connection killed while a write for several partitions waits for it, error replies for one entry.
  */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConnectionError, TransportError } from '../../src/index.js';
@@ -31,6 +33,17 @@ async function killPublishConnection(port: number, seq: number): Promise<void> {
 }
 
 describe('redis-streams: publish faults', () => {
+  it('a bus that could not connect does not keep its process alive', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/redis-unreachable.ts', import.meta.url));
+    const out = execFileSync(process.execPath, ['--import', 'tsx', fixture, 'redis://127.0.0.1:1'], { encoding: 'utf8', timeout: 20_000 });
+    const rejected = /rejected (\d+) ConnectionError/.exec(out);
+    const exited = /exit (\d+)/.exec(out);
+    expect(rejected, out).not.toBeNull();
+    // Before: ioredis's disconnect timers of the failed sockets held it 2 s longer.
+    expect(Number(exited![1]) - Number(rejected![1])).toBeLessThan(1000);
+  });
+
+
   it('close() returns in bounded time while the server is stalled (SIGSTOP), and the publish in flight rejects', async () => {
     const s = await server();
     cleanup.push(() => s.resume());

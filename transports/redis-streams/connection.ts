@@ -53,6 +53,10 @@ export class Connector {
       enableOfflineQueue: true,
       retryStrategy: (times: number) => Math.min(50 * times, 1000),
       connectionName: `eventlane:${role}:${process.pid}:${this.seq++}`,
+      // disconnect() ends the socket and destroys it if it has not closed after this. ioredis's 2 s timer
+      // also runs for a socket that had already failed (it never closes again): a bus that could not
+      // connect kept its process alive 2 s after createEventBus rejected.
+      disconnectTimeout: 100,
     };
     if (role === 'command') o.commandTimeout = c.commandTimeoutMs;
     if (role === 'publish') {
