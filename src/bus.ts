@@ -469,7 +469,8 @@ function validated(t: TypeState, data: unknown, index: number, eventId: string |
     throw new ValidationError(message, [{ path: [], message: String((err as Error)?.message), code: 'custom' }], { cause: err });
   }
   if (parsed.success) return parsed.data;
-  const issues = toIssues(parsed.error);
+  // In a publishMany call, each issue's path starts with the payload's index, as zod's own for an array.
+  const issues = index >= 0 ? toIssues(parsed.error).map((i) => ({ ...i, path: [index, ...i.path] })) : toIssues(parsed.error);
   const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
   throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
 }
