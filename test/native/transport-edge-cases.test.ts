@@ -51,6 +51,18 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => Atomics.load(c, 0) === 100, 5_000, 'every event in the CommonJS handler');
   });
 
+  it('close() twice: the second call resolves only once the first has ended the worker threads', async () => {
+    const b = await bus({ partitions: 2 });
+    const c = new Int32Array(new SharedArrayBuffer(4));
+    await b.subscribe('tick', { group: 'twice', workers: 2, handler: fixture('cjs-handler.cjs'), workerData: { counters: c.buffer } });
+    const t = transportOf(b);
+    let first = false;
+    void t.close().then(() => (first = true));
+    await t.close();
+    // Before: the second call returned at once, while the first was still ending the threads.
+    expect(first).toBe(true);
+  });
+
   it('worker consumers: workerData a thread cannot be given (a function) rejects subscribe with ConfigError naming workerData', async () => {
     const b = await bus();
     const err = await b.subscribe('tick', { group: 'w', workers: 2, handler: fixture('count-handler.mjs'), workerData: { f: () => 1 } }).catch((e: unknown) => e);

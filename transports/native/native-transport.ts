@@ -401,8 +401,15 @@ export class NativeTransport implements Transport {
     return sum;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Idempotent: a second call resolves when the first has ended every thread, not at once. */
+  close(): Promise<void> {
+    this.closeDone ??= this.doClose();
+    return this.closeDone;
+  }
+
+  private closeDone: Promise<void> | undefined;
+
+  private async doClose(): Promise<void> {
     this.closed = true;
     this.closing.abort();
     for (const wake of [...this.waiting]) wake();
