@@ -445,7 +445,7 @@ export class EventBus<M extends EventMap> {
     await this.batcher.close();
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     await this.transport.close();
-    this.logger.debug({ service: this.service }, 'event bus closed');
+    this.logger.debug({}, 'event bus closed'); // the bus's logger names the service already
   }
 }
 
