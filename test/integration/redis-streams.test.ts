@@ -296,6 +296,11 @@ describe('redis-streams: admin', () => {
       // Redis's own lag for 'slow' is 290: it counts the 240 entries trimmed before the group read them.
       expect(groups['slow']).toMatchObject({ lag: 50, trimmed: 240, pending: 10 });
       expect(groups['fast']).toMatchObject({ lag: 0, trimmed: 0, pending: 300 });
+      // Trimmed to nothing: no lag is left, the rest of 'slow's was trimmed unread (Redis's lag still says 290).
+      await raw.xtrim(key, 'MAXLEN', 0);
+      const empty = Object.fromEntries((await admin.groups('order.created')).map((g) => [g.group, g]));
+      expect(empty['slow']).toMatchObject({ lag: 0, trimmed: 290 });
+      expect(empty['fast']).toMatchObject({ lag: 0, trimmed: 0 });
     } finally {
       await close();
     }

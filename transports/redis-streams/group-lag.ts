@@ -32,7 +32,8 @@ export async function groupPositions(client: unknown, key: string): Promise<Grou
   return rows.map((row) => {
     const f = pairs(row);
     const redisLag = f['lag'] === null || f['lag'] === undefined ? undefined : Number(f['lag']);
-    const behind = first != null && compareIds(String(f['last-delivered-id']), first[0]) < 0;
+    // An empty stream holds nothing to deliver: whatever Redis counts as lag there was trimmed.
+    const behind = length === 0 || (first != null && compareIds(String(f['last-delivered-id']), first[0]) < 0);
     return {
       group: String(f['name']),
       consumers: Number(f['consumers'] ?? 0),
