@@ -77,6 +77,8 @@ interface StreamInfo {
   acks: string[];
   /** Entries trimmed before the group read them, as last reported (0 once the group is past the gap). */
   trimmedSeen: number;
+  /** Entries the serial pending drain found trimmed, reported together when it ends. */
+  trimmedInDrain: number;
 }
 
 class Reader {
@@ -153,7 +155,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0 });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedInDrain: 0 });
         this.held.push(new Map());
         this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
@@ -274,6 +276,7 @@ export class RedisConsumer implements TransportSubscription {
           if (!any) {
             r.drainPending = false;
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
+            this.reportTrimmedInDrain(r);
           }
         } else {
           const next = ahead ?? this.read(r, undefined, true);
@@ -315,6 +318,17 @@ export class RedisConsumer implements TransportSubscription {
         failures++;
         await this.sleep(Math.min(1000, 50 * failures));
       }
+    }
+    this.reportTrimmedInDrain(r);
+  }
+
+  /** The pending drain's trimmed entries, one warning per stream (the drain reads one entry at a time). */
+  private reportTrimmedInDrain(r: Reader): void {
+    for (const idx of r.streams) {
+      const s = this.streams[idx]!;
+      if (s.trimmedInDrain === 0) continue;
+      this.trimmedPending(s, s.trimmedInDrain);
+      s.trimmedInDrain = 0;
     }
   }
 
@@ -370,6 +384,7 @@ export class RedisConsumer implements TransportSubscription {
     const s = this.streams[idx]!;
     const now = Date.now();
     let events = 0;
+    let trimmed = 0;
     for (let k = 0; k < entries.length; k++) {
       const raw = entries[k]!;
       const id = raw[0];
@@ -379,7 +394,7 @@ export class RedisConsumer implements TransportSubscription {
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
         this.ack(idx, id);
-        if (!s.retry) this.trimmedPending(s, 1);
+        if (!s.retry) trimmed++;
         continue;
       }
       const decoded = decodeEntry(id, fields, this.spec.type, this.readData);
@@ -426,6 +441,12 @@ export class RedisConsumer implements TransportSubscription {
         this.queue.push(entry);
         started?.push(entry);
       }
+    }
+    // One warning with their count, not one per entry: the serial pending drain (`started`, one entry per read)
+    // adds them up and reports when it ends.
+    if (trimmed > 0) {
+      if (started !== undefined) s.trimmedInDrain += trimmed;
+      else this.trimmedPending(s, trimmed);
     }
     if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
     this.pump();
