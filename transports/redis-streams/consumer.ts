@@ -723,7 +723,7 @@ export class RedisConsumer implements TransportSubscription {
       const name = String(f['name']);
       // Never a consumer that still has pending entries, never ourselves.
       if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
-      const res = await deleteIfNothingPending(this.command, key, this.spec.group, name);
+      const res = await deleteIfNothingPending(this.command, key, this.spec.group, name, this.noScripts);
       if (res === 'deleted') this.logger.info({ group: this.spec.group, stream: key, consumer: name }, 'deleted an idle consumer with no pending entries');
       else if (res !== 'busy') {
         this.logger.warn({ group: this.spec.group, stream: key, consumer: name, dropped: res.dropped }, 'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered');

@@ -22,12 +22,17 @@ export type Pruned =
   /** Deleted without the atomic check (no scripts), and it did hold entries: they are no longer pending. */
   | { dropped: number };
 
-export async function deleteIfNothingPending(client: Client, stream: string, group: string, consumer: string): Promise<Pruned> {
+/**
+ * `onNoScripts` is called when this call finds that the server refuses scripts (once per client, as in
+ * `claimOwned`, whichever of the two finds it first).
+ */
+export async function deleteIfNothingPending(client: Client, stream: string, group: string, consumer: string, onNoScripts?: (err: Error) => void): Promise<Pruned> {
   if (!scriptsRefused(client)) {
     try {
       return Number(await SCRIPT.run(client, stream, [group, consumer])) < 0 ? 'busy' : 'deleted';
     } catch (err) {
       if (!refusesScripts(client, err)) throw err;
+      onNoScripts?.(err);
     }
   }
   const dropped = Number(await client.xgroup('DELCONSUMER', stream, group, consumer));
