@@ -339,10 +339,11 @@ describe('redis-streams: admin', () => {
     await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, readCount: 1, blockMs: 100, minIdleMs: 5000, reclaimIntervalMs: 100, drainTimeoutMs: 100 }, () => stuck);
     try {
       for (const o of orders(600)) await b.publish('order.created', o);
-      await waitFor(() => warnings.some((w) => w.msg?.startsWith('entries were trimmed')), 5000, 'the warning');
-      const w = warnings.find((x) => x.msg?.startsWith('entries were trimmed'))!;
-      expect(w.obj).toMatchObject({ group: 'g', stream: streamKey(prefix, 'order.created', 0) });
-      expect(w.obj['trimmed']).toBeGreaterThan(300);
+      // A housekeeping pass (every 20th reclaim pass, ~2 s here) may meet the stream while the loop above still
+      // publishes, and warn with part of the count; a later pass warns again with the larger one.
+      const trimmedWarning = () => warnings.find((x) => x.msg?.startsWith('entries were trimmed') && Number(x.obj['trimmed']) > 300);
+      await waitFor(() => trimmedWarning() !== undefined, 10_000, 'the warning');
+      expect(trimmedWarning()!.obj).toMatchObject({ group: 'g', stream: streamKey(prefix, 'order.created', 0) });
     } finally {
       release();
     }
