@@ -1,6 +1,6 @@
 /** Shared bits of the Redis integration tests. */
 import { z } from 'zod';
-import { createEventBus, defineEvents, EventlaneError, type EventBus } from '../../src/index.js';
+import { createEventBus, defineEvents, EventlaneError, type EventBus, type Logger } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -57,4 +57,11 @@ export async function publishThrough(b: EventBus<typeof events>, from: number, d
   const tally: Record<string, number> = {};
   for (const r of await Promise.all(outcomes)) tally[r] = (tally[r] ?? 0) + 1;
   return { tally, accepted, next: seq };
+}
+
+/** A logger that keeps its warnings (fields and message) and drops the rest. */
+export function warningLogger(): Logger & { warnings: { obj: Record<string, unknown>; msg?: string }[] } {
+  const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
+  const drop = (): void => undefined;
+  return { warnings, debug: drop, info: drop, error: drop, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
 }

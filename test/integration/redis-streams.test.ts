@@ -8,7 +8,7 @@ import { ConfigError, createEventBus, type EventBus } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, openRedisStreamsAdmin, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
-import { events, fastRead, fastRetry, makeBus, order, orders } from './redis-common.js';
+import { events, fastRead, fastRetry, makeBus, order, orders, warningLogger } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
@@ -255,8 +255,8 @@ describe('redis-streams: options', () => {
   });
 
   it('topics naming an event type the bus does not declare are reported (a typo would leave the type on the defaults)', async () => {
-    const warnings: { obj: object; msg?: string }[] = [];
-    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj, msg }) };
+    const logger = warningLogger();
+    const warnings = logger.warnings;
     const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('topics'), topics: { 'order.cretaed': { partitions: 4 }, 'audit.logged': { partitions: 2 } } } });
     open.push(b);
     expect(warnings).toEqual([{ obj: expect.objectContaining({ topics: ['order.cretaed'] }), msg: expect.stringMatching(/transport\.topics names event types this bus does not declare/) }]);
@@ -314,8 +314,8 @@ describe('redis-streams: admin', () => {
     await raw.xreadgroup('GROUP', 'g', 'me', 'COUNT', 2, 'STREAMS', key, '>');
     await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 2, 'STREAMS', key, '>');
     await raw.xtrim(key, 'MAXLEN', 0);
-    const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
-    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
+    const logger = warningLogger();
+    const warnings = logger.warnings;
     const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1 } });
     open.push(b);
     await sleep(150); // the dead consumer's entries idle past minIdleMs
@@ -330,8 +330,8 @@ describe('redis-streams: admin', () => {
 
   it('a consumer whose group falls behind retention warns that entries were trimmed unread', async () => {
     const prefix = uniquePrefix('trimwarn');
-    const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
-    const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
+    const logger = warningLogger();
+    const warnings = logger.warnings;
     const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, entryMode: 'event', maxLen: 100 } });
     open.push(b);
     let release!: () => void;

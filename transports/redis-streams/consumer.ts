@@ -31,7 +31,7 @@ import { isConnectionProblem, type Client, type Connector } from './connection.j
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
-import { groupPositions } from './group-lag.js';
+import { groupPositions, pairs } from './group-lag.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
 type RawEntry = [string, string[] | null];
@@ -718,8 +718,7 @@ export class RedisConsumer implements TransportSubscription {
   private async pruneStream(key: string, limit: number): Promise<void> {
     const rows = (await (this.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', key, this.spec.group)) ?? [];
     for (const row of rows) {
-      const f: Record<string, unknown> = {};
-      for (let i = 0; i + 1 < row.length; i += 2) f[String(row[i])] = row[i + 1];
+      const f = pairs(row);
       const name = String(f['name']);
       // Never a consumer that still has pending entries, never ourselves.
       if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;

@@ -7,7 +7,7 @@
  * A server that refuses scripts (ACL without +@scripting) gets the plain XCLAIM, and the check is lost.
  */
 import type { Client } from './connection.js';
-import { refusesScripts, Script, scriptsRefused } from './scripts.js';
+import { Script } from './scripts.js';
 
 // KEYS[1] stream; ARGV[1] group, ARGV[2] consumer, ARGV[3] RETRYCOUNT ('' to leave it), ARGV[4..] ids.
 const SCRIPT = new Script(`
@@ -49,17 +49,10 @@ export async function claimOwned(
   const lost: string[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
-    if (scriptsRefused(client)) {
-      await plainClaim(client, stream, group, consumer, chunk, retryCount);
-      continue;
-    }
-    try {
-      lost.push(...((await SCRIPT.run(client, stream, [group, consumer, retryCount === undefined ? '' : String(retryCount), ...chunk])) as string[]));
-    } catch (err) {
-      if (!refusesScripts(client, err)) throw err;
-      onNoScripts?.(err);
-      await plainClaim(client, stream, group, consumer, chunk, retryCount);
-    }
+    const args = [group, consumer, retryCount === undefined ? '' : String(retryCount), ...chunk];
+    // Without scripts: the plain XCLAIM, no owner check, nothing reported lost.
+    const plain = () => plainClaim(client, stream, group, consumer, chunk, retryCount).then(() => []);
+    lost.push(...((await SCRIPT.runOr(client, stream, args, plain, onNoScripts)) as string[]));
   }
   return lost;
 }

@@ -6,9 +6,9 @@
  * the check and the delete are two commands, and a delete that did drop entries is reported.
  */
 import type { Client } from './connection.js';
-import { refusesScripts, Script, scriptsRefused } from './scripts.js';
+import { Script } from './scripts.js';
 
-// KEYS[1] stream; ARGV[1] group, ARGV[2] consumer. -1: it has entries pending, left alone.
+// KEYS[1] stream; ARGV[1] group, ARGV[2] consumer. -1: it has entries pending, left alone; else 0 (deleted, nothing dropped).
 const SCRIPT = new Script(`
 if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return -1 end
 return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
@@ -27,14 +27,8 @@ export type Pruned =
  * `claimOwned`, whichever of the two finds it first).
  */
 export async function deleteIfNothingPending(client: Client, stream: string, group: string, consumer: string, onNoScripts?: (err: Error) => void): Promise<Pruned> {
-  if (!scriptsRefused(client)) {
-    try {
-      return Number(await SCRIPT.run(client, stream, [group, consumer])) < 0 ? 'busy' : 'deleted';
-    } catch (err) {
-      if (!refusesScripts(client, err)) throw err;
-      onNoScripts?.(err);
-    }
-  }
-  const dropped = Number(await client.xgroup('DELCONSUMER', stream, group, consumer));
-  return dropped > 0 ? { dropped } : 'deleted';
+  // Without scripts, DELCONSUMER alone: its reply is the number of pending entries it dropped.
+  const plain = () => client.xgroup('DELCONSUMER', stream, group, consumer);
+  const n = Number(await SCRIPT.runOr(client, stream, [group, consumer], plain, onNoScripts));
+  return n < 0 ? 'busy' : n > 0 ? { dropped: n } : 'deleted';
 }

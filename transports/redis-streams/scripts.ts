@@ -2,7 +2,7 @@
  * Lua scripts the consumer runs where a check and a change must be one step (owned-claim.ts,
  * prune-consumer.ts): EVALSHA, with EVAL when the server does not have the script cached yet. A server
  * may refuse scripts altogether (an ACL user without +@scripting, scripting disabled): callers then fall
- * back to plain commands, and `refusesScripts` remembers that per client.
+ * back to plain commands (`runOr`), and that is remembered per client.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from './connection.js';
@@ -21,9 +21,24 @@ export class Script {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  /** Runs the script with one key; rejects with the server's error (see `refusesScripts`). */
-  async run(client: Client, key: string, args: readonly (string | number)[]): Promise<unknown> {
-    const c = client as unknown as Evaluator;
+  /**
+   * Runs the script with one key and resolves with its reply; where `client`'s server refuses scripts,
+   * resolves with `fallback()`'s instead (plain commands), calling `onRefused` when this call is the one
+   * that finds so (once per client, whichever script finds it first). Other errors reject.
+   */
+  async runOr(client: Client, key: string, args: readonly (string | number)[], fallback: () => Promise<unknown>, onRefused?: (err: Error) => void): Promise<unknown> {
+    if (noScripts.has(client)) return fallback();
+    try {
+      return await this.run(client as unknown as Evaluator, key, args);
+    } catch (err) {
+      if (!(err instanceof Error) || !/^NOPERM|unknown command|scripting/i.test(err.message)) throw err;
+      noScripts.add(client);
+      onRefused?.(err);
+      return fallback();
+    }
+  }
+
+  private async run(c: Evaluator, key: string, args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await c.evalsha(this.sha, 1, key, ...args);
     } catch (err) {
@@ -31,19 +46,4 @@ export class Script {
       return c.eval(this.source, 1, key, ...args);
     }
   }
-}
-
-/** Whether `client`'s server is known to refuse scripts. */
-export function scriptsRefused(client: Client): boolean {
-  return noScripts.has(client);
-}
-
-/**
- * True (and remembered for `client`) when `err` is the server refusing scripts, not a failure of the
- * script's commands: the caller falls back to plain commands.
- */
-export function refusesScripts(client: Client, err: unknown): err is Error {
-  if (!(err instanceof Error) || !/^NOPERM|unknown command|scripting/i.test(err.message)) return false;
-  noScripts.add(client);
-  return true;
 }
