@@ -63,16 +63,33 @@ export function loadBinding(): Binding | null {
     loadError = new Error('EVENTLANE_NATIVE=0');
     return (binding = null);
   }
+  // A local build first (npm run build:native), then the shipped prebuilt binary: a local build made for
+  // another Node, or from older sources, must not hide a prebuilt binary that loads.
+  const failures: string[] = [];
+  let root: string;
   try {
-    const root = packageRoot();
-    const local = join(root, 'native', 'build', 'Release', 'eventlane.node');
-    if (existsSync(local)) binding = req(local) as Binding;
-    else binding = (req('node-gyp-build') as (dir: string) => Binding)(root);
-    if (binding.abi !== BINDING_ABI) throw new Error(`the native addon speaks interface ${binding.abi ?? 1}, this code ${BINDING_ABI}: rebuild it (npm run build:native)`);
+    root = packageRoot();
   } catch (err) {
     loadError = err as Error;
-    binding = null;
+    return (binding = null);
   }
+  const local = join(root, 'native', 'build', 'Release', 'eventlane.node');
+  const candidates: [string, () => Binding][] = [
+    ...(existsSync(local) ? [[local, () => req(local) as Binding] as [string, () => Binding]] : []),
+    ['prebuilt binary', () => (req('node-gyp-build') as (dir: string) => Binding)(root)],
+  ];
+  for (const [name, load] of candidates) {
+    try {
+      const b = load();
+      if (b.abi !== BINDING_ABI) throw new Error(`it speaks interface ${b.abi ?? 1}, this code ${BINDING_ABI}: rebuild it (npm run build:native)`);
+      loadError = undefined;
+      return (binding = b);
+    } catch (err) {
+      failures.push(`${name}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  loadError = new Error(failures.join('; '));
+  binding = null;
   return binding;
 }
 

@@ -1,4 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { availableImplementation, createCore, nativeLoadError, PushMode, toRingStats, type PartitionCore } from '../../native/loader.js';
 
@@ -27,6 +30,45 @@ describe('native addon loading', () => {
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env: { ...process.env, EVENTLANE_NATIVE: '0' }, encoding: 'utf8' });
     expect(out.match(/^WARN /gm)?.length).toBe(1);
     expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ impl: 'js', kinds: ['js', 'js'], err: 'EVENTLANE_NATIVE=0' });
+  });
+  describe('a local build that does not load', () => {
+    // A package root of its own: the loader's sources, a broken (or stale) native/build, and optionally the
+    // shipped prebuilt binaries, as after `npm run build:native` under another Node, or from older sources.
+    const repo = resolve(__dirname, '../..');
+    const load = (prebuilt: boolean): { impl: string; err: string | null; warn: string[] } => {
+      const dir = mkdtempSync(join(tmpdir(), 'eventlane-loader-'));
+      try {
+        writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'eventlane', version: '0.0.0', type: 'module' }));
+        cpSync(join(repo, 'native', 'loader.ts'), join(dir, 'native', 'loader.ts'));
+        cpSync(join(repo, 'native', 'js'), join(dir, 'native', 'js'), { recursive: true });
+        mkdirSync(join(dir, 'native', 'build', 'Release'), { recursive: true });
+        writeFileSync(join(dir, 'native', 'build', 'Release', 'eventlane.node'), 'not a shared object');
+        symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'));
+        if (prebuilt) cpSync(join(repo, 'prebuilds'), join(dir, 'prebuilds'), { recursive: true });
+        const loader = new URL(`file://${join(dir, 'native', 'loader.ts')}`).href;
+        const code = `
+          const m = await import(${JSON.stringify(loader)});
+          const warn = [];
+          const core = m.createCore(8, 1024, 'auto', (w) => warn.push(w));
+          console.log(JSON.stringify({ impl: core.kind, err: m.nativeLoadError()?.message ?? null, warn }));`;
+        const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: repo, encoding: 'utf8' });
+        return JSON.parse(out.trim().split('\n').pop()!);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+
+    it('falls back to the shipped prebuilt binary', () => {
+      expect(load(true)).toEqual({ impl: 'native', err: null, warn: [] });
+    });
+
+    it('without a prebuilt binary, falls back to JS with one warning naming both failures', () => {
+      const r = load(false);
+      expect(r.impl).toBe('js');
+      expect(r.err).toMatch(/native\/build\/Release\/eventlane\.node: .*; prebuilt binary: /);
+      expect(r.warn).toHaveLength(1);
+      expect(r.warn[0]).toContain(r.err);
+    });
   });
 });
 
