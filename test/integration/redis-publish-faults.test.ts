@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConnectionError, TransportError } from '../../src/index.js';
+import { ClosedError, ConnectionError, TransportError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { sleep } from '../helpers/wait.js';
@@ -69,6 +69,27 @@ describe('redis-streams: publish faults', () => {
     void t.close().then(() => (first = true));
     await t.close();
     expect(first).toBe(true);
+  });
+
+  it('close() while the transport is still connecting: a write issued before it is stored, one issued after it rejects with ClosedError, no connection is left open', async () => {
+    const s = await server();
+    const t = createRedisStreamsTransport({ type: 'redis-streams', url: s.url, commandTimeoutMs: 3000, pool: { size: 2 } }, { service: 'it-closing', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify });
+    const ev = { id: 'e1', type: 'order.created', time: Date.now(), key: undefined, data: { n: 1 }, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined };
+    const started = Date.now();
+    const unit = { type: 'order.created', partition: 0, events: [ev], bytes: 0 };
+    const before = t.write([unit]).then(() => 'stored', (e: unknown) => e);
+    const closing = t.close();
+    const after = t.write([unit]).then(() => 'stored', (e: unknown) => e);
+    await closing;
+    // close() waits for the connection, the write waiting for it goes out first, then QUIT lets its reply arrive.
+    expect(await before).toBe('stored');
+    expect(await after).toBeInstanceOf(ClosedError);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await withRedis(s.port, (c) => c.xlen(streamKey('el', 'order.created', 0)))).toBe(1);
+    await sleep(100);
+    const names = await withRedis(s.port, async (c) => ((await c.client('LIST')) as string).split('\n').filter((l) => l.includes('it-closing')));
+    expect(names).toEqual([]);
+    await expect(t.connect()).rejects.toBeInstanceOf(ClosedError);
   });
 
   it("a write for two partitions waiting for one's connection is not overtaken on the other by a later publish (per-key order)", async () => {

@@ -57,6 +57,7 @@ export class RedisStreamsTransport implements Transport {
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
   connect(): Promise<void> {
+    if (this.closed) return Promise.reject(new ClosedError('redis-streams transport'));
     this.connecting ??= this.doConnect();
     return this.connecting;
   }
