@@ -22,6 +22,7 @@ import {
   SerializationError,
   UnknownEventError,
   ValidationError,
+  type ValidationIssue,
 } from './errors.js';
 import type { EventData, EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
@@ -79,6 +80,36 @@ export type EventHandler<M extends EventMap, K extends EventName<M>> = (
   event: EventEnvelope<EventData<M, K>, K>,
   ctx: DeliveryContext,
 ) => void | Promise<void>;
+
+/**
+ * A dead letter of `bus.deadLetters(type)`, its payload checked against the event's schema when read
+ * (dead letters can hold what never passed it: an event dead-lettered for a `ValidationError` on consume,
+ * one another producer wrote with a looser schema, an entry that could not be decoded). Narrow on `valid`:
+ * - `true`: `event.data` is the declared payload, the schema's output, as a handler gets it. (A schema that
+ *   transforms values published its output, which it cannot check again: as for handlers, that is trusted.)
+ * - `false`: `event` is what was read (`undefined` when it could not be decoded, `raw` then holds it), its
+ *   `data` is `unknown`; `issues` says why it does not pass (zod's issues, paths within `data`).
+ * @example
+ * for (const letter of await bus.deadLetters('order.created', { group: 'billing' })) {
+ *   if (letter.valid) retryLater(letter.event.data.orderId);
+ *   else console.warn(letter.id, letter.error, letter.issues);
+ * }
+ */
+export type EventDeadLetter<M extends EventMap, K extends EventName<M>> = ValidDeadLetter<EventData<M, K>, K> | InvalidDeadLetter;
+
+/** A dead letter whose event passed its schema when read: `event.data` is the schema's output. */
+export interface ValidDeadLetter<T, K extends string = string> extends Omit<DeadLetter, 'type' | 'event'> {
+  readonly valid: true;
+  readonly type: K;
+  readonly event: EventEnvelope<T, K>;
+}
+
+/** A dead letter that is not a valid event of its type: `event` as read (or undefined), `data: unknown`. */
+export interface InvalidDeadLetter extends DeadLetter {
+  readonly valid: false;
+  /** Why it is not a valid event of the type: zod's issues for the payload (paths within `data`), or one root issue. */
+  readonly issues: readonly ValidationIssue[];
+}
 
 export interface Subscription {
   readonly type: string;
@@ -414,11 +445,17 @@ export class EventBus<M extends EventMap> {
 
   /**
    * Dead letters of `type` (optionally of one group), oldest first: events that exhausted
-   * `maxDeliveries`, failed non-retryably, or could not be decoded.
+   * `maxDeliveries`, failed non-retryably, or could not be decoded; at most `limit` of them (the built-in
+   * transports' default: 1000). Each is checked against the schema when read, whatever `validateOnConsume`
+   * says: see {@link EventDeadLetter}. Transport-specific fields (Redis Streams' `ref`) are kept, untyped.
    */
-  async deadLetters(type: EventName<M>, options: { group?: string; limit?: number } = {}): Promise<DeadLetter[]> {
+  async deadLetters<K extends EventName<M>>(type: K, options: { group?: string; limit?: number } = {}): Promise<EventDeadLetter<M, K>[]> {
+    const t = this.types.get(type);
+    if (t === undefined) throw new UnknownEventError(type, this.events.names);
     if (!this.transport.deadLetters) throw new ConfigError(`The ${this.transport.type} transport keeps no dead letters.`);
-    return this.transport.deadLetters(type, options.group, options.limit);
+    const letters = await this.transport.deadLetters(type, options.group, options.limit);
+    const trusted = this.events.transforming.has(type);
+    return letters.map((letter) => checkedDeadLetter(t, trusted, letter)) as EventDeadLetter<M, K>[];
   }
 
   /** Publish counters: events written, batches, units, failures; and events buffered now. */
@@ -473,6 +510,26 @@ function validated(t: TypeState, data: unknown, index: number, eventId: string |
   const issues = index >= 0 ? toIssues(parsed.error).map((i) => ({ ...i, path: [index, ...i.path] })) : toIssues(parsed.error);
   const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
   throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
+}
+
+/** A dead letter as `bus.deadLetters` returns it: `event.data` replaced by the schema's output, or marked invalid. */
+function checkedDeadLetter(t: TypeState, trusted: boolean, letter: DeadLetter): ValidDeadLetter<unknown> | InvalidDeadLetter {
+  const event = letter.event as EventEnvelope | null | undefined; // stored JSON: could be anything
+  const invalid = (message: string): InvalidDeadLetter => ({ ...letter, valid: false, issues: [{ path: [], message, code: 'custom' }] });
+  if (event === undefined) return invalid('the event could not be decoded (`raw` holds what was read)');
+  if (event === null || typeof event !== 'object') {
+    return { ...letter, event: undefined, raw: letter.raw ?? event, valid: false, issues: [{ path: [], message: 'the stored event is not an object (in `raw`)', code: 'custom' }] };
+  }
+  if (event.type !== t.name || letter.type !== t.name) return invalid(`an event of type "${String(event.type)}", not "${t.name}"`);
+  if (trusted) return { ...letter, valid: true, event };
+  let data: unknown;
+  try {
+    data = validated(t, event.data, -1, event.id);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    return { ...letter, valid: false, issues: err.issues };
+  }
+  return { ...letter, valid: true, event: { ...event, data } };
 }
 
 function invalidAlways(): typeof INVALID {

@@ -5,7 +5,16 @@ import { registeredTransports as listTransports } from './registry.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 
 export { createEventBus, EventBus } from './bus.js';
-export type { EventBusConfig, SubscribeOptions, Subscription, EventHandler, PublishManyOptions } from './bus.js';
+export type {
+  EventBusConfig,
+  SubscribeOptions,
+  Subscription,
+  EventHandler,
+  PublishManyOptions,
+  EventDeadLetter,
+  ValidDeadLetter,
+  InvalidDeadLetter,
+} from './bus.js';
 export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';

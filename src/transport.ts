@@ -111,7 +111,11 @@ export interface TransportSubscription {
   close(): Promise<void>;
 }
 
-/** An event that exhausted its deliveries (or could not be decoded), as stored in a dead-letter queue. */
+/**
+ * An event that exhausted its deliveries (or could not be decoded), as stored in a dead-letter queue.
+ * Its payload is unchecked (`event.data: unknown`); `bus.deadLetters` checks it against the event's
+ * schema and types it (`EventDeadLetter`).
+ */
 export interface DeadLetter {
   readonly id: string;
   readonly type: string;
@@ -119,7 +123,10 @@ export interface DeadLetter {
   readonly partition: number;
   readonly attempts: number;
   readonly error: string;
-  /** The envelope when it could be decoded; otherwise undefined and `raw` holds what was read. */
+  /**
+   * The envelope when it could be decoded; otherwise undefined and `raw` holds what was read. Its `data` is
+   * as stored: it may not match the schema (a `ValidationError` on consume dead-letters the event).
+   */
   readonly event: EventEnvelope | undefined;
   readonly raw?: unknown;
   readonly deadAt: number;

@@ -1,0 +1,122 @@
+/**
+ * `bus.deadLetters(type)` checks each stored letter against the event's schema when read: a valid one's
+ * `event.data` is the schema's output (as handlers get it), anything else is `valid: false` with `issues`.
+ * The letters here are what a transport could hand back (JSON from a DLQ stream, entries others wrote).
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createEventBus, defineEvents, NonRetryableError, registerTransport, UnknownEventError, type DeadLetter, type Transport } from '../../src/index.js';
+import { uniqueName, waitFor } from '../helpers/wait.js';
+
+const events = defineEvents({
+  'order.placed': z.object({ orderId: z.string(), amount: z.number().positive(), at: z.coerce.date() }),
+  measured: z.object({ word: z.string() }).transform((o) => ({ length: o.word.length })),
+});
+
+const letter = (over: Partial<DeadLetter> & Record<string, unknown>): DeadLetter => ({
+  id: 'e-1',
+  type: 'order.placed',
+  group: 'g',
+  partition: 0,
+  attempts: 1,
+  error: 'Error: boom',
+  event: undefined,
+  deadAt: 1,
+  ...over,
+});
+const envelope = (data: unknown, type = 'order.placed') => ({ id: 'e-1', type, source: 'other', time: 1, data });
+
+/** A bus over a transport whose dead-letter queue holds `stored` (for any type: filtered by `type`). */
+async function busWith(stored: DeadLetter[]) {
+  const type = uniqueName('dlq-fixture');
+  registerTransport(type, () => {
+    const t: Transport = {
+      type,
+      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20 },
+      connect: async () => {},
+      partitionsFor: () => 1,
+      write: async () => {},
+      subscribe: async () => ({ close: async () => {} }),
+      deadLetters: async (t) => stored.filter((d) => d.type === t),
+      close: async () => {},
+    };
+    return t;
+  });
+  return createEventBus({ service: 's', events, transport: { type } });
+}
+
+describe('bus.deadLetters', () => {
+  it("gives a valid letter's payload as the schema's output, keeping the envelope and transport fields", async () => {
+    const bus = await busWith([letter({ event: { ...envelope({ orderId: 'o-1', amount: 5, at: '2024-01-02T03:04:05.000Z', extra: 1 }), key: 'k' }, ref: '0/1-0' })]);
+    const [d] = await bus.deadLetters('order.placed');
+    expect(d!.valid).toBe(true);
+    if (!d!.valid) return;
+    // JSON in the DLQ held a string; the declared payload type (z.output) is a Date, unknown keys stripped.
+    expect(d!.event.data).toEqual({ orderId: 'o-1', amount: 5, at: new Date('2024-01-02T03:04:05.000Z') });
+    expect(d!.event).toMatchObject({ id: 'e-1', type: 'order.placed', source: 'other', key: 'k' });
+    expect(d).toMatchObject({ id: 'e-1', group: 'g', error: 'Error: boom', ref: '0/1-0' });
+    await bus.close();
+  });
+
+  it('marks a payload that fails the schema invalid, with zod issues, and keeps the data as stored', async () => {
+    const stored = { orderId: 'o-2', amount: 'ten', at: 'not a date' };
+    const bus = await busWith([letter({ event: envelope(stored), error: 'ValidationError: ...' })]);
+    const [d] = await bus.deadLetters('order.placed');
+    expect(d).toMatchObject({ valid: false, error: 'ValidationError: ...' });
+    if (d!.valid) return;
+    expect(d!.event?.data).toEqual(stored);
+    expect(d!.issues.map((i) => i.path)).toEqual([['amount'], ['at']]);
+    await bus.close();
+  });
+
+  it('marks undecodable letters, a non-object event and an event of another type invalid', async () => {
+    const bus = await busWith([
+      letter({ raw: { data: '{oops' }, error: 'malformed entry: field "data" is not JSON' }),
+      letter({ event: null as never }),
+      letter({ event: envelope({ orderId: 'o-3', amount: 1, at: 0 }, 'order.cancelled') }),
+    ]);
+    const dead = await bus.deadLetters('order.placed');
+    expect(dead.map((d) => d.valid)).toEqual([false, false, false]);
+    expect(dead.map((d) => d.event)).toEqual([undefined, undefined, expect.objectContaining({ type: 'order.cancelled' })]);
+    expect(dead[0]).toMatchObject({ raw: { data: '{oops' }, issues: [{ path: [], message: expect.stringMatching(/could not be decoded/) }] });
+    expect(dead[1]).toMatchObject({ raw: null, issues: [{ message: expect.stringMatching(/not an object/) }] });
+    expect(dead[2]).toMatchObject({ issues: [{ message: expect.stringMatching(/"order.cancelled", not "order.placed"/) }] });
+    await bus.close();
+  });
+
+  it("trusts a transforming schema's letters as handlers do (its output is not input it can check)", async () => {
+    const bus = await busWith([letter({ type: 'measured', event: envelope({ length: 3 }, 'measured') })]);
+    const [d] = await bus.deadLetters('measured');
+    expect(d).toMatchObject({ valid: true, event: { data: { length: 3 } } });
+    await bus.close();
+  });
+
+  it('rejects an undeclared type with UnknownEventError', async () => {
+    const bus = await busWith([]);
+    await expect(bus.deadLetters('nope' as never)).rejects.toBeInstanceOf(UnknownEventError);
+    await bus.close();
+  });
+
+  it('on the memory transport: a handler failure is a valid letter, a looser producer\'s payload an invalid one', async () => {
+    const name = uniqueName('dlq-memory');
+    const consumer = await createEventBus({ service: 'c', events, transport: { type: 'memory', name } });
+    const loose = await createEventBus({
+      service: 'p',
+      events: defineEvents({ 'order.placed': z.object({ orderId: z.string(), amount: z.string(), at: z.string() }) }),
+      transport: { type: 'memory', name },
+    });
+    await consumer.subscribe('order.placed', { group: 'g' }, (e) => {
+      throw new NonRetryableError(`cannot charge ${e.data.orderId}`);
+    });
+    await consumer.publish('order.placed', { orderId: 'o-1', amount: 1, at: new Date(0) });
+    await loose.publish('order.placed', { orderId: 'o-2', amount: 'ten', at: 'x' });
+    await waitFor(async () => (await consumer.deadLetters('order.placed')).length === 2, 5000, 'two dead letters');
+    const dead = await consumer.deadLetters('order.placed', { group: 'g' });
+    expect(dead.map((d) => [d.valid, (d.event?.data as { orderId: string }).orderId])).toEqual([
+      [true, 'o-1'],
+      [false, 'o-2'],
+    ]);
+    expect(dead[1]!.error).toMatch(/ValidationError/);
+    await Promise.all([consumer.close(), loose.close()]);
+  });
+});
