@@ -3,7 +3,7 @@
  */
 import type { BenchBus } from './bus.js';
 import { benchBus } from './bus.js';
-import { DeliveryTracker, sizedPayloads } from './payload.js';
+import { DeliveryTracker, RepeatedDeliveryTracker, sizedPayloads } from './payload.js';
 import type { BenchConfig, Measured, RunContext } from './types.js';
 
 export type PublishMode =
@@ -70,10 +70,12 @@ export function acceptedCount(bus: BenchBus): { count: number; by: string } {
 /**
  * Reads a publish-only run back through a fresh consumer group from the start of the stream and counts
  * distinct payload ids (Redis: proves the events are in Redis and decodable by our own consumer).
+ * `expected`: payload ids 0 .. expected - 1, once each; or, for a pool of payloads published over and
+ * over, how many times each id was published.
  */
-export async function readBack(config: BenchConfig, type: EventType, expected: number, timeoutMs = 15_000): Promise<DeliveryTracker> {
+export async function readBack(config: BenchConfig, type: EventType, expected: number | Uint32Array, timeoutMs = 15_000): Promise<DeliveryTracker> {
   const bus = await benchBus(config);
-  const tracker = new DeliveryTracker(expected);
+  const tracker = typeof expected === 'number' ? new DeliveryTracker(expected) : new RepeatedDeliveryTracker(expected);
   try {
     await bus.subscribe(type, { group: `verify-${Date.now()}`, startFrom: '0', concurrency: 64 }, (e) => {
       tracker.mark((e.data as { id: number }).id);
@@ -83,6 +85,14 @@ export async function readBack(config: BenchConfig, type: EventType, expected: n
     await bus.close();
   }
   return tracker;
+}
+
+export const READ_BACK = 'read back from Redis through a new consumer group';
+
+/** `readBack` as the delivery check of a publish-only iteration (`publishMeasured`'s `check`). */
+export async function readBackCheck(config: BenchConfig, type: EventType, expected: number | Uint32Array): Promise<{ received: number; unique: number; by: string }> {
+  const t = await readBack(config, type, expected);
+  return { received: t.received, unique: t.unique, by: typeof expected === 'number' ? READ_BACK : `${READ_BACK}, each payload id counted against the times it was published` };
 }
 
 /** Measured figures of a publish-only run. */
@@ -106,9 +116,6 @@ export async function timedPublish(ctx: RunContext, mode: PublishMode, group: nu
   } finally {
     await bus.close();
   }
-  if (c.transport === 'redis' && !ctx.warmup) {
-    const t = await readBack(c, 'bench.sized', payloads.length);
-    return publishMeasured(payloads.length, c.messageSize, { received: t.received, unique: t.unique, by: 'read back from Redis through a new consumer group' });
-  }
+  if (c.transport === 'redis' && !ctx.warmup) return publishMeasured(payloads.length, c.messageSize, await readBackCheck(c, 'bench.sized', payloads.length));
   return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
 }

@@ -51,8 +51,12 @@ export class DeliveryTracker {
   private readonly seen: Uint8Array;
   received = 0;
   unique = 0;
-  constructor(readonly expected: number) {
-    this.seen = new Uint8Array(expected);
+  /** `ids`: payload ids 0 .. ids - 1 are tracked (subclasses that count differently pass 0). */
+  constructor(
+    readonly expected: number,
+    ids = expected,
+  ) {
+    this.seen = new Uint8Array(ids);
   }
   mark(id: number): void {
     this.received++;
@@ -80,6 +84,24 @@ export class DeliveryTracker {
       } else if (performance.now() - idleSince > timeoutMs) return;
       await new Promise((r) => setTimeout(r, 1));
     }
+  }
+}
+
+/**
+ * DeliveryTracker for a pool of payloads published over and over (extreme-batching): `times[id]` copies
+ * of payload id `id` were sent. `unique` counts deliveries that match a copy not yet matched, so lost =
+ * expected - unique and duplicated = received - unique, as for distinct ids. A lost copy and a duplicated
+ * copy of the same id cancel out: the count is exact per id, not per copy.
+ */
+export class RepeatedDeliveryTracker extends DeliveryTracker {
+  private readonly got: Uint32Array;
+  constructor(private readonly times: Uint32Array) {
+    super(times.reduce((a, b) => a + b, 0), 0);
+    this.got = new Uint32Array(times.length);
+  }
+  override mark(id: number): void {
+    this.received++;
+    if (id >= 0 && id < this.times.length && this.got[id]!++ < this.times[id]!) this.unique++;
   }
 }
 

@@ -6,9 +6,7 @@
  * batched one-publisher configuration is also measured with one publishMany() call of the whole array.
  */
 import { autoPipelinedXadd, awaitedXadd, pipelinedArrays } from '../baselines/redis.js';
-import { benchBus } from '../lib/bus.js';
-import { acceptedCount, drivePublish, publishMeasured, readBack } from '../lib/drive.js';
-import { sizedPayloads } from '../lib/payload.js';
+import { timedPublish, type PublishMode } from '../lib/drive.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
 
@@ -89,22 +87,7 @@ export const publishingThroughput: Scenario = {
     return [...out, ...baselines.values()];
   },
   runners: {
-    async publish({ variant: v, config: c, timed, warmup }) {
-      const payloads = sizedPayloads(c.messageCount, c.messageSize);
-      const bus = await benchBus(c);
-      let acc: { count: number; by: string };
-      try {
-        await timed(() => drivePublish(bus, 'bench.sized', payloads, v.params['mode'] as 'publish-groups', Number(v.params['group']), c.publishers));
-        acc = acceptedCount(bus);
-      } finally {
-        await bus.close();
-      }
-      if (isRedis(c) && !warmup) {
-        const t = await readBack(c, 'bench.sized', payloads.length);
-        return publishMeasured(payloads.length, c.messageSize, { received: t.received, unique: t.unique, by: 'read back from Redis through a new consumer group' });
-      }
-      return publishMeasured(payloads.length, c.messageSize, { received: acc.count, by: acc.by });
-    },
+    publish: (ctx) => timedPublish(ctx, ctx.variant.params['mode'] as PublishMode, Number(ctx.variant.params['group']), ctx.config.publishers),
     pipelinedArrays: (ctx) => pipelinedArrays(ctx, Number(ctx.variant.params['batch'])),
     awaitedXadd,
     autoPipelinedXadd,
