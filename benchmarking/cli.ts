@@ -6,6 +6,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand } from './lib/commands.js';
 import { addConfigFlags } from './lib/flags.js';
 import { intListArg, UsageError } from './lib/config.js';
+import { abandonedIterations } from './lib/runner.js';
 
 const program = new Command('benchmark')
   .description('Reproduces the seed benchmark reports (../shared/seeds) against eventlane, with baselines. See docs/benchmarks.md.')
@@ -68,3 +69,6 @@ async function main(): Promise<void> {
 }
 
 await main();
+// An iteration abandoned after --iteration-timeout with --no-fork may still hold timers and connections
+// that would keep this process alive; everything is reported (written synchronously) by now.
+if (abandonedIterations() > 0) process.exit();

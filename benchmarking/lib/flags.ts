@@ -27,9 +27,9 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
     .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')
     .option('--html <file>', 'write a self-contained HTML report with charts')
     .addOption(
-      new Option('--iteration-timeout <s>', 'seconds one iteration (warmups too) may run in its child process before it is killed and reported as failed').default(300).argParser(numArg('iteration-timeout', 0.1, 86_400)),
+      new Option('--iteration-timeout <s>', 'seconds one iteration (warmups too) may run before its child process is killed (--no-fork: before it is abandoned) and it is reported as failed').default(300).argParser(numArg('iteration-timeout', 0.1, 86_400)),
     )
-    .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging; no --iteration-timeout)')
+    .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging; a timed-out iteration is abandoned, not killed)')
     .option('--keep-keys', 'leave the run\'s Redis keys in place (for inspection); default: deleted after the run')
     .option('--quiet', 'no progress output');
   void opts;

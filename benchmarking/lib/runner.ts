@@ -3,11 +3,14 @@
  * `node --expose-gc child.js` (the compiled benchmark, `npm run benchmark`; `--import tsx child.ts` when
  * the CLI itself runs from source), which runs the warmup iterations (JIT,
  * connections) and then the measured one, and returns figures over IPC. No heap, JIT or transport state
- * leaks from one measured iteration into the next. `fork: false` runs everything in this process.
+ * leaks from one measured iteration into the next. `fork: false` runs everything in this process, under
+ * the same time limit (`runHere`).
  */
 import { fork } from 'node:child_process';
+import inspector from 'node:inspector';
 import { fileURLToPath } from 'node:url';
 import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
+import { Watchdog } from './watchdog.js';
 import { cleanupPrefix } from './redis.js';
 import { linkBaselines, summarize } from './stats.js';
 import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
@@ -23,9 +26,9 @@ export interface RunOptions {
   /** Only variants whose kind matches (matrix runs the library only unless asked). */
   kinds?: ReadonlyArray<'eventlane' | 'baseline'>;
   /**
-   * Wall time one iteration (warmup or measured) may take in a child process before the child is killed
-   * and the iteration reported as failed; a child running w warmups and one measured iteration gets
-   * (w + 1) x this. Not applied with `fork: false` (a hung iteration cannot be stopped in-process).
+   * Wall time one iteration (warmup or measured) may take before it is reported as failed; a request of
+   * w warmups and one measured iteration gets (w + 1) x this. In a child process the child is killed; with
+   * `fork: false` the iterations are abandoned (see `runHere`).
    * @default DEFAULT_ITERATION_TIMEOUT_MS
    */
   iterationTimeoutMs?: number;
@@ -50,6 +53,17 @@ export function crashReason(stderr: string): string | undefined {
   return (error ?? lines.pop())?.trim();
 }
 
+/** The wall-time limit of a request: `timeoutMs` per iteration, warmups included. */
+function limitFor(req: IterationRequest, timeoutMs: number): number {
+  // Capped at setTimeout's limit (2^31 - 1 ms): a longer delay fires at once.
+  return Math.min(2 ** 31 - 1, timeoutMs * Math.max(1, req.warmups + req.measured));
+}
+
+/** The start of a timed-out request's error line, the same for a child and for `runHere`. */
+function timedOut(req: IterationRequest, limitMs: number): string {
+  return `iteration timed out after ${Math.round(limitMs / 100) / 10} s (${req.warmups} warmup + ${req.measured} measured)`;
+}
+
 /**
  * Runs `req` in a fresh child process (`script`: the child entry, tests substitute their own). Rejects
  * with a one-line reason when the child reports an error, exits without replying (crash: the exit code
@@ -64,13 +78,12 @@ export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_
     });
     let stderr = '';
     let settled = false;
-    // Capped at setTimeout's limit (2^31 - 1 ms): a longer delay fires at once and would kill the child.
-    const limitMs = Math.min(2 ** 31 - 1, timeoutMs * Math.max(1, req.warmups + req.measured));
+    const limitMs = limitFor(req, timeoutMs);
     const timer = setTimeout(() => {
       if (settled) return;
       settled = true;
       child.kill('SIGKILL');
-      reject(new Error(`iteration timed out after ${Math.round(limitMs / 100) / 10} s (${req.warmups} warmup + ${req.measured} measured); benchmark child ${child.pid} killed`));
+      reject(new Error(`${timedOut(req, limitMs)}; benchmark child ${child.pid} killed`));
     }, limitMs);
     const settle = () => {
       settled = true;
@@ -101,6 +114,80 @@ export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_
   });
 }
 
+/** Iterations `runHere` gave up on (they may still be running in this process). */
+let abandoned = 0;
+
+/** How many in-process iterations timed out and were abandoned; the CLI exits explicitly when any were. */
+export function abandonedIterations(): number {
+  return abandoned;
+}
+
+/**
+ * How long past its limit an in-process request may keep this process from reporting it (a main thread
+ * that never yields: a synchronous loop, or an unbroken chain of promise callbacks) before the watchdog
+ * kills the process.
+ */
+export const WATCHDOG_GRACE_MS = 5_000;
+
+let watchdog: Watchdog | undefined;
+
+/**
+ * Runs `req` in this process (`--no-fork`) under the same limit as `runInChild`, and rejects with the same
+ * error line when it is exceeded. An iteration cannot be killed in-process: it is abandoned and may run
+ * on (later results of this process get a note saying so). A main thread that does not yield at all past
+ * the limit cannot even report: `WATCHDOG_GRACE_MS` later a watchdog process prints the error line to
+ * stderr and kills this process (not when an inspector is open: a thread paused in a debugger is not hung).
+ */
+export function runHere(
+  scenario: Scenario,
+  req: IterationRequest,
+  timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS,
+  run: (s: Scenario, r: IterationRequest) => Promise<IterationResult[]> = runIterationsHere,
+): Promise<IterationResult[]> {
+  const limitMs = limitFor(req, timeoutMs);
+  const what = timedOut(req, limitMs);
+  // Not under an inspector: a main thread paused at a breakpoint is not hung.
+  if (inspector.url() === undefined) watchdog ??= new Watchdog();
+  watchdog?.arm(
+    Math.min(2 ** 31 - 1, limitMs + WATCHDOG_GRACE_MS),
+    `${what}; the CLI's own process (--no-fork) did not yield for ${WATCHDOG_GRACE_MS / 1000} s more and was killed (no report written)`,
+  );
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const finish = () => {
+      settled = true;
+      clearTimeout(timer);
+      watchdog?.disarm();
+    };
+    const timer = setTimeout(() => {
+      if (settled) return;
+      finish();
+      abandoned++;
+      reject(new Error(`${what}; abandoned in the CLI's own process (--no-fork: it cannot be killed and may run on)`));
+    }, limitMs);
+    run(scenario, req).then(
+      (r) => {
+        if (settled) return;
+        finish();
+        resolve(r);
+      },
+      (err: unknown) => {
+        if (settled) return;
+        finish();
+        reject(err);
+      },
+    );
+  });
+}
+
+const ABANDONED_NOTE = 'measured while an abandoned, timed-out iteration may still have been running in this process (--no-fork)';
+
+async function runHereNoted(scenario: Scenario, req: IterationRequest, timeoutMs: number | undefined): Promise<IterationResult[]> {
+  const results = await runHere(scenario, req, timeoutMs);
+  if (abandoned === 0) return results;
+  return results.map((r) => ({ ...r, notes: [...(r.notes ?? []), ABANDONED_NOTE] }));
+}
+
 export async function runScenario(
   scenario: Scenario,
   config: BenchConfig,
@@ -129,7 +216,7 @@ export async function runScenario(
           measured: variant.config.iterations === 0 ? 0 : 1,
         };
         try {
-          all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs) : await runIterationsHere(scenario, req)));
+          all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs) : await runHereNoted(scenario, req, opts.iterationTimeoutMs)));
         } catch (err) {
           errors[k] = firstLine(err);
         }
