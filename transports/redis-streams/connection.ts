@@ -194,6 +194,25 @@ export class Connector {
 
 function noop(): void {}
 
+/** A socket that can hold writes back and send them as one (`net.Socket`'s cork/uncork). */
+export interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/**
+ * The socket of a standalone client, for writing several commands as one write. ioredis has no public API
+ * for this: it reads `Redis#stream`, marked internal (`@ignore`) by ioredis. A Cluster client has none, and an
+ * ioredis without it (or whose `stream` cannot cork) gives undefined: callers must then send the commands
+ * without it, each in its own write. test/integration/redis-read-connection.test.ts pins that this ioredis has it.
+ */
+export function corkable(client: Client): Corkable | undefined {
+  const s = (client as { stream?: unknown }).stream;
+  if (typeof s !== 'object' || s === null) return undefined;
+  const c = s as Partial<Corkable>;
+  return typeof c.cork === 'function' && typeof c.uncork === 'function' ? (s as Corkable) : undefined;
+}
+
 /** Whether an error is about the connection (rather than a Redis error reply). */
 export function isConnectionProblem(err: unknown): boolean {
   if (!(err instanceof Error)) return false;

@@ -27,7 +27,7 @@ import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubsc
 import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } from './codec.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
-import { isConnectionProblem, type Client, type Connector } from './connection.js';
+import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
@@ -84,7 +84,7 @@ interface StreamInfo {
 class Reader {
   conn: Client | undefined;
   drainPending = true;
-  /** The read outstanding on `conn`, when it was sent and when the watchdog gives up on it (ms). */
+  /** The read outstanding on `conn` (until its reply or error comes), when it was sent and when the watchdog gives up on it (ms). */
   reading: Command | undefined;
   readSince = 0;
   readDeadline = 0;
@@ -124,6 +124,8 @@ export class RedisConsumer implements TransportSubscription {
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
+  /** When the watchdog last ran (ms). */
+  private lastWatch = 0;
   private reclaiming = false;
   private readonly prefetch: number;
   /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
@@ -186,7 +188,8 @@ export class RedisConsumer implements TransportSubscription {
     }
     for (const r of this.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
-    this.watchdogTimer = setInterval(() => this.watch(), Math.max(50, Math.min(1000, Math.floor(this.opts.watchdogMs / 4))));
+    this.lastWatch = Date.now();
+    this.watchdogTimer = setInterval(() => this.watch(), this.watchEveryMs());
     this.watchdogTimer.unref();
     this.reclaimTimer = setInterval(() => void this.reclaim(), reclaimMs);
     this.reclaimTimer.unref();
@@ -258,7 +261,6 @@ export class RedisConsumer implements TransportSubscription {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
           // the process is redelivered alone and only its own delivery count grows.
           const reply = await this.read(r, r.lastIds, false, 1);
-          r.reading = undefined;
           if (this.closing) break;
           let any = false;
           const started: Entry[] = [];
@@ -282,7 +284,6 @@ export class RedisConsumer implements TransportSubscription {
           const next = ahead ?? this.read(r, undefined, true);
           ahead = undefined;
           const reply = await next;
-          r.reading = undefined;
           if (this.closing) break;
           if (reply) {
             // A full reply means a backlog: read ahead, so Redis prepares the next one while handlers run.
@@ -299,10 +300,16 @@ export class RedisConsumer implements TransportSubscription {
         }
         failures = 0;
       } catch (err) {
-        r.reading = undefined;
         if (this.closing) break;
         ahead = undefined;
         const msg = err instanceof Error ? err.message : String(err);
+        if (!r.drainPending && msg.startsWith('UNBLOCKED')) {
+          // The blocking read was ended with an error reply (CLIENT UNBLOCK ... ERROR; Redis does it too when the key
+          // is deleted or the server turns replica): it delivered nothing and the connection is fine, so no pending
+          // drain and no backoff. Whatever caused it, if it lasts, shows at the next read (NOGROUP, READONLY).
+          this.logger.debug({ err: msg, group: this.spec.group }, 'blocking read interrupted (CLIENT UNBLOCK); reading again');
+          continue;
+        }
         r.drainPending = true;
         for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
         if (msg.includes('NOGROUP')) {
@@ -347,16 +354,31 @@ export class RedisConsumer implements TransportSubscription {
     r.lastCount = count;
     r.readSince = Date.now();
     r.readDeadline = r.readSince + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
-    // Acks waiting for this reader's streams go first on the same connection, in the same write.
-    const stream = (conn as { stream?: { cork(): void; uncork(): void } }).stream;
-    if (block && this.ackScheduled && stream !== undefined) {
-      stream.cork();
-      for (const i of r.streams) this.sendAcks(this.streams[i]!, conn);
-      const p = send<ReadReply>(conn, cmd);
-      stream.uncork();
-      return p;
+    // Acks waiting for this reader's streams go first on the same connection, in the same write, where the
+    // socket can be corked (a standalone client); otherwise they go on the command connection at the end of the turn.
+    const socket = block && this.ackScheduled ? corkable(conn) : undefined;
+    let p: Promise<ReadReply>;
+    if (socket !== undefined) {
+      socket.cork();
+      try {
+        for (const i of r.streams) this.sendAcks(this.streams[i]!, conn);
+        p = send<ReadReply>(conn, cmd);
+      } finally {
+        socket.uncork();
+      }
+    } else {
+      p = send<ReadReply>(conn, cmd);
     }
-    return send<ReadReply>(conn, cmd);
+    // Settled is not outstanding, whether or not the read loop has taken the reply yet.
+    const settled = (): void => {
+      if (r.reading === cmd) r.reading = undefined;
+    };
+    p.then(settled, settled);
+    return p;
+  }
+
+  private watchEveryMs(): number {
+    return Math.max(50, Math.min(1000, Math.floor(this.opts.watchdogMs / 4)));
   }
 
   /**
@@ -366,10 +388,14 @@ export class RedisConsumer implements TransportSubscription {
    */
   private watch(): void {
     const now = Date.now();
+    // A late turn means the event loop was held (synchronous handlers, a long GC pause): a reply that came
+    // meanwhile is still unread in the socket (timers run before I/O). The next turn judges, after the I/O.
+    const late = now - this.lastWatch > 2 * this.watchEveryMs();
+    this.lastWatch = now;
+    if (late) return;
     for (const r of this.readers) {
       const cmd = r.reading;
-      // A reply that came while the loop was busy elsewhere is not a hang (ioredis marks it resolved).
-      if (cmd === undefined || (cmd as { isResolved?: boolean }).isResolved === true || now < r.readDeadline || this.closing) continue;
+      if (cmd === undefined || now < r.readDeadline || this.closing) continue;
       this.logger.warn({ group: this.spec.group, ms: now - r.readSince }, 'blocking read outlived its watchdog; replacing the connection');
       r.reading = undefined;
       const old = r.conn;
