@@ -1,6 +1,7 @@
 /**
  * Redis Cluster: a consumer's reclaim of dead consumers' entries goes on for the partitions whose masters
- * answer while another master does not (stalled, or dead and not failed over yet).
+ * answer while another master does not (stalled, or dead and not failed over yet); suspects are claimed alone
+ * (a MULTI on the partition's slot), trimmed ones reported.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
@@ -10,7 +11,7 @@ import { clusterForTests } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/wait.js';
 import { partitionForKey } from '../../src/partition.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
-import { events, orders } from './redis-common.js';
+import { events, order, orders, warningLogger } from './redis-common.js';
 
 const PARTITIONS = 6;
 
@@ -47,6 +48,32 @@ describe('redis-streams: cluster reclaim', () => {
       }
     } finally {
       stalled.resume();
+      raw.disconnect();
+      await b.close();
+    }
+  }, 60_000);
+
+  it('claims suspects alone through the Cluster client, and reports those trimmed while pending', async () => {
+    const prefix = uniquePrefix('cluster-suspect');
+    const key = streamKey(prefix, 'order.created', 0);
+    const raw = new Cluster(cluster().nodes);
+    const logger = warningLogger();
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 1 } });
+    try {
+      await raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+      for (let i = 0; i < 3; i++) await raw.xadd(key, '*', 'data', JSON.stringify(order(i)));
+      // Read twice by a consumer that died with them (suspects), the first two then trimmed.
+      await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 3, 'STREAMS', key, '>');
+      await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 3, 'STREAMS', key, '0');
+      await raw.xtrim(key, 'MAXLEN', 1);
+      const seen: string[] = [];
+      await b.subscribe('order.created', { group: 'g', consumer: 'live', blockMs: 200, minIdleMs: 200, reclaimIntervalMs: 100 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
+      await waitFor(() => seen.length === 1, 10_000, 'the surviving suspect');
+      expect(seen).toEqual(['2@3']);
+      const reports = () => logger.warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed'));
+      await waitFor(() => reports().length > 0, 5000, 'the trimmed ones reported');
+      expect(reports().map((w) => w.obj)).toEqual([{ group: 'g', stream: key, count: 2 }]);
+    } finally {
       raw.disconnect();
       await b.close();
     }

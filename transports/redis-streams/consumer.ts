@@ -12,9 +12,9 @@
  *     stream (failed, attempts left) or dead-lettered. Successful events are never redelivered
  *     because of a sibling's failure.
  *  5. Retry entries carry `attempt` and `due`; they are held until due, then run again.
- *  6. XAUTOCLAIM reclaims entries idle longer than minIdleMs (dead consumers); entries delivered more
- *     than maxDeliveries times without an ack go to the DLQ. Held entries are kept alive with XCLAIM JUSTID
- *     where they are still this consumer's (owned-claim.ts).
+ *  6. XAUTOCLAIM reclaims entries idle longer than minIdleMs (dead consumers), those delivered twice or more
+ *     one at a time (suspect-claim.ts); entries delivered more than maxDeliveries times without an ack go to
+ *     the DLQ. Held entries are kept alive with XCLAIM JUSTID where they are still this consumer's (owned-claim.ts).
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
 import type { Command } from 'ioredis';
@@ -31,6 +31,7 @@ import { corkable, isConnectionProblem, type Client, type Connector } from './co
 import { dlqKey, retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
+import { claimSuspect } from './suspect-claim.js';
 import { groupPositions, pairs } from './group-lag.js';
 import { send, sendWire, wireCommand } from './wire-command.js';
 
@@ -42,7 +43,6 @@ interface Cmd {
   xdel(key: string, ...ids: string[]): Promise<number>;
   xadd(key: string, ...args: (string | number)[]): Promise<string>;
   xgroup(...args: (string | number)[]): Promise<unknown>;
-  xclaim(...args: (string | number)[]): Promise<unknown>;
   xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
   xpending(...args: (string | number)[]): Promise<unknown>;
 }
@@ -79,6 +79,8 @@ interface StreamInfo {
   trimmedSeen: number;
   /** Entries the serial pending drain found trimmed, reported together when it ends. */
   trimmedInDrain: number;
+  /** Entries a reclaim pass found trimmed while pending (XAUTOCLAIM, XCLAIM of suspects), reported when it ends. */
+  trimmedInReclaim: number;
 }
 
 class Reader {
@@ -157,7 +159,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedInDrain: 0 });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedInDrain: 0, trimmedInReclaim: 0 });
         this.held.push(new Map());
         this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
@@ -786,6 +788,12 @@ export class RedisConsumer implements TransportSubscription {
       }
       if (nogroup) await this.ensureGroups('0').catch(noop);
     } finally {
+      // One warning per stream and pass: suspects are claimed one at a time, and there can be thousands.
+      for (const s of this.streams) {
+        if (s.trimmedInReclaim === 0) continue;
+        this.trimmedPending(s, s.trimmedInReclaim);
+        s.trimmedInReclaim = 0;
+      }
       this.reclaiming = false;
     }
   }
@@ -812,7 +820,7 @@ export class RedisConsumer implements TransportSubscription {
     const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
     s.cursor = reply[0];
     // Redis 7 drops entries trimmed while pending from the PEL and names them here.
-    if (!s.retry && reply[2] !== undefined && reply[2].length > 0) this.trimmedPending(s, reply[2].length);
+    if (!s.retry && reply[2] !== undefined) s.trimmedInReclaim += reply[2].length;
     const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
@@ -827,8 +835,14 @@ export class RedisConsumer implements TransportSubscription {
    */
   private async claimAlone(idx: number, id: string): Promise<void> {
     const s = this.streams[idx]!;
-    const claimed = ((await this.cmd.xclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, id)) as RawEntry[]).filter((e) => e !== null);
-    if (claimed.length === 0 || this.closing) return; // taken or acked meanwhile, or deleted (Redis drops it from the list)
+    const { entries: claimed, trimmed } = await claimSuspect(this.command, s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, id);
+    if (trimmed) {
+      // Redis 7 has dropped it from the pending list; Redis 6.2 has made it ours: acked, as the pending drain does.
+      this.ack(idx, id);
+      if (!s.retry) s.trimmedInReclaim++;
+      return;
+    }
+    if (claimed.length === 0 || this.closing) return; // taken or acked meanwhile
     this.logger.info({ group: this.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
     const started: Entry[] = [];
     this.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
