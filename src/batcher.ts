@@ -119,6 +119,12 @@ export interface BatcherStats {
   failedEvents: number;
 }
 
+/**
+ * A unit and a batch kept for the life of the process, so their maps survive full GCs while nothing
+ * is in flight (see `MAP_ANCHORS` in outgoing.ts: the publish path is optimized against them).
+ */
+export const BATCH_ANCHORS: readonly object[] = [new Unit('', 0), new Batch()];
+
 export class Batcher {
   private open = new Batch();
   private gen = 0;

@@ -75,6 +75,16 @@ export class Outgoing implements OutgoingEvent {
   }
 }
 
+/**
+ * An event (and its meta) kept for the life of the process, so that their hidden classes are never
+ * collected. Optimized code holds the maps it checks weakly: a full GC that finds no live object of a
+ * map throws away every function optimized against it ("weak objects" in `--trace-deopt`). Without these,
+ * a full GC while no event was in flight (a closed bus, a quiet service between bursts) sent the publish
+ * path back to the interpreter, to be compiled again on the next burst. Built through the same
+ * constructors, with values of the same representations, as the events published, so they share maps.
+ */
+export const MAP_ANCHORS: readonly object[] = [new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0)];
+
 /** Width of the ids `writeIdBytes` writes. */
 export const ID_BYTES = ID_HEAD_LENGTH + 2;
 

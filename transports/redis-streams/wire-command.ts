@@ -144,6 +144,12 @@ Object.defineProperty(WireCommand.prototype, 'reject', {
 });
 
 /**
+ * A writer and a command kept for the life of the process, so their maps survive full GCs (see
+ * `MAP_ANCHORS` in src/outgoing.ts): the XADD path and Node's socket writes are optimized against them.
+ */
+export const WIRE_ANCHORS: readonly object[] = [new RespWriter(0), new WireCommand('xadd', ['k'], Buffer.alloc(0))];
+
+/**
  * Cluster: the node an ASK reply redirected `cmd` to (a key of a slot being migrated that its old master
  * no longer has). ioredis resends the command there without changing its slot map, so a WAIT routed by
  * slot would go to the old master. Undefined when it was not redirected that way (or is not ours).
