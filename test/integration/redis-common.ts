@@ -1,7 +1,9 @@
 /** Shared bits of the Redis integration tests. */
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { z } from 'zod';
 import { createEventBus, defineEvents, EventlaneError, type EventBus, type Logger } from '../../src/index.js';
-import { uniquePrefix } from '../helpers/redis-server.js';
+import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep } from '../helpers/wait.js';
 
 export const events = defineEvents({
@@ -71,4 +73,34 @@ export function recordingLogger(): Logger & { lines: { level: 'debug' | 'info' |
   const lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[] = [];
   const at = (level: 'debug' | 'info' | 'warn' | 'error') => (obj: object, msg?: string): void => void lines.push({ level, obj: obj as Record<string, unknown>, msg: msg ?? '' });
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/** What `redisForFile` gives a test file: set in its beforeAll, so read the fields inside tests. */
+export interface FileRedis<S extends { url: string; stop(): Promise<void> }> {
+  server: S;
+  raw: Redis;
+  /** Run after each test, newest first; a failing one does not stop the others. */
+  cleanup: (() => unknown)[];
+}
+
+/**
+ * The Redis of a test file: a redis-server of its own (or REDIS_URL's, with `external`), a plain client on it,
+ * and cleanups run after each test. Registers the file's hooks.
+ */
+export function redisForFile(): FileRedis<RedisServer>;
+export function redisForFile(opts: { external: true }): FileRedis<{ url: string; stop(): Promise<void> }>;
+export function redisForFile(opts: { external?: boolean } = {}): FileRedis<{ url: string; stop(): Promise<void> }> {
+  const ctx = { cleanup: [] } as unknown as FileRedis<{ url: string; stop(): Promise<void> }>;
+  beforeAll(async () => {
+    ctx.server = opts.external ? await RedisServer.startOrExternal() : await RedisServer.start();
+    ctx.raw = new Redis(ctx.server.url);
+  });
+  afterEach(async () => {
+    for (const f of ctx.cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
+  });
+  afterAll(async () => {
+    ctx.raw?.disconnect();
+    await ctx.server?.stop();
+  });
+  return ctx;
 }

@@ -2,32 +2,18 @@
  * Review findings of the Redis Streams consumer, each against a real redis-server: close() during read
  * errors, read-ahead entries stolen by reclaim.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
-import { events, fastRead } from './redis-common.js';
+import { events, fastRead, redisForFile } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
-let server: RedisServer;
-let raw: Redis;
-const cleanup: (() => Promise<unknown> | unknown)[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  raw = new Redis(server.url);
-});
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
-});
-afterAll(async () => {
-  raw.disconnect();
-  await server.stop();
-});
+const r = redisForFile();
 
 /** A logger that keeps the messages it was given. */
 function recordingLogger(): Logger & { messages: string[] } {
@@ -37,8 +23,8 @@ function recordingLogger(): Logger & { messages: string[] } {
 }
 
 async function bus(prefix: string, transport: Record<string, unknown> = {}, logger?: Logger): Promise<Bus> {
-  const b = await createEventBus({ service: 'review', events, ...(logger ? { logger } : {}), transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, ...transport } });
-  cleanup.push(() => b.close());
+  const b = await createEventBus({ service: 'review', events, ...(logger ? { logger } : {}), transport: { type: 'redis-streams', url: r.server.url, prefix, partitions: 1, ...transport } });
+  r.cleanup.push(() => b.close());
   return b;
 }
 
@@ -56,11 +42,11 @@ describe('redis-streams review: close()', () => {
     const sub = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined);
     // Another writer clobbers the stream with a string: every read fails (WRONGTYPE) and the loop backs off.
     const key = streamKey(prefix, 'order.created', 0);
-    await raw.del(key);
-    await raw.set(key, 'not a stream');
+    await r.raw.del(key);
+    await r.raw.set(key, 'not a stream');
     await waitFor(() => logger.messages.filter((m) => m.includes('read failed')).length >= 4, 10_000, 'failing reads');
     expect(await within(sub.close(), 5000)).toBe('done');
-    await raw.del(key);
+    await r.raw.del(key);
   });
 });
 
@@ -82,7 +68,7 @@ describe('redis-streams review: reclaim', () => {
     await waitFor(() => handled.has(0), 5000, 'a to start seq 0');
     await a.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
     // Seq 1 is delivered to A (its read-ahead) while A is busy with seq 0.
-    await waitFor(async () => ((await raw.xpending(streamKey(prefix, 'order.created', 0), 'g')) as [number])[0] === 2, 5000, 'both entries pending on a');
+    await waitFor(async () => ((await r.raw.xpending(streamKey(prefix, 'order.created', 0), 'g')) as [number])[0] === 2, 5000, 'both entries pending on a');
     await b.subscribe('order.created', { ...opts, consumer: 'b' }, (e) => note(e.data.seq, 'b'));
     // Five times minIdleMs: B would have reclaimed seq 1 from A by now if A did not keep it alive.
     await waitFor(() => handled.has(1), 3000, 'seq 1 handled').catch(() => undefined);
@@ -95,13 +81,13 @@ describe('redis-streams review: reclaim', () => {
     const key = streamKey(prefix, 'order.created', 0);
     const minIdleMs = 1000;
     // A consumer "dead" took 60 entries and died.
-    await raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    await r.raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
     const ids: string[] = [];
-    for (let seq = 0; seq < 60; seq++) ids.push((await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: `o-${seq}`, amount: seq, seq })))!);
-    await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 60, 'STREAMS', key, '>');
-    await waitFor(async () => ((await raw.xpending(key, 'g', 'IDLE', minIdleMs, '-', '+', 100, 'dead')) as unknown[]).length === 60, 10_000, 'dead entries idle');
+    for (let seq = 0; seq < 60; seq++) ids.push((await r.raw.xadd(key, '*', 'data', JSON.stringify({ orderId: `o-${seq}`, amount: seq, seq })))!);
+    await r.raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 60, 'STREAMS', key, '>');
+    await waitFor(async () => ((await r.raw.xpending(key, 'g', 'IDLE', minIdleMs, '-', '+', 100, 'dead')) as unknown[]).length === 60, 10_000, 'dead entries idle');
     // "live" (restarting) has just taken over the 40 in the middle: not idle, so not reclaimed again.
-    await raw.xclaim(key, 'g', 'live', 0, ...ids.slice(10, 50), 'JUSTID');
+    await r.raw.xclaim(key, 'g', 'live', 0, ...ids.slice(10, 50), 'JUSTID');
     const b = await bus(prefix);
     const attempts = new Map<number, number>();
     let release = false;
@@ -133,7 +119,7 @@ describe('redis-streams review: retry counting', () => {
     await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
     // The failed event is in the retry stream, read by A, held until due.
     const rk = retryKey(prefix, 'order.created', 0, 'g');
-    await waitFor(async () => ((await raw.xpending(rk, 'g')) as [number])[0] === 1, 5000, 'the retry entry held by a');
+    await waitFor(async () => ((await r.raw.xpending(rk, 'g')) as [number])[0] === 1, 5000, 'the retry entry held by a');
     await subA.close();
     expect(seen).toEqual(['a:1']);
     // Another member takes it over: attempt 2 runs (the first retry), instead of it being counted as
@@ -153,7 +139,7 @@ describe('redis-streams review: retry counting', () => {
     await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 100, maxMs: 300, multiplier: 2, jitter: 0 } } }, (e, ctx) => void seen.push(ctx.attempt));
     // A retry written by a consumer on a host whose clock runs an hour ahead.
     const fields = ['v', '1', 'kind', 'event', 'id', 'e-skew', 'type', 'order.created', 'source', 'other', 'time', String(Date.now()), 'data', JSON.stringify({ orderId: 'o-0', amount: 0, seq: 0 })];
-    await raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');
+    await r.raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');
     // Before: held for the hour.
     await waitFor(() => seen.length === 1, 5000, 'the retry to run');
     expect(seen).toEqual([2]);
@@ -163,15 +149,15 @@ describe('redis-streams review: retry counting', () => {
 describe('redis-streams review: deleting idle consumers', () => {
   it('a consumer that read entries after it was found idle is not deleted (its pending entries would be dropped)', async () => {
     const key = streamKey(uniquePrefix('prune'), 'order.created', 0);
-    await raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
-    await raw.xadd(key, '*', 'a', '1');
-    await raw.xgroup('CREATECONSUMER', key, 'g', 'idle');
-    await raw.xreadgroup('GROUP', 'g', 'busy', 'COUNT', 1, 'STREAMS', key, '>');
-    expect(await deleteIfNothingPending(raw, key, 'g', 'busy')).toBe('busy');
-    expect(await deleteIfNothingPending(raw, key, 'g', 'idle')).toBe('deleted');
-    const names = ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => row[1]);
+    await r.raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+    await r.raw.xadd(key, '*', 'a', '1');
+    await r.raw.xgroup('CREATECONSUMER', key, 'g', 'idle');
+    await r.raw.xreadgroup('GROUP', 'g', 'busy', 'COUNT', 1, 'STREAMS', key, '>');
+    expect(await deleteIfNothingPending(r.raw, key, 'g', 'busy')).toBe('busy');
+    expect(await deleteIfNothingPending(r.raw, key, 'g', 'idle')).toBe('deleted');
+    const names = ((await r.raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => row[1]);
     expect(names).toEqual(['busy']);
-    expect(await raw.xpending(key, 'g')).toEqual([1, expect.any(String), expect.any(String), [['busy', '1']]]);
+    expect(await r.raw.xpending(key, 'g')).toEqual([1, expect.any(String), expect.any(String), [['busy', '1']]]);
   });
 
   it('a stream that fails does not stop the deletion of idle consumers on the others', async () => {
@@ -180,11 +166,11 @@ describe('redis-streams review: deleting idle consumers', () => {
     const key1 = streamKey(prefix, 'order.created', 1);
     const b = await bus(prefix, { partitions: 2 });
     await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 1000, reclaimIntervalMs: 400, deleteIdleConsumersMs: 1 }, () => undefined);
-    await raw.xgroup('CREATECONSUMER', key1, 'g', 'gone');
+    await r.raw.xgroup('CREATECONSUMER', key1, 'g', 'gone');
     // Someone clobbers partition 0's stream: XINFO CONSUMERS on it fails (WRONGTYPE) from now on.
-    await raw.del(key0);
-    await raw.set(key0, 'not a stream');
-    const consumers = async () => ((await raw.xinfo('CONSUMERS', key1, 'g')) as unknown[][]).map((row) => String(row[1]));
+    await r.raw.del(key0);
+    await r.raw.set(key0, 'not a stream');
+    const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key1, 'g')) as unknown[][]).map((row) => String(row[1]));
     // Before: the failure on partition 0 ended each housekeeping pass before partition 1.
     await waitFor(async () => !(await consumers()).includes('gone'), 5000, "partition 1's idle consumer to be deleted");
   });
@@ -214,23 +200,23 @@ describe('redis-streams review: error types', () => {
   it('subscribe rejects with TransportError when the group cannot be created (a key of another type)', async () => {
     const prefix = uniquePrefix('wrongtype');
     const b = await bus(prefix);
-    await raw.set(streamKey(prefix, 'order.created', 0), 'not a stream');
+    await r.raw.set(streamKey(prefix, 'order.created', 0), 'not a stream');
     const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransportError);
     expect((err as TransportError).message).toContain('WRONGTYPE');
     expect(String((err as TransportError).cause)).toContain('WRONGTYPE');
-    await raw.del(streamKey(prefix, 'order.created', 0));
+    await r.raw.del(streamKey(prefix, 'order.created', 0));
   });
 
   it('subscribe rejects with ConnectionError when Redis went away after the bus connected', async () => {
     const s = await RedisServer.start();
-    cleanup.push(() => s.stop());
+    r.cleanup.push(() => s.stop());
     const b = await createEventBus({
       service: 'review',
       events,
       transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('gone'), connectTimeoutMs: 300, commandTimeoutMs: 300 },
     });
-    cleanup.push(() => b.close());
+    r.cleanup.push(() => b.close());
     await b.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 }); // connected
     await s.stop();
     const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
@@ -240,8 +226,8 @@ describe('redis-streams review: error types', () => {
 
 describe('redis-streams review: keepalive without scripts', () => {
   it('an ACL user without +@scripting still keeps a long handler\'s entry (plain XCLAIM) and is told the owner check is off', async () => {
-    await raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
-    cleanup.push(() => raw.call('ACL', 'DELUSER', 'noscripts'));
+    await r.raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
+    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts'));
     const prefix = uniquePrefix('noscripts');
     const logger = recordingLogger();
     const slow = await bus(prefix, { username: 'noscripts', password: 'pw' }, logger);
@@ -262,16 +248,16 @@ describe('redis-streams review: keepalive without scripts', () => {
   });
 
   it('an ACL user without +@scripting still deletes idle consumers (check and delete as two commands)', async () => {
-    await raw.call('ACL', 'SETUSER', 'noscripts2', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
-    cleanup.push(() => raw.call('ACL', 'DELUSER', 'noscripts2'));
+    await r.raw.call('ACL', 'SETUSER', 'noscripts2', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
+    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts2'));
     const prefix = uniquePrefix('noscriptsprune');
     const key = streamKey(prefix, 'order.created', 0);
-    await raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
-    await raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
+    await r.raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
+    await r.raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
     const logger = recordingLogger();
     const b = await bus(prefix, { username: 'noscripts2', password: 'pw' }, logger);
     await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100, deleteIdleConsumersMs: 1 }, () => undefined);
-    const consumers = async () => ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
+    const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
     await waitFor(async () => !(await consumers()).includes('gone'), 5000, 'the idle consumer to be deleted');
     expect(logger.messages).toContain('deleted an idle consumer with no pending entries');
     // The one warning that scripts are refused comes from whichever finds it first (here the delete, not a keepalive).

@@ -3,42 +3,28 @@
  * by CLIENT UNBLOCK, the read watchdog while handlers hold the event loop, acks sent with the next read (the
  * one ioredis internal the consumer reads, pinned here).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
 import { createEventBus, type EventBus, type Logger } from '../../src/index.js';
-import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { corkable } from '../../transports/redis-streams/connection.js';
-import { events, order, orders, recordingLogger } from './redis-common.js';
+import { events, order, orders, recordingLogger, redisForFile } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
-let server: RedisServer;
-let raw: Redis;
-const cleanup: (() => Promise<unknown> | unknown)[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  raw = new Redis(server.url);
-});
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
-});
-afterAll(async () => {
-  raw.disconnect();
-  await server.stop();
-});
+const r = redisForFile();
 
 async function bus(prefix: string, logger: Logger, transport: Record<string, unknown> = {}): Promise<Bus> {
-  const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, ...transport } });
-  cleanup.push(() => b.close());
+  const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: r.server.url, prefix, partitions: 1, ...transport } });
+  r.cleanup.push(() => b.close());
   return b;
 }
 
 /** CLIENT LIST fields of the one consumer read connection (each test closes its bus before the next). */
 async function reader(): Promise<Record<string, string> | undefined> {
-  const line = String(await raw.client('LIST'))
+  const line = String(await r.raw.client('LIST'))
     .split('\n')
     .find((l) => l.includes('name=eventlane:read:'));
   return line === undefined ? undefined : Object.fromEntries(line.trim().split(' ').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -74,7 +60,7 @@ describe('redis-streams consumer: a blocking read interrupted with CLIENT UNBLOC
     const b = await bus(prefix, logger);
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
-    cleanup.push(() => release()); // before close(), should the test fail while seq 0 is held
+    r.cleanup.push(() => release()); // before close(), should the test fail while seq 0 is held
     const seen: string[] = [];
     await b.subscribe('order.created', { group: 'g', consumer: 'c', concurrency: 4, blockMs: 10_000, minIdleMs: 60_000 }, async (e, ctx) => {
       seen.push(`${e.data.seq}@${ctx.attempt}`);
@@ -83,16 +69,16 @@ describe('redis-streams consumer: a blocking read interrupted with CLIENT UNBLOC
     await b.publish('order.created', order(0));
     await waitFor(() => seen.length === 1, 5000, 'seq 0 to start');
     // TIMEOUT: Redis answers the read as if BLOCK had run out. ERROR: an -UNBLOCKED error reply. Neither delivered anything.
-    for (const mode of ['TIMEOUT', 'ERROR']) expect(await raw.call('CLIENT', 'UNBLOCK', await blockedReader(), mode)).toBe(1);
+    for (const mode of ['TIMEOUT', 'ERROR']) expect(await r.raw.call('CLIENT', 'UNBLOCK', await blockedReader(), mode)).toBe(1);
     await blockedReader();
     await b.publish('order.created', order(1));
     await waitFor(() => seen.length === 2, 5000, 'seq 1');
     // Seq 0, still running here, was delivered once. Before: the ERROR sent the loop back to the pending drain, whose
     // XREADGROUP ... 0 delivered it again (delivery count 2: a crash now would cost it an attempt it never ran).
-    const pending = (await raw.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
+    const pending = (await r.raw.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
     expect(pending[0]![3]).toBe(1);
     release();
-    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'both acked');
+    await waitFor(async () => ((await r.raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'both acked');
     expect(seen).toEqual(['0@1', '1@1']);
     // Before: 'redis read failed; retrying' as a warning, and a backoff.
     expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
@@ -126,7 +112,7 @@ describe('redis-streams consumer: the read watchdog', () => {
 
 describe('redis-streams consumer: acks sent with the next read (Redis#stream, an ioredis internal)', () => {
   it('this ioredis gives a connected standalone client a socket that corks; a Cluster client has none (its acks go on the command connection)', async () => {
-    const c = new Redis(server.url);
+    const c = new Redis(r.server.url);
     try {
       await c.ping();
       // An ioredis upgrade that drops or renames `stream` fails here, not silently in the benchmarks.
@@ -134,15 +120,15 @@ describe('redis-streams consumer: acks sent with the next read (Redis#stream, an
     } finally {
       c.disconnect();
     }
-    expect(corkable(new Cluster([{ host: '127.0.0.1', port: server.port }], { lazyConnect: true }))).toBeUndefined();
+    expect(corkable(new Cluster([{ host: '127.0.0.1', port: r.server.port }], { lazyConnect: true }))).toBeUndefined();
   });
 
   it("a caught-up consumer's acks go on its read connection, in front of its next read", async () => {
     const prefix = uniquePrefix('ackwithread');
     const key = streamKey(prefix, 'order.created', 0);
     const b = await bus(prefix, recordingLogger());
-    const monitor = await raw.monitor();
-    cleanup.push(() => monitor.disconnect());
+    const monitor = await r.raw.monitor();
+    r.cleanup.push(() => monitor.disconnect());
     const ackedFrom: string[] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (args[0]?.toLowerCase() === 'xack' && args[1] === key) ackedFrom.push(source);
