@@ -517,9 +517,7 @@ function checkedDeadLetter(t: TypeState, trusted: boolean, letter: DeadLetter): 
   const event = letter.event as EventEnvelope | null | undefined; // stored JSON: could be anything
   const invalid = (message: string): InvalidDeadLetter => ({ ...letter, valid: false, issues: [{ path: [], message, code: 'custom' }] });
   if (event === undefined) return invalid('the event could not be decoded (`raw` holds what was read)');
-  if (event === null || typeof event !== 'object') {
-    return { ...letter, event: undefined, raw: letter.raw ?? event, valid: false, issues: [{ path: [], message: 'the stored event is not an object (in `raw`)', code: 'custom' }] };
-  }
+  if (event === null || typeof event !== 'object') return { ...invalid('the stored event is not an object (in `raw`)'), event: undefined, raw: letter.raw ?? event };
   if (event.type !== t.name || letter.type !== t.name) return invalid(`an event of type "${String(event.type)}", not "${t.name}"`);
   if (trusted) return { ...letter, valid: true, event };
   let data: unknown;

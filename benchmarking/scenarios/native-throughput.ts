@@ -4,6 +4,7 @@
  * handler, end to end (first publish -> last delivery counted in the worker). The addon and the pure-JS
  * fallback (`implementation: 'js'`) are measured in the same run; the fallback is the baseline row.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { benchBus } from '../lib/bus.js';
 import { tradePayloads, waitForCounter, type TradePayload } from '../lib/payload.js';
@@ -52,7 +53,7 @@ async function throughputRun(ctx: RunContext): Promise<Measured> {
     });
     // The wait above ends at the n-th delivery: a delivery beyond it (a duplicate) would land after it.
     // Outside the window, let the worker settle and count again, so duplicates are seen, not cut off.
-    await new Promise((res) => setTimeout(res, 50));
+    await sleep(50);
     const got = Atomics.load(received, 0);
     const t = transport.totals('bench.trade');
     const dropped = t.droppedNewest + t.droppedOldest + t.rejected;

@@ -77,10 +77,11 @@ interface StreamInfo {
   acks: string[];
   /** Entries trimmed before the group read them, as last reported (0 once the group is past the gap). */
   trimmedSeen: number;
-  /** Entries the serial pending drain found trimmed, reported together when it ends. */
-  trimmedInDrain: number;
-  /** Entries a reclaim pass found trimmed while pending (XAUTOCLAIM, XCLAIM of suspects), reported when it ends. */
-  trimmedInReclaim: number;
+  /**
+   * Entries found trimmed while pending and not reported yet: the serial pending drain and a reclaim pass
+   * (XAUTOCLAIM, XCLAIM of suspects) meet them one at a time and report the count once, when they end.
+   */
+  trimmedUnreported: number;
 }
 
 class Reader {
@@ -159,7 +160,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedInDrain: 0, trimmedInReclaim: 0 });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedUnreported: 0 });
         this.held.push(new Map());
         this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
@@ -280,7 +281,7 @@ export class RedisConsumer implements TransportSubscription {
           if (!any) {
             r.drainPending = false;
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
-            this.reportTrimmedInDrain(r);
+            this.reportTrimmed(r.streams);
           }
         } else {
           const next = ahead ?? this.read(r, undefined, true);
@@ -328,16 +329,16 @@ export class RedisConsumer implements TransportSubscription {
         await this.sleep(Math.min(1000, 50 * failures));
       }
     }
-    this.reportTrimmedInDrain(r);
+    this.reportTrimmed(r.streams);
   }
 
-  /** The pending drain's trimmed entries, one warning per stream (the drain reads one entry at a time). */
-  private reportTrimmedInDrain(r: Reader): void {
-    for (const idx of r.streams) {
+  /** The trimmed entries counted on these streams (indices) and not yet reported: one warning per stream. */
+  private reportTrimmed(streams: Iterable<number>): void {
+    for (const idx of streams) {
       const s = this.streams[idx]!;
-      if (s.trimmedInDrain === 0) continue;
-      this.trimmedPending(s, s.trimmedInDrain);
-      s.trimmedInDrain = 0;
+      if (s.trimmedUnreported === 0) continue;
+      this.trimmedPending(s, s.trimmedUnreported);
+      s.trimmedUnreported = 0;
     }
   }
 
@@ -473,7 +474,7 @@ export class RedisConsumer implements TransportSubscription {
     // One warning with their count, not one per entry: the serial pending drain (`started`, one entry per read)
     // adds them up and reports when it ends.
     if (trimmed > 0) {
-      if (started !== undefined) s.trimmedInDrain += trimmed;
+      if (started !== undefined) s.trimmedUnreported += trimmed;
       else this.trimmedPending(s, trimmed);
     }
     if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
@@ -789,11 +790,7 @@ export class RedisConsumer implements TransportSubscription {
       if (nogroup) await this.ensureGroups('0').catch(noop);
     } finally {
       // One warning per stream and pass: suspects are claimed one at a time, and there can be thousands.
-      for (const s of this.streams) {
-        if (s.trimmedInReclaim === 0) continue;
-        this.trimmedPending(s, s.trimmedInReclaim);
-        s.trimmedInReclaim = 0;
-      }
+      this.reportTrimmed(this.streams.keys());
       this.reclaiming = false;
     }
   }
@@ -820,7 +817,7 @@ export class RedisConsumer implements TransportSubscription {
     const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
     s.cursor = reply[0];
     // Redis 7 drops entries trimmed while pending from the PEL and names them here.
-    if (!s.retry && reply[2] !== undefined) s.trimmedInReclaim += reply[2].length;
+    if (!s.retry && reply[2] !== undefined) s.trimmedUnreported += reply[2].length;
     const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
@@ -839,7 +836,7 @@ export class RedisConsumer implements TransportSubscription {
     if (trimmed) {
       // Redis 7 has dropped it from the pending list; Redis 6.2 has made it ours: acked, as the pending drain does.
       this.ack(idx, id);
-      if (!s.retry) s.trimmedInReclaim++;
+      if (!s.retry) s.trimmedUnreported++;
       return;
     }
     if (claimed.length === 0 || this.closing) return; // taken or acked meanwhile
