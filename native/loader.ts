@@ -74,10 +74,9 @@ export function loadBinding(): Binding | null {
     return (binding = null);
   }
   const local = join(root, 'native', 'build', 'Release', 'eventlane.node');
-  const candidates: [string, () => Binding][] = [
-    ...(existsSync(local) ? [[local, () => req(local) as Binding] as [string, () => Binding]] : []),
-    ['prebuilt binary', () => (req('node-gyp-build') as (dir: string) => Binding)(root)],
-  ];
+  const candidates: [string, () => Binding][] = [];
+  if (existsSync(local)) candidates.push([local, () => req(local) as Binding]);
+  candidates.push(['prebuilt binary', () => (req('node-gyp-build') as (dir: string) => Binding)(root)]);
   for (const [name, load] of candidates) {
     try {
       const b = load();
