@@ -51,6 +51,14 @@ export class Lane {
 const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
 
 /**
+ * Batches leave on a microtask through this promise, not `queueMicrotask`: Node's queueMicrotask makes an
+ * AsyncResource and a bound function per call, and code that inlined it (the publish path: `enqueueMany`)
+ * was thrown away by any full GC that found none of those objects alive ("weak objects"), as after a bus
+ * closed. A reaction on a settled promise runs in the same microtask queue, in the same order.
+ */
+const RESOLVED = Promise.resolve();
+
+/**
  * The arrays and objects a batch is made of that outlive a young-generation GC under load are not made
  * by literals. V8 tracks where literals are made and, once most from one site outlived a scavenge (as
  * batches do with 10,000 concurrent publishers), allocates that site's later ones in the old generation.
@@ -251,7 +259,7 @@ export class Batcher {
     if (this.inFlight >= this.opts.maxInFlight) return; // a returning write will flush
     this.scheduled = true;
     if (this.opts.maxWaitMs > 0) this.timer = setTimeout(this.flushNow, this.opts.maxWaitMs);
-    else queueMicrotask(this.flushNow);
+    else void RESOLVED.then(this.flushNow);
   }
 
   private seal(): void {

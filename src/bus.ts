@@ -483,8 +483,23 @@ export class EventBus<M extends EventMap> {
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     await this.transport.close();
     this.logger.debug({}, 'event bus closed'); // the bus's logger names the service already
+    lastClosed = this;
   }
 }
+
+/**
+ * The last bus closed in this process, kept until another one closes: its objects (the bus, its type states,
+ * lanes, batcher and id generator) keep their hidden classes alive. Optimized code holds the maps it checks
+ * weakly, so a full GC between one bus's close and the next bus's creation (a bus per test, per job or per
+ * serverless invocation; each benchmark iteration) found no object of those maps and threw away the publish
+ * path compiled against them ("weak objects" in `--trace-deopt`: `publishMany`, `parse`, `make`,
+ * `enqueueMany`, `addFitted`, `step`...), and the next bus ran it in the interpreter until V8 compiled it
+ * again. Anchors built at load time (as `MAP_ANCHORS` in outgoing.ts) do not work here: these maps depend on
+ * the options and transport each bus is built with. A closed bus holds no connection, thread or core memory
+ * (its transport released them); what its in-process transport retained for `startFrom: '0'` replays
+ * (memory `maxLen`, native `retain`) and its dead letters stay with it until the next bus closes.
+ */
+let lastClosed: EventBus<EventMap> | undefined;
 
 function noop(): void {}
 
