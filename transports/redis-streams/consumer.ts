@@ -33,56 +33,9 @@ import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
 import { claimSuspect } from './suspect-claim.js';
 import { groupPositions, pairs } from './group-lag.js';
-import { send, sendWire, wireCommand } from './wire-command.js';
-
-type RawEntry = [string, string[] | null];
-type ReadReply = [string, RawEntry[]][] | null;
-
-/** Loose command surface shared by Redis and Cluster (ioredis' typings do not cover variadic calls well). */
-interface Cmd {
-  xdel(key: string, ...ids: string[]): Promise<number>;
-  xadd(key: string, ...args: (string | number)[]): Promise<string>;
-  xgroup(...args: (string | number)[]): Promise<unknown>;
-  xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
-  xpending(...args: (string | number)[]): Promise<unknown>;
-}
-
-class Entry {
-  cursor = 0;
-  remaining: number;
-  abandoned = false;
-  claimedAt: number;
-  /** Its delivery count when it came here (1 for a new entry), when known. */
-  deliveries: number | undefined = 1;
-  /** Set while a serial pending drain waits for this entry. */
-  done: (() => void) | undefined = undefined;
-  constructor(
-    readonly stream: number,
-    readonly id: string,
-    readonly events: EventEnvelope[],
-    readonly ctx: DeliveryContext,
-    readonly attempt: number,
-  ) {
-    this.remaining = events.length;
-    this.claimedAt = Date.now();
-  }
-}
-
-interface StreamInfo {
-  key: string;
-  partition: number;
-  retry: boolean;
-  /** XAUTOCLAIM cursor. */
-  cursor: string;
-  acks: string[];
-  /** Entries trimmed before the group read them, as last reported (0 once the group is past the gap). */
-  trimmedSeen: number;
-  /**
-   * Entries found trimmed while pending and not reported yet: the serial pending drain and a reclaim pass
-   * (XAUTOCLAIM, XCLAIM of suspects) meet them one at a time and report the count once, when they end.
-   */
-  trimmedUnreported: number;
-}
+import { send, wireCommand } from './wire-command.js';
+import { AckBatcher } from './ack-batch.js';
+import { Entry, noop, type Cmd, type ConsumerContext, type RawEntry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
 class Reader {
   conn: Client | undefined;
@@ -116,13 +69,9 @@ export class RedisConsumer implements TransportSubscription {
   private sideOps = 0;
   private pumping = false;
   private again = false;
-  private closing = false;
   private closed: Promise<void> | undefined;
   private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
-  private ackScheduled = false;
-  private acksInFlight = 0;
-  private acksIdle: (() => void) | undefined;
   private avgEvents = 1;
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
@@ -134,9 +83,10 @@ export class RedisConsumer implements TransportSubscription {
   /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
   private readonly longestBackoff: number;
   private readonly cmd: Cmd;
-  private readonly flushAcksNow = (): void => this.flushAcks();
   private signalClose!: () => void;
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
+  private readonly ctx: ConsumerContext;
+  private readonly acks: AckBatcher;
 
   constructor(
     private readonly spec: SubscriptionSpec,
@@ -151,6 +101,8 @@ export class RedisConsumer implements TransportSubscription {
     private readonly readData: JsonReader,
   ) {
     this.cmd = command as unknown as Cmd;
+    this.ctx = { spec, opts, config, connector, command, cmd: this.cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
+    this.acks = new AckBatcher(this.ctx);
     this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
     this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // Events per entry, learnt from reads; the first read assumes full batch entries so it cannot
@@ -221,7 +173,7 @@ export class RedisConsumer implements TransportSubscription {
     client.on('error', (err: Error) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
     const opening = this.connector.connect(client).then(() => client);
     const conn = await Promise.race([opening, this.closeSignal.then(() => undefined)]);
-    if (conn !== undefined && !this.closing) return conn;
+    if (conn !== undefined && !this.ctx.closing) return conn;
     // Given up: the connect ends with the disconnect; should it have completed anyway, close what it opened.
     opening.then((c) => c.disconnect(), noop);
     client.disconnect();
@@ -246,7 +198,7 @@ export class RedisConsumer implements TransportSubscription {
     // A read issued before the previous reply is processed, so Redis prepares the next batch while
     // handlers run (prefetch may be exceeded by one read).
     let ahead: Promise<ReadReply> | undefined;
-    while (!this.closing) {
+    while (!this.ctx.closing) {
       // A read already sent is taken in first: Redis has delivered its entries to this consumer, and
       // only entries held here are kept alive (left waiting, they could be reclaimed by another consumer).
       if (this.heldEvents >= this.prefetch && ahead === undefined) {
@@ -264,7 +216,7 @@ export class RedisConsumer implements TransportSubscription {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
           // the process is redelivered alone and only its own delivery count grows.
           const reply = await this.read(r, r.lastIds, false, 1);
-          if (this.closing) break;
+          if (this.ctx.closing) break;
           let any = false;
           const started: Entry[] = [];
           if (reply) {
@@ -287,7 +239,7 @@ export class RedisConsumer implements TransportSubscription {
           const next = ahead ?? this.read(r, undefined, true);
           ahead = undefined;
           const reply = await next;
-          if (this.closing) break;
+          if (this.ctx.closing) break;
           if (reply) {
             // A full reply means a backlog: read ahead, so Redis prepares the next one while handlers run.
             // A short one means the reader is caught up: the next read waits until the handlers that
@@ -303,7 +255,7 @@ export class RedisConsumer implements TransportSubscription {
         }
         failures = 0;
       } catch (err) {
-        if (this.closing) break;
+        if (this.ctx.closing) break;
         ahead = undefined;
         const msg = err instanceof Error ? err.message : String(err);
         if (!r.drainPending && msg.startsWith('UNBLOCKED')) {
@@ -359,12 +311,12 @@ export class RedisConsumer implements TransportSubscription {
     r.readDeadline = r.readSince + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
     // Acks waiting for this reader's streams go first on the same connection, in the same write, where the
     // socket can be corked (a standalone client); otherwise they go on the command connection at the end of the turn.
-    const socket = block && this.ackScheduled ? corkable(conn) : undefined;
+    const socket = block && this.acks.scheduled ? corkable(conn) : undefined;
     let p: Promise<ReadReply>;
     if (socket !== undefined) {
       socket.cork();
       try {
-        for (const i of r.streams) this.sendAcks(this.streams[i]!, conn);
+        for (const i of r.streams) this.acks.send(this.streams[i]!, conn);
         p = send<ReadReply>(conn, cmd);
       } finally {
         socket.uncork();
@@ -398,7 +350,7 @@ export class RedisConsumer implements TransportSubscription {
     if (late) return;
     for (const r of this.readers) {
       const cmd = r.reading;
-      if (cmd === undefined || now < r.readDeadline || this.closing) continue;
+      if (cmd === undefined || now < r.readDeadline || this.ctx.closing) continue;
       this.logger.warn({ group: this.spec.group, ms: now - r.readSince }, 'blocking read outlived its watchdog; replacing the connection');
       r.reading = undefined;
       const old = r.conn;
@@ -422,7 +374,7 @@ export class RedisConsumer implements TransportSubscription {
       const fields = raw[1];
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
-        this.ack(idx, id);
+        this.acks.ack(idx, id);
         if (!s.retry) trimmed++;
         continue;
       }
@@ -450,7 +402,7 @@ export class RedisConsumer implements TransportSubscription {
       const entry = new Entry(idx, id, decoded.events, ctx, attempt);
       if (deliveries !== undefined) entry.deliveries = delivered;
       if (entry.remaining === 0) {
-        this.ack(idx, id);
+        this.acks.ack(idx, id);
         continue;
       }
       held.set(id, entry);
@@ -543,7 +495,7 @@ export class RedisConsumer implements TransportSubscription {
   private complete(entry: Entry): void {
     if (entry.abandoned) return;
     if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
-    this.ack(entry.stream, entry.id);
+    this.acks.ack(entry.stream, entry.id);
     entry.done?.();
   }
 
@@ -645,7 +597,7 @@ export class RedisConsumer implements TransportSubscription {
     p.then(
       () => {
         this.sideOps--;
-        this.ack(idx, id);
+        this.acks.ack(idx, id);
         this.checkIdle();
       },
       (e: unknown) => {
@@ -655,50 +607,6 @@ export class RedisConsumer implements TransportSubscription {
       },
     );
   }
-
-  // ---------------------------------------------------------------- acks
-
-  private ack(idx: number, id: string): void {
-    this.streams[idx]!.acks.push(id);
-    if (!this.ackScheduled) {
-      this.ackScheduled = true;
-      setImmediate(this.flushAcksNow);
-    }
-  }
-
-  private flushAcks(): void {
-    this.ackScheduled = false;
-    for (const s of this.streams) this.sendAcks(s, this.command);
-  }
-
-  /** One XACK of what stream `s` has finished, on `conn` (the command connection, or an idle reader's). */
-  private sendAcks(s: StreamInfo, conn: Client): void {
-    if (s.acks.length === 0) return;
-    const ids = s.acks;
-    s.acks = [];
-    this.acksInFlight++;
-    ids.unshift(s.key, this.spec.group);
-    sendWire<number>(conn, 'xack', ids, [s.key]).then(s.retry ? () => this.deleteAcked(s, ids) : this.ackSettled, (e: unknown) => {
-      this.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
-      this.ackSettled();
-    });
-  }
-
-  /** Retry-stream entries are deleted once acked (`ids` is the XACK's arguments: key, group, ids). */
-  private deleteAcked(s: StreamInfo, ids: string[]): void {
-    this.cmd.xdel(s.key, ...ids.slice(2)).then(this.ackSettled, (e: unknown) => {
-      this.logger.debug({ err: describeError(e), stream: s.key }, 'XDEL of acked retry entries failed');
-      this.ackSettled();
-    });
-  }
-
-  private readonly ackSettled = (): void => {
-    if (--this.acksInFlight === 0 && this.acksIdle !== undefined) {
-      const idle = this.acksIdle;
-      this.acksIdle = undefined;
-      idle();
-    }
-  };
 
   // ---------------------------------------------------------------- reclaim and keepalive
 
@@ -710,7 +618,7 @@ export class RedisConsumer implements TransportSubscription {
   private async housekeeping(): Promise<void> {
     const limit = this.opts.deleteIdleConsumersMs;
     for (const s of this.streams) {
-      if (s.retry || this.closing) continue;
+      if (s.retry || this.ctx.closing) continue;
       try {
         if (limit > 0) await this.pruneStream(s.key, limit);
         await this.checkTrimmed(s);
@@ -762,7 +670,7 @@ export class RedisConsumer implements TransportSubscription {
   private reclaimPasses = 0;
 
   private async reclaim(): Promise<void> {
-    if (this.reclaiming || this.closing) return;
+    if (this.reclaiming || this.ctx.closing) return;
     this.reclaiming = true;
     let nogroup = false;
     try {
@@ -770,7 +678,7 @@ export class RedisConsumer implements TransportSubscription {
       if (this.reclaimPasses++ % 20 === 0) {
         await this.housekeeping().catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
       }
-      for (let idx = 0; idx < this.streams.length && !this.closing; idx++) {
+      for (let idx = 0; idx < this.streams.length && !this.ctx.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;
         try {
           if (await this.reclaimStream(idx)) idx--; // the same stream again: its next idle entry
@@ -822,7 +730,7 @@ export class RedisConsumer implements TransportSubscription {
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
     this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
-    if (!this.closing) this.accept(idx, entries, deliveries);
+    if (!this.ctx.closing) this.accept(idx, entries, deliveries);
     return false;
   }
 
@@ -835,11 +743,11 @@ export class RedisConsumer implements TransportSubscription {
     const { entries: claimed, trimmed } = await claimSuspect(this.command, s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, id);
     if (trimmed) {
       // Redis 7 has dropped it from the pending list; Redis 6.2 has made it ours: acked, as the pending drain does.
-      this.ack(idx, id);
+      this.acks.ack(idx, id);
       if (!s.retry) s.trimmedUnreported++;
       return;
     }
-    if (claimed.length === 0 || this.closing) return; // taken or acked meanwhile
+    if (claimed.length === 0 || this.ctx.closing) return; // taken or acked meanwhile
     this.logger.info({ group: this.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
     const started: Entry[] = [];
     this.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
@@ -993,7 +901,7 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   private async doClose(): Promise<void> {
-    this.closing = true;
+    this.ctx.closing = true;
     this.signalClose();
     clearInterval(this.reclaimTimer);
     clearInterval(this.watchdogTimer);
@@ -1018,10 +926,7 @@ export class RedisConsumer implements TransportSubscription {
     clearInterval(this.keepaliveTimer);
     this.queue.clear();
     await this.releaseUnstarted();
-    this.flushAcks();
-    if (this.acksInFlight > 0) await new Promise<void>((resolve) => (this.acksIdle = resolve));
+    await this.acks.drain();
     await Promise.allSettled(this.loops);
   }
 }
-
-function noop(): void {}
