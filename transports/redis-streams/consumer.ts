@@ -18,23 +18,23 @@
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
 import type { Command } from 'ioredis';
-import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
 import type { EventEnvelope } from '../../src/envelope.js';
-import { ConnectionError, describeError, EventlaneError, isRetryable, TransportError } from '../../src/errors.js';
+import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
-import { decodeEntry, envelopeFields, fieldsToObject, Malformed, WIRE_VERSION } from './codec.js';
+import { decodeEntry, Malformed } from './codec.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
-import { dlqKey, retryKey, streamKey } from './keys.js';
+import { retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
 import { claimSuspect } from './suspect-claim.js';
 import { groupPositions, pairs } from './group-lag.js';
 import { send, wireCommand } from './wire-command.js';
 import { AckBatcher } from './ack-batch.js';
+import { Reroute } from './reroute.js';
 import { Entry, noop, type Cmd, type ConsumerContext, type RawEntry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
 class Reader {
@@ -87,6 +87,7 @@ export class RedisConsumer implements TransportSubscription {
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
   private readonly ctx: ConsumerContext;
   private readonly acks: AckBatcher;
+  private readonly reroute: Reroute;
 
   constructor(
     private readonly spec: SubscriptionSpec,
@@ -103,6 +104,7 @@ export class RedisConsumer implements TransportSubscription {
     this.cmd = command as unknown as Cmd;
     this.ctx = { spec, opts, config, connector, command, cmd: this.cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
     this.acks = new AckBatcher(this.ctx);
+    this.reroute = new Reroute(this.ctx);
     this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
     this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // Events per entry, learnt from reads; the first read assumes full batch entries so it cannot
@@ -380,7 +382,7 @@ export class RedisConsumer implements TransportSubscription {
       }
       const decoded = decodeEntry(id, fields, this.spec.type, this.readData);
       if (decoded instanceof Malformed) {
-        this.deadLetterRaw(idx, id, fields, `malformed entry: ${decoded.reason}`);
+        this.sideOp(this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
         continue;
       }
       let attempt = decoded.attempt;
@@ -388,13 +390,13 @@ export class RedisConsumer implements TransportSubscription {
       if (delivered !== undefined && delivered > 1) {
         attempt += delivered - 1;
         if (attempt > this.spec.maxDeliveries) {
-          this.deadLetterEntry(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`);
+          this.sideOp(this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
           continue;
         }
         if (decoded.events.length > 1) {
           // A batch entry whose consumer died: split it into per-event retry entries, so an event
           // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
-          this.splitEntry(idx, id, decoded.events, attempt);
+          this.sideOp(this.reroute.split(idx, id, decoded.events, attempt), idx, id);
           continue;
         }
       }
@@ -510,20 +512,7 @@ export class RedisConsumer implements TransportSubscription {
     // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
     // again there, so no retry entry or dead letter from here.
     if (entry.abandoned) return;
-    const ev = entry.events[i]!;
-    const attempt = entry.attempt;
-    const s = this.streams[entry.stream]!;
-    const error = describeError(err);
-    let p: Promise<unknown>;
-    if (attempt >= this.spec.maxDeliveries || !isRetryable(err)) {
-      p = this.writeDeadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined);
-      this.logger.warn({ group: this.spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered');
-    } else {
-      const due = Date.now() + backoffDelay(this.spec.backoff, attempt);
-      const fields = envelopeFields(ev);
-      fields.push('attempt', String(attempt + 1), 'due', String(due), 'origin', entry.id, 'error', error);
-      p = this.cmd.xadd(retryKey(this.config.prefix, this.spec.type, s.partition, this.spec.group), '*', ...fields);
-    }
+    const p = this.reroute.failed(entry, i, err);
     this.sideOps++;
     p.then(
       () => {
@@ -538,57 +527,6 @@ export class RedisConsumer implements TransportSubscription {
         if (!entry.abandoned) this.abandon(entry);
         this.checkIdle();
       },
-    );
-  }
-
-  private writeDeadLetter(
-    partition: number,
-    origin: string,
-    stream: string,
-    attempts: number,
-    error: string,
-    event: EventEnvelope | undefined,
-    raw: Record<string, string> | undefined,
-  ): Promise<unknown> {
-    const fields: (string | number)[] = [
-      'v', WIRE_VERSION, 'kind', 'dead', 'group', this.spec.group, 'type', this.spec.type, 'partition', partition,
-      'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
-    ];
-    if (event !== undefined) fields.push('event', JSON.stringify(event));
-    if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
-    const key = dlqKey(this.config.prefix, this.spec.type, partition);
-    const trim = this.config.dlqMaxLen > 0 ? ['MAXLEN', '~', this.config.dlqMaxLen] : [];
-    return this.cmd.xadd(key, ...trim, '*', ...fields);
-  }
-
-  /** A malformed entry: DLQ with the reason and the raw fields, then ack. */
-  private deadLetterRaw(idx: number, id: string, fields: string[], reason: string): void {
-    const s = this.streams[idx]!;
-    this.logger.warn({ group: this.spec.group, stream: s.key, id, reason }, 'malformed entry dead-lettered');
-    this.sideOp(this.writeDeadLetter(s.partition, id, s.key, 1, reason, undefined, fieldsToObject(fields)), idx, id);
-  }
-
-  /** A whole entry (crash loop): every event to the DLQ, then ack. */
-  private deadLetterEntry(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string): void {
-    const s = this.streams[idx]!;
-    this.logger.warn({ group: this.spec.group, stream: s.key, id, reason }, 'entry dead-lettered');
-    this.sideOp(Promise.all(events.map((ev) => this.writeDeadLetter(s.partition, id, s.key, attempts, reason, ev, undefined))), idx, id);
-  }
-
-  private splitEntry(idx: number, id: string, events: EventEnvelope[], attempt: number): void {
-    const s = this.streams[idx]!;
-    const key = retryKey(this.config.prefix, this.spec.type, s.partition, this.spec.group);
-    this.logger.info({ group: this.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries');
-    this.sideOp(
-      Promise.all(
-        events.map((ev) => {
-          const fields = envelopeFields(ev);
-          fields.push('attempt', String(attempt), 'due', '0', 'origin', id, 'error', 'redelivered: the consumer holding it died or timed out');
-          return this.cmd.xadd(key, '*', ...fields);
-        }),
-      ),
-      idx,
-      id,
     );
   }
 

@@ -1,0 +1,80 @@
+/**
+ * Where a Redis Streams subscription sends events it does not finish by handling them: the group's retry
+ * stream of the partition (a failed event with attempts left, due after its backoff; each event of a
+ * redelivered batch entry) and the partition's DLQ stream (XADD with the error, attempts, original id and
+ * group; the raw fields of a malformed entry). Each call sends the XADDs and returns their promise.
+ */
+import { backoffDelay } from '../../src/backoff.js';
+import type { EventEnvelope } from '../../src/envelope.js';
+import { describeError, isRetryable } from '../../src/errors.js';
+import { envelopeFields, fieldsToObject, WIRE_VERSION } from './codec.js';
+import type { ConsumerContext, Entry } from './consumer-records.js';
+import { dlqKey, retryKey } from './keys.js';
+
+export class Reroute {
+  constructor(private readonly ctx: ConsumerContext) {}
+
+  /** Failed event `i` of `entry`: to the group's retry stream with its next attempt, or to the DLQ. */
+  failed(entry: Entry, i: number, err: unknown): Promise<unknown> {
+    const { spec } = this.ctx;
+    const ev = entry.events[i]!;
+    const attempt = entry.attempt;
+    const s = this.ctx.streams[entry.stream]!;
+    const error = describeError(err);
+    if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
+      const p = this.deadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined);
+      this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered');
+      return p;
+    }
+    return this.retry(s.partition, ev, attempt + 1, Date.now() + backoffDelay(spec.backoff, attempt), entry.id, error);
+  }
+
+  /** A malformed entry: DLQ with the reason and the raw fields. */
+  malformed(idx: number, id: string, fields: string[], reason: string): Promise<unknown> {
+    const s = this.ctx.streams[idx]!;
+    this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'malformed entry dead-lettered');
+    return this.deadLetter(s.partition, id, s.key, 1, reason, undefined, fieldsToObject(fields));
+  }
+
+  /** A whole entry (crash loop): every event to the DLQ. */
+  crashLoop(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string): Promise<unknown> {
+    const s = this.ctx.streams[idx]!;
+    this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'entry dead-lettered');
+    return Promise.all(events.map((ev) => this.deadLetter(s.partition, id, s.key, attempts, reason, ev, undefined)));
+  }
+
+  /** A redelivered batch entry: a retry entry per event, due at once, so each is handled (and dead-lettered) alone. */
+  split(idx: number, id: string, events: EventEnvelope[], attempt: number): Promise<unknown> {
+    const s = this.ctx.streams[idx]!;
+    this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries');
+    return Promise.all(events.map((ev) => this.retry(s.partition, ev, attempt, 0, id, 'redelivered: the consumer holding it died or timed out')));
+  }
+
+  private retry(partition: number, ev: EventEnvelope, attempt: number, due: number, origin: string, error: string): Promise<string> {
+    const { config, spec } = this.ctx;
+    const fields = envelopeFields(ev);
+    fields.push('attempt', String(attempt), 'due', String(due), 'origin', origin, 'error', error);
+    return this.ctx.cmd.xadd(retryKey(config.prefix, spec.type, partition, spec.group), '*', ...fields);
+  }
+
+  private deadLetter(
+    partition: number,
+    origin: string,
+    stream: string,
+    attempts: number,
+    error: string,
+    event: EventEnvelope | undefined,
+    raw: Record<string, string> | undefined,
+  ): Promise<unknown> {
+    const { config, spec } = this.ctx;
+    const fields: (string | number)[] = [
+      'v', WIRE_VERSION, 'kind', 'dead', 'group', spec.group, 'type', spec.type, 'partition', partition,
+      'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
+    ];
+    if (event !== undefined) fields.push('event', JSON.stringify(event));
+    if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
+    const key = dlqKey(config.prefix, spec.type, partition);
+    const trim = config.dlqMaxLen > 0 ? ['MAXLEN', '~', config.dlqMaxLen] : [];
+    return this.ctx.cmd.xadd(key, ...trim, '*', ...fields);
+  }
+}
