@@ -29,12 +29,11 @@ import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
 import { retryKey, streamKey } from './keys.js';
 import { claimOwned } from './owned-claim.js';
-import { deleteIfNothingPending } from './prune-consumer.js';
 import { claimSuspect } from './suspect-claim.js';
-import { groupPositions, pairs } from './group-lag.js';
 import { send, wireCommand } from './wire-command.js';
 import { AckBatcher } from './ack-batch.js';
 import { Reroute } from './reroute.js';
+import { ensureGroups, housekeeping, reportTrimmed, trimmedPending } from './housekeeping.js';
 import { Entry, noop, type Cmd, type ConsumerContext, type RawEntry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
 class Reader {
@@ -130,7 +129,7 @@ export class RedisConsumer implements TransportSubscription {
     }
     // Groups are created while the read connections open (both before the first read).
     const opening = Promise.allSettled(this.readers.map(() => this.openReader()));
-    const created = await this.ensureGroups(this.spec.startFrom).then(
+    const created = await ensureGroups(this.ctx, this.spec.startFrom).then(
       () => ({ ok: true as const }),
       (err: unknown) => ({ ok: false as const, err }),
     );
@@ -182,17 +181,6 @@ export class RedisConsumer implements TransportSubscription {
     return undefined;
   }
 
-  /** Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. */
-  private async ensureGroups(from: '$' | '0'): Promise<void> {
-    await Promise.all(
-      this.streams.map((s) =>
-        this.cmd.xgroup('CREATE', s.key, this.spec.group, s.retry ? '0' : from, 'MKSTREAM').catch((err: Error) => {
-          if (!String(err.message).includes('BUSYGROUP')) throw err;
-        }),
-      ),
-    );
-  }
-
   // ---------------------------------------------------------------- reading
 
   private async readLoop(r: Reader): Promise<void> {
@@ -235,7 +223,7 @@ export class RedisConsumer implements TransportSubscription {
           if (!any) {
             r.drainPending = false;
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
-            this.reportTrimmed(r.streams);
+            reportTrimmed(this.ctx, r.streams);
           }
         } else {
           const next = ahead ?? this.read(r, undefined, true);
@@ -272,7 +260,7 @@ export class RedisConsumer implements TransportSubscription {
         if (msg.includes('NOGROUP')) {
           this.logger.warn({ group: this.spec.group, type: this.spec.type }, 'consumer group or stream missing (NOGROUP); recreating it');
           try {
-            await this.ensureGroups('0');
+            await ensureGroups(this.ctx, '0');
           } catch (e) {
             this.logger.warn({ err: describeError(e) }, 'recreating consumer group failed');
           }
@@ -283,17 +271,7 @@ export class RedisConsumer implements TransportSubscription {
         await this.sleep(Math.min(1000, 50 * failures));
       }
     }
-    this.reportTrimmed(r.streams);
-  }
-
-  /** The trimmed entries counted on these streams (indices) and not yet reported: one warning per stream. */
-  private reportTrimmed(streams: Iterable<number>): void {
-    for (const idx of streams) {
-      const s = this.streams[idx]!;
-      if (s.trimmedUnreported === 0) continue;
-      this.trimmedPending(s, s.trimmedUnreported);
-      s.trimmedUnreported = 0;
-    }
+    reportTrimmed(this.ctx, r.streams);
   }
 
   /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
@@ -429,7 +407,7 @@ export class RedisConsumer implements TransportSubscription {
     // adds them up and reports when it ends.
     if (trimmed > 0) {
       if (started !== undefined) s.trimmedUnreported += trimmed;
-      else this.trimmedPending(s, trimmed);
+      else trimmedPending(this.ctx, s, trimmed);
     }
     if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
     this.pump();
@@ -548,63 +526,6 @@ export class RedisConsumer implements TransportSubscription {
 
   // ---------------------------------------------------------------- reclaim and keepalive
 
-  /**
-   * Per partition stream: deletes consumers of the group that hold nothing and have been idle past
-   * deleteIdleConsumersMs, and warns when retention trimmed entries the group had not read. A stream that
-   * fails is skipped (its group gone, its master stalled), as in `reclaim`.
-   */
-  private async housekeeping(): Promise<void> {
-    const limit = this.opts.deleteIdleConsumersMs;
-    for (const s of this.streams) {
-      if (s.retry || this.ctx.closing) continue;
-      try {
-        if (limit > 0) await this.pruneStream(s.key, limit);
-        await this.checkTrimmed(s);
-      } catch (err) {
-        this.logger.debug({ err: describeError(err), stream: s.key }, 'consumer housekeeping of a stream failed');
-        if (!this.connector.isCluster && isConnectionProblem(err)) return;
-      }
-    }
-  }
-
-  /** Entries delivered to the group but trimmed before a consumer finished them. */
-  private trimmedPending(s: StreamInfo, count: number): void {
-    this.logger.warn(
-      { group: this.spec.group, stream: s.key, count },
-      'pending entries were trimmed (transport maxLen / minIdAgeMs) before the group finished them: their events are lost to the group; raise the retention',
-    );
-  }
-
-  /** Entries of `s` trimmed before this group read them, counted once each (see group-lag.ts). */
-  private async checkTrimmed(s: StreamInfo): Promise<void> {
-    const me = (await groupPositions(this.command, s.key)).find((g) => g.group === this.spec.group);
-    if (me?.trimmed === undefined) return;
-    if (me.trimmed <= s.trimmedSeen) {
-      if (me.trimmed === 0) s.trimmedSeen = 0; // past the gap: a later one is reported anew
-      return;
-    }
-    this.logger.warn(
-      { group: this.spec.group, stream: s.key, trimmed: me.trimmed, lag: me.lag },
-      'entries were trimmed (transport maxLen / minIdAgeMs) before this group read them: their events are lost to the group; raise the retention or add consumers',
-    );
-    s.trimmedSeen = me.trimmed;
-  }
-
-  private async pruneStream(key: string, limit: number): Promise<void> {
-    const rows = (await (this.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', key, this.spec.group)) ?? [];
-    for (const row of rows) {
-      const f = pairs(row);
-      const name = String(f['name']);
-      // Never a consumer that still has pending entries, never ourselves.
-      if (name === this.spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
-      const res = await deleteIfNothingPending(this.command, key, this.spec.group, name, this.noScripts);
-      if (res === 'deleted') this.logger.info({ group: this.spec.group, stream: key, consumer: name }, 'deleted an idle consumer with no pending entries');
-      else if (res !== 'busy') {
-        this.logger.warn({ group: this.spec.group, stream: key, consumer: name, dropped: res.dropped }, 'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered');
-      }
-    }
-  }
-
   private reclaimPasses = 0;
 
   private async reclaim(): Promise<void> {
@@ -614,7 +535,7 @@ export class RedisConsumer implements TransportSubscription {
     try {
       // Housekeeping on the first pass and every 20th after it.
       if (this.reclaimPasses++ % 20 === 0) {
-        await this.housekeeping().catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
+        await housekeeping(this.ctx, this.noScripts).catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
       }
       for (let idx = 0; idx < this.streams.length && !this.ctx.closing; idx++) {
         if (this.heldEvents >= this.prefetch) break;
@@ -633,10 +554,10 @@ export class RedisConsumer implements TransportSubscription {
           if (!this.streams[idx]!.retry && !msg.includes('NOGROUP')) idx++;
         }
       }
-      if (nogroup) await this.ensureGroups('0').catch(noop);
+      if (nogroup) await ensureGroups(this.ctx, '0').catch(noop);
     } finally {
       // One warning per stream and pass: suspects are claimed one at a time, and there can be thousands.
-      this.reportTrimmed(this.streams.keys());
+      reportTrimmed(this.ctx, this.streams.keys());
       this.reclaiming = false;
     }
   }

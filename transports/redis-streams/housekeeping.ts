@@ -1,0 +1,89 @@
+/**
+ * Group housekeeping of a Redis Streams subscription: creating its consumer group on every stream it reads
+ * (again on NOGROUP), deleting the group's idle consumers that hold nothing, and the warnings about entries
+ * trimmed by retention before the group read them or while they were pending.
+ */
+import { describeError } from '../../src/errors.js';
+import { isConnectionProblem } from './connection.js';
+import type { ConsumerContext, StreamInfo } from './consumer-records.js';
+import { groupPositions, pairs } from './group-lag.js';
+import { deleteIfNothingPending } from './prune-consumer.js';
+
+/** Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. */
+export async function ensureGroups(ctx: ConsumerContext, from: '$' | '0'): Promise<void> {
+  await Promise.all(
+    ctx.streams.map((s) =>
+      ctx.cmd.xgroup('CREATE', s.key, ctx.spec.group, s.retry ? '0' : from, 'MKSTREAM').catch((err: Error) => {
+        if (!String(err.message).includes('BUSYGROUP')) throw err;
+      }),
+    ),
+  );
+}
+
+/**
+ * Per partition stream: deletes consumers of the group that hold nothing and have been idle past
+ * deleteIdleConsumersMs, and warns when retention trimmed entries the group had not read. A stream that
+ * fails is skipped (its group gone, its master stalled), as in the reclaim.
+ */
+export async function housekeeping(ctx: ConsumerContext, onNoScripts: (err: Error) => void): Promise<void> {
+  const limit = ctx.opts.deleteIdleConsumersMs;
+  for (const s of ctx.streams) {
+    if (s.retry || ctx.closing) continue;
+    try {
+      if (limit > 0) await pruneStream(ctx, s.key, limit, onNoScripts);
+      await checkTrimmed(ctx, s);
+    } catch (err) {
+      ctx.logger.debug({ err: describeError(err), stream: s.key }, 'consumer housekeeping of a stream failed');
+      if (!ctx.connector.isCluster && isConnectionProblem(err)) return;
+    }
+  }
+}
+
+/** Entries delivered to the group but trimmed before a consumer finished them. */
+export function trimmedPending(ctx: ConsumerContext, s: StreamInfo, count: number): void {
+  ctx.logger.warn(
+    { group: ctx.spec.group, stream: s.key, count },
+    'pending entries were trimmed (transport maxLen / minIdAgeMs) before the group finished them: their events are lost to the group; raise the retention',
+  );
+}
+
+/** The trimmed entries counted on these streams (indices) and not yet reported: one warning per stream. */
+export function reportTrimmed(ctx: ConsumerContext, streams: Iterable<number>): void {
+  for (const idx of streams) {
+    const s = ctx.streams[idx]!;
+    if (s.trimmedUnreported === 0) continue;
+    trimmedPending(ctx, s, s.trimmedUnreported);
+    s.trimmedUnreported = 0;
+  }
+}
+
+/** Entries of `s` trimmed before this group read them, counted once each (see group-lag.ts). */
+async function checkTrimmed(ctx: ConsumerContext, s: StreamInfo): Promise<void> {
+  const me = (await groupPositions(ctx.command, s.key)).find((g) => g.group === ctx.spec.group);
+  if (me?.trimmed === undefined) return;
+  if (me.trimmed <= s.trimmedSeen) {
+    if (me.trimmed === 0) s.trimmedSeen = 0; // past the gap: a later one is reported anew
+    return;
+  }
+  ctx.logger.warn(
+    { group: ctx.spec.group, stream: s.key, trimmed: me.trimmed, lag: me.lag },
+    'entries were trimmed (transport maxLen / minIdAgeMs) before this group read them: their events are lost to the group; raise the retention or add consumers',
+  );
+  s.trimmedSeen = me.trimmed;
+}
+
+async function pruneStream(ctx: ConsumerContext, key: string, limit: number, onNoScripts: (err: Error) => void): Promise<void> {
+  const { spec } = ctx;
+  const rows = (await (ctx.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', key, spec.group)) ?? [];
+  for (const row of rows) {
+    const f = pairs(row);
+    const name = String(f['name']);
+    // Never a consumer that still has pending entries, never ourselves.
+    if (name === spec.consumer || Number(f['pending']) > 0 || Number(f['idle']) < limit) continue;
+    const res = await deleteIfNothingPending(ctx.command, key, spec.group, name, onNoScripts);
+    if (res === 'deleted') ctx.logger.info({ group: spec.group, stream: key, consumer: name }, 'deleted an idle consumer with no pending entries');
+    else if (res !== 'busy') {
+      ctx.logger.warn({ group: spec.group, stream: key, consumer: name, dropped: res.dropped }, 'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered');
+    }
+  }
+}
