@@ -18,12 +18,10 @@
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
 import type { Command } from 'ioredis';
-import { Deque } from '../../src/deque.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
-import type { DeliveryContext, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
-import { decodeEntry, Malformed } from './codec.js';
+import type { DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
@@ -33,6 +31,7 @@ import { claimSuspect } from './suspect-claim.js';
 import { send, wireCommand } from './wire-command.js';
 import { AckBatcher } from './ack-batch.js';
 import { Reroute } from './reroute.js';
+import { Deliveries } from './deliveries.js';
 import { ensureGroups, housekeeping, reportTrimmed, trimmedPending } from './housekeeping.js';
 import { Entry, noop, type Cmd, type ConsumerContext, type RawEntry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
@@ -55,69 +54,45 @@ export class RedisConsumer implements TransportSubscription {
   private readonly streams: StreamInfo[] = [];
   private readonly keyIndex = new Map<string, number>();
   private readonly readers: Reader[] = [];
-  private readonly queue = new Deque<Entry>();
-  /** Entries read and not yet acked, per stream index, by entry id. */
-  private readonly held: Map<string, Entry>[] = [];
-  private heldEntries = 0;
-  /** Shared delivery context of first attempts, per stream index. */
-  private readonly firstCtx: DeliveryContext[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly loops: Promise<void>[] = [];
-  private running = 0;
-  private heldEvents = 0;
-  private sideOps = 0;
-  private pumping = false;
-  private again = false;
   private closed: Promise<void> | undefined;
-  private roomWaiters: (() => void)[] = [];
-  private idleWaiters: (() => void)[] = [];
-  private avgEvents = 1;
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
   /** When the watchdog last ran (ms). */
   private lastWatch = 0;
   private reclaiming = false;
-  private readonly prefetch: number;
-  /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
-  private readonly longestBackoff: number;
   private readonly cmd: Cmd;
   private signalClose!: () => void;
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
   private readonly ctx: ConsumerContext;
   private readonly acks: AckBatcher;
-  private readonly reroute: Reroute;
+  private readonly deliveries: Deliveries;
 
   constructor(
     private readonly spec: SubscriptionSpec,
     private readonly opts: ResolvedSubscribeOptions,
-    private readonly handler: DeliveryHandler,
+    handler: DeliveryHandler,
     private readonly config: ResolvedConfig,
     private readonly connector: Connector,
     private readonly command: Client,
     private readonly partitions: number,
     private readonly logger: Logger,
     /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
-    private readonly readData: JsonReader,
+    readData: JsonReader,
   ) {
     this.cmd = command as unknown as Cmd;
     this.ctx = { spec, opts, config, connector, command, cmd: this.cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
     this.acks = new AckBatcher(this.ctx);
-    this.reroute = new Reroute(this.ctx);
-    this.prefetch = opts.prefetch ?? Math.max(spec.concurrency, 8000);
-    this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
-    // Events per entry, learnt from reads; the first read assumes full batch entries so it cannot
-    // pull a huge backlog at once.
-    this.avgEvents = config.entryMode === 'event' ? 1 : 4000;
     for (let p = 0; p < partitions; p++) {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
         this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedUnreported: 0 });
-        this.held.push(new Map());
-        this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: p });
       }
     }
+    this.deliveries = new Deliveries(this.ctx, handler, readData, this.acks, new Reroute(this.ctx));
   }
 
   async start(): Promise<void> {
@@ -191,8 +166,8 @@ export class RedisConsumer implements TransportSubscription {
     while (!this.ctx.closing) {
       // A read already sent is taken in first: Redis has delivered its entries to this consumer, and
       // only entries held here are kept alive (left waiting, they could be reclaimed by another consumer).
-      if (this.heldEvents >= this.prefetch && ahead === undefined) {
-        await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      if (this.deliveries.full && ahead === undefined) {
+        await this.deliveries.waitForRoom();
         continue;
       }
       try {
@@ -216,10 +191,10 @@ export class RedisConsumer implements TransportSubscription {
               const idx = this.keyIndex.get(key)!;
               r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
               // Redeliveries: their delivery counts give the attempt and stop crash loops.
-              this.accept(idx, entries, await this.deliveryCounts(idx, entries), started);
+              this.deliveries.accept(idx, entries, await this.deliveryCounts(idx, entries), started);
             }
           }
-          await this.finished(started);
+          await this.deliveries.finished(started);
           if (!any) {
             r.drainPending = false;
             for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
@@ -236,11 +211,11 @@ export class RedisConsumer implements TransportSubscription {
             // finish at once have, and their acks go out with it (one write, not two, per event at low rates).
             let got = 0;
             for (const [, entries] of reply) got += entries.length;
-            if (got >= r.lastCount && r.conn !== undefined && this.heldEvents < this.prefetch) {
+            if (got >= r.lastCount && r.conn !== undefined && !this.deliveries.full) {
               ahead = this.read(r, undefined, true);
               ahead.catch(noop); // observed when awaited on the next turn
             }
-            for (const [key, entries] of reply) this.accept(this.keyIndex.get(key)!, entries, undefined);
+            for (const [key, entries] of reply) this.deliveries.accept(this.keyIndex.get(key)!, entries, undefined);
           }
         }
         failures = 0;
@@ -276,8 +251,8 @@ export class RedisConsumer implements TransportSubscription {
 
   /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
   private read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
-    const room = this.prefetch - this.heldEvents;
-    const count = fixedCount ?? Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.avgEvents)));
+    const room = this.deliveries.prefetch - this.deliveries.heldEvents;
+    const count = fixedCount ?? Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
     const args: (string | number)[] = ['GROUP', this.spec.group, this.spec.consumer, 'COUNT', count];
     if (block) args.push('BLOCK', this.opts.blockMs);
     args.push('STREAMS');
@@ -340,190 +315,6 @@ export class RedisConsumer implements TransportSubscription {
     }
   }
 
-  /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
-  private accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined, started?: Entry[]): void {
-    const s = this.streams[idx]!;
-    const now = Date.now();
-    let events = 0;
-    let trimmed = 0;
-    for (let k = 0; k < entries.length; k++) {
-      const raw = entries[k]!;
-      const id = raw[0];
-      const held = this.held[idx]!;
-      if (held.has(id)) continue; // already running here (pending re-read after a reconnect)
-      const fields = raw[1];
-      if (fields === null) {
-        // Deleted or trimmed while pending: nothing to deliver.
-        this.acks.ack(idx, id);
-        if (!s.retry) trimmed++;
-        continue;
-      }
-      const decoded = decodeEntry(id, fields, this.spec.type, this.readData);
-      if (decoded instanceof Malformed) {
-        this.sideOp(this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
-        continue;
-      }
-      let attempt = decoded.attempt;
-      const delivered = deliveries?.get(id);
-      if (delivered !== undefined && delivered > 1) {
-        attempt += delivered - 1;
-        if (attempt > this.spec.maxDeliveries) {
-          this.sideOp(this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
-          continue;
-        }
-        if (decoded.events.length > 1) {
-          // A batch entry whose consumer died: split it into per-event retry entries, so an event
-          // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
-          this.sideOp(this.reroute.split(idx, id, decoded.events, attempt), idx, id);
-          continue;
-        }
-      }
-      const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.spec.group, consumer: this.spec.consumer, partition: s.partition };
-      const entry = new Entry(idx, id, decoded.events, ctx, attempt);
-      if (deliveries !== undefined) entry.deliveries = delivered;
-      if (entry.remaining === 0) {
-        this.acks.ack(idx, id);
-        continue;
-      }
-      held.set(id, entry);
-      this.heldEntries++;
-      this.heldEvents += entry.remaining;
-      events += entry.remaining;
-      if (decoded.due > now) {
-        // `due` is the writer's clock: another host's may run ahead of ours by minutes (or a hand-written entry
-        // say anything), so a retry waits no longer than this consumer's own longest backoff.
-        const t = setTimeout(() => {
-          this.timers.delete(t);
-          this.queue.push(entry);
-          this.pump();
-        }, Math.min(decoded.due - now, this.longestBackoff));
-        this.timers.add(t);
-      } else {
-        this.queue.push(entry);
-        started?.push(entry);
-      }
-    }
-    // One warning with their count, not one per entry: the serial pending drain (`started`, one entry per read)
-    // adds them up and reports when it ends.
-    if (trimmed > 0) {
-      if (started !== undefined) s.trimmedUnreported += trimmed;
-      else trimmedPending(this.ctx, s, trimmed);
-    }
-    if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
-    this.pump();
-  }
-
-  // ---------------------------------------------------------------- running handlers
-
-  private pump(): void {
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    const limit = this.spec.concurrency;
-    do {
-      this.again = false;
-      while (this.running < limit && this.queue.length > 0) {
-        const entry = this.queue.peek()!;
-        if (entry.cursor >= entry.events.length) {
-          this.queue.shift(); // abandoned while queued
-          continue;
-        }
-        const i = entry.cursor++;
-        if (entry.cursor >= entry.events.length) this.queue.shift();
-        this.running++;
-        this.run(entry, i);
-      }
-    } while (this.again);
-    this.pumping = false;
-    this.checkIdle();
-  }
-
-  private run(entry: Entry, i: number): void {
-    let result: void | Promise<void>;
-    try {
-      result = this.handler(entry.events[i]!, entry.ctx);
-    } catch (err) {
-      this.finish(entry, i, err, true);
-      return;
-    }
-    if (result !== undefined && result !== null && typeof (result as Promise<void>).then === 'function') {
-      (result as Promise<void>).then(
-        () => {
-          this.finish(entry, i, undefined, false);
-          this.pump();
-        },
-        (err: unknown) => {
-          this.finish(entry, i, err, true);
-          this.pump();
-        },
-      );
-    } else {
-      this.finish(entry, i, undefined, false);
-    }
-  }
-
-  private finish(entry: Entry, i: number, err: unknown, failed: boolean): void {
-    this.running--;
-    this.heldEvents--;
-    if (failed) this.fail(entry, i, err);
-    else if (--entry.remaining === 0) this.complete(entry);
-    if (this.roomWaiters.length > 0 && this.heldEvents < this.prefetch) this.wakeReaders();
-  }
-
-  private complete(entry: Entry): void {
-    if (entry.abandoned) return;
-    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
-    this.acks.ack(entry.stream, entry.id);
-    entry.done?.();
-  }
-
-  private wakeReaders(): void {
-    const w = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const f of w) f();
-  }
-
-  /** A failed event: to the group's retry stream with its next attempt, or to the DLQ. */
-  private fail(entry: Entry, i: number, err: unknown): void {
-    // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
-    // again there, so no retry entry or dead letter from here.
-    if (entry.abandoned) return;
-    const p = this.reroute.failed(entry, i, err);
-    this.sideOps++;
-    p.then(
-      () => {
-        this.sideOps--;
-        if (--entry.remaining === 0) this.complete(entry);
-        this.checkIdle();
-      },
-      (e: unknown) => {
-        this.sideOps--;
-        // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
-        this.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
-        if (!entry.abandoned) this.abandon(entry);
-        this.checkIdle();
-      },
-    );
-  }
-
-  private sideOp(p: Promise<unknown>, idx: number, id: string): void {
-    this.sideOps++;
-    p.then(
-      () => {
-        this.sideOps--;
-        this.acks.ack(idx, id);
-        this.checkIdle();
-      },
-      (e: unknown) => {
-        this.sideOps--;
-        this.logger.warn({ err: describeError(e), id }, 'dead-letter write failed; entry left pending');
-        this.checkIdle();
-      },
-    );
-  }
-
   // ---------------------------------------------------------------- reclaim and keepalive
 
   private reclaimPasses = 0;
@@ -538,7 +329,7 @@ export class RedisConsumer implements TransportSubscription {
         await housekeeping(this.ctx, this.noScripts).catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
       }
       for (let idx = 0; idx < this.streams.length && !this.ctx.closing; idx++) {
-        if (this.heldEvents >= this.prefetch) break;
+        if (this.deliveries.full) break;
         try {
           if (await this.reclaimStream(idx)) idx--; // the same stream again: its next idle entry
         } catch (err) {
@@ -565,7 +356,7 @@ export class RedisConsumer implements TransportSubscription {
   /** One reclaim step on stream `idx`; true when it claimed a suspect alone and the stream should be looked at again. */
   private async reclaimStream(idx: number): Promise<boolean> {
     const s = this.streams[idx]!;
-    const held = this.held[idx]!;
+    const held = this.deliveries.held[idx]!;
     // Idle entries delivered twice or more without an ack may hold one that kills its consumer: those
     // are claimed one at a time, each finished before the next, so only such an entry's delivery count
     // grows (a claim raises the count of every entry it takes). The rest are claimed in bulk.
@@ -589,7 +380,7 @@ export class RedisConsumer implements TransportSubscription {
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
     this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
-    if (!this.ctx.closing) this.accept(idx, entries, deliveries);
+    if (!this.ctx.closing) this.deliveries.accept(idx, entries, deliveries);
     return false;
   }
 
@@ -609,14 +400,8 @@ export class RedisConsumer implements TransportSubscription {
     if (claimed.length === 0 || this.ctx.closing) return; // taken or acked meanwhile
     this.logger.info({ group: this.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
     const started: Entry[] = [];
-    this.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
-    await this.finished(started);
-  }
-
-  /** Resolves when the entries started are done (acked, or re-routed) or abandoned, or at close. */
-  private async finished(started: Entry[]): Promise<void> {
-    const unfinished = started.filter((e) => !e.abandoned && this.held[e.stream]!.has(e.id));
-    if (unfinished.length > 0) await Promise.race([Promise.all(unfinished.map((e) => new Promise<void>((resolve) => (e.done = resolve)))), this.closeSignal]);
+    this.deliveries.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
+    await this.deliveries.finished(started);
   }
 
   /** Delivery counts (XPENDING) of entries this consumer just got from its pending list or a reclaim. */
@@ -629,7 +414,7 @@ export class RedisConsumer implements TransportSubscription {
       // The range also holds this consumer's other pending entries (those it is running, say): page
       // through it until every entry asked about has its count.
       while (wanted.size > 0) {
-        const count = wanted.size + this.held[idx]!.size + 16;
+        const count = wanted.size + this.deliveries.held[idx]!.size + 16;
         const pend = (await this.cmd.xpending(this.streams[idx]!.key, this.spec.group, from, last, count, this.spec.consumer)) as [string, string, number, number][];
         for (const [id, , , n] of pend) if (wanted.delete(id)) deliveries.set(id, Number(n));
         if (pend.length < count) break;
@@ -647,11 +432,11 @@ export class RedisConsumer implements TransportSubscription {
    * leaves it to that one (`lose`).
    */
   private keepalive(): void {
-    if (this.heldEntries === 0) return;
+    if (this.deliveries.heldEntries === 0) return;
     const now = Date.now();
     const threshold = now - Math.floor(this.opts.minIdleMs / 3);
     const byStream = new Map<number, string[]>();
-    for (const e of this.held.flatMap((m) => [...m.values()])) {
+    for (const e of this.deliveries.held.flatMap((m) => [...m.values()])) {
       if (e.claimedAt > threshold) continue;
       e.claimedAt = now;
       let ids = byStream.get(e.stream);
@@ -679,7 +464,7 @@ export class RedisConsumer implements TransportSubscription {
    * to it, and they are not acked here; handlers already running finish.
    */
   private lose(idx: number, ids: string[]): void {
-    const held = this.held[idx]!;
+    const held = this.deliveries.held[idx]!;
     let entries = 0;
     let events = 0;
     for (const id of ids) {
@@ -687,35 +472,14 @@ export class RedisConsumer implements TransportSubscription {
       if (e === undefined || e.abandoned) continue; // finished here meanwhile
       entries++;
       events += e.events.length - e.cursor;
-      this.abandon(e);
+      this.deliveries.abandon(e);
     }
     if (entries > 0) {
       this.logger.warn({ group: this.spec.group, stream: this.streams[idx]!.key, entries, skipped: events }, 'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group');
     }
   }
 
-  /**
-   * Stops handling an entry that stays pending (for its new owner, or for a later reclaim): events not
-   * started are skipped, and it is not acked.
-   */
-  private abandon(entry: Entry): void {
-    entry.abandoned = true;
-    this.heldEvents -= entry.events.length - entry.cursor;
-    entry.cursor = entry.events.length;
-    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
-    entry.done?.();
-    if (this.roomWaiters.length > 0 && this.heldEvents < this.prefetch) this.wakeReaders();
-  }
-
   // ---------------------------------------------------------------- close
-
-  private checkIdle(): void {
-    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.sideOps === 0) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const f of w) f();
-    }
-  }
 
   /** Resolves after `ms`, or at close (whose clearing of `timers` would otherwise leave it pending forever). */
   private sleep(ms: number): Promise<void> {
@@ -736,7 +500,7 @@ export class RedisConsumer implements TransportSubscription {
    */
   private async releaseUnstarted(): Promise<void> {
     const byCount = new Map<string, { idx: number; count: number; ids: string[] }>();
-    for (const held of this.held) {
+    for (const held of this.deliveries.held) {
       for (const e of held.values()) {
         if (e.cursor > 0 || e.abandoned || e.deliveries === undefined) continue;
         const k = `${e.stream}:${e.deliveries}`;
@@ -769,21 +533,13 @@ export class RedisConsumer implements TransportSubscription {
       r.conn?.disconnect();
       r.conn = undefined;
     }
-    this.wakeReaders();
-    // Events held until a retry is due are not started: they stay pending for a later consumer.
+    // Readers waiting for room wake; retries held until due are not started: they stay pending for a later consumer.
+    this.deliveries.stop();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    if (this.running > 0 || this.queue.length > 0 || this.sideOps > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.spec.drainTimeoutMs))),
-      ]);
-      clearTimeout(timer);
-      if (this.running > 0) this.logger.warn({ group: this.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
-    }
+    if (this.deliveries.busy) await this.deliveries.drain();
     clearInterval(this.keepaliveTimer);
-    this.queue.clear();
+    this.deliveries.dropQueued();
     await this.releaseUnstarted();
     await this.acks.drain();
     await Promise.allSettled(this.loops);

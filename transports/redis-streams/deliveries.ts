@@ -1,0 +1,304 @@
+/**
+ * The entries a Redis Streams subscription holds and the running of their events' handlers: entries read
+ * or claimed are decoded and held (retries until due), their events run `concurrency` at once, and an entry
+ * is acked when all its events are done (succeeded, re-routed to retry or DLQ) or abandoned when it is no
+ * longer this consumer's. Counts what is held, for the readers' prefetch and for close.
+ */
+import { Deque } from '../../src/deque.js';
+import { describeError } from '../../src/errors.js';
+import type { JsonReader } from '../../src/json-reader.js';
+import type { DeliveryContext, DeliveryHandler } from '../../src/transport.js';
+import type { AckBatcher } from './ack-batch.js';
+import { decodeEntry, Malformed } from './codec.js';
+import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
+import { trimmedPending } from './housekeeping.js';
+import type { Reroute } from './reroute.js';
+
+export class Deliveries {
+  /** Entries read and not yet acked, per stream index, by entry id. */
+  readonly held: Map<string, Entry>[] = [];
+  heldEntries = 0;
+  heldEvents = 0;
+  /** Events per entry, learnt from reads (sizes the reads' COUNT). */
+  avgEvents: number;
+  readonly prefetch: number;
+  private readonly queue = new Deque<Entry>();
+  /** Shared delivery context of first attempts, per stream index. */
+  private readonly firstCtx: DeliveryContext[] = [];
+  /** Retries waiting for their due time. */
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private running = 0;
+  private sideOps = 0;
+  private pumping = false;
+  private again = false;
+  private roomWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] = [];
+  /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
+  private readonly longestBackoff: number;
+
+  constructor(
+    private readonly ctx: ConsumerContext,
+    private readonly handler: DeliveryHandler,
+    /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
+    private readonly readData: JsonReader,
+    private readonly acks: AckBatcher,
+    private readonly reroute: Reroute,
+  ) {
+    const { spec } = ctx;
+    this.prefetch = ctx.opts.prefetch ?? Math.max(spec.concurrency, 8000);
+    this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
+    // The first read assumes full batch entries so it cannot pull a huge backlog at once.
+    this.avgEvents = ctx.config.entryMode === 'event' ? 1 : 4000;
+    for (const s of ctx.streams) {
+      this.held.push(new Map());
+      this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: s.partition });
+    }
+  }
+
+  /** As many events held as prefetch allows: readers wait (`waitForRoom`). */
+  get full(): boolean {
+    return this.heldEvents >= this.prefetch;
+  }
+
+  /** Resolves when events held fall below prefetch, or at close. */
+  waitForRoom(): Promise<void> {
+    return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Handlers running, events queued or re-routes outstanding. */
+  get busy(): boolean {
+    return this.running > 0 || this.queue.length > 0 || this.sideOps > 0;
+  }
+
+  /** At close: wakes the readers, and retries held until due are not started (they stay pending for a later consumer). */
+  stop(): void {
+    this.wakeReaders();
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  /** Resolves when nothing is busy any more, or after drainTimeoutMs (warning of handlers still running). */
+  async drain(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.spec.drainTimeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (this.running > 0) this.ctx.logger.warn({ group: this.ctx.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
+  }
+
+  /** Events queued and not started are dropped (their entries stay held, and pending). */
+  dropQueued(): void {
+    this.queue.clear();
+  }
+
+  /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
+  accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined, started?: Entry[]): void {
+    const s = this.ctx.streams[idx]!;
+    const now = Date.now();
+    let events = 0;
+    let trimmed = 0;
+    for (let k = 0; k < entries.length; k++) {
+      const raw = entries[k]!;
+      const id = raw[0];
+      const held = this.held[idx]!;
+      if (held.has(id)) continue; // already running here (pending re-read after a reconnect)
+      const fields = raw[1];
+      if (fields === null) {
+        // Deleted or trimmed while pending: nothing to deliver.
+        this.acks.ack(idx, id);
+        if (!s.retry) trimmed++;
+        continue;
+      }
+      const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData);
+      if (decoded instanceof Malformed) {
+        this.sideOp(this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
+        continue;
+      }
+      let attempt = decoded.attempt;
+      const delivered = deliveries?.get(id);
+      if (delivered !== undefined && delivered > 1) {
+        attempt += delivered - 1;
+        if (attempt > this.ctx.spec.maxDeliveries) {
+          this.sideOp(this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
+          continue;
+        }
+        if (decoded.events.length > 1) {
+          // A batch entry whose consumer died: split it into per-event retry entries, so an event
+          // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
+          this.sideOp(this.reroute.split(idx, id, decoded.events, attempt), idx, id);
+          continue;
+        }
+      }
+      const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.ctx.spec.group, consumer: this.ctx.spec.consumer, partition: s.partition };
+      const entry = new Entry(idx, id, decoded.events, ctx, attempt);
+      if (deliveries !== undefined) entry.deliveries = delivered;
+      if (entry.remaining === 0) {
+        this.acks.ack(idx, id);
+        continue;
+      }
+      held.set(id, entry);
+      this.heldEntries++;
+      this.heldEvents += entry.remaining;
+      events += entry.remaining;
+      if (decoded.due > now) {
+        // `due` is the writer's clock: another host's may run ahead of ours by minutes (or a hand-written entry
+        // say anything), so a retry waits no longer than this consumer's own longest backoff.
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          this.queue.push(entry);
+          this.pump();
+        }, Math.min(decoded.due - now, this.longestBackoff));
+        this.timers.add(t);
+      } else {
+        this.queue.push(entry);
+        started?.push(entry);
+      }
+    }
+    // One warning with their count, not one per entry: the serial pending drain (`started`, one entry per read)
+    // adds them up and reports when it ends.
+    if (trimmed > 0) {
+      if (started !== undefined) s.trimmedUnreported += trimmed;
+      else trimmedPending(this.ctx, s, trimmed);
+    }
+    if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    const limit = this.ctx.spec.concurrency;
+    do {
+      this.again = false;
+      while (this.running < limit && this.queue.length > 0) {
+        const entry = this.queue.peek()!;
+        if (entry.cursor >= entry.events.length) {
+          this.queue.shift(); // abandoned while queued
+          continue;
+        }
+        const i = entry.cursor++;
+        if (entry.cursor >= entry.events.length) this.queue.shift();
+        this.running++;
+        this.run(entry, i);
+      }
+    } while (this.again);
+    this.pumping = false;
+    this.checkIdle();
+  }
+
+  private run(entry: Entry, i: number): void {
+    let result: void | Promise<void>;
+    try {
+      result = this.handler(entry.events[i]!, entry.ctx);
+    } catch (err) {
+      this.finish(entry, i, err, true);
+      return;
+    }
+    if (result !== undefined && result !== null && typeof (result as Promise<void>).then === 'function') {
+      (result as Promise<void>).then(
+        () => {
+          this.finish(entry, i, undefined, false);
+          this.pump();
+        },
+        (err: unknown) => {
+          this.finish(entry, i, err, true);
+          this.pump();
+        },
+      );
+    } else {
+      this.finish(entry, i, undefined, false);
+    }
+  }
+
+  private finish(entry: Entry, i: number, err: unknown, failed: boolean): void {
+    this.running--;
+    this.heldEvents--;
+    if (failed) this.fail(entry, i, err);
+    else if (--entry.remaining === 0) this.complete(entry);
+    if (this.roomWaiters.length > 0 && !this.full) this.wakeReaders();
+  }
+
+  private complete(entry: Entry): void {
+    if (entry.abandoned) return;
+    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
+    this.acks.ack(entry.stream, entry.id);
+    entry.done?.();
+  }
+
+  wakeReaders(): void {
+    const w = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const f of w) f();
+  }
+
+  /** A failed event: to the group's retry stream with its next attempt, or to the DLQ. */
+  private fail(entry: Entry, i: number, err: unknown): void {
+    // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
+    // again there, so no retry entry or dead letter from here.
+    if (entry.abandoned) return;
+    const p = this.reroute.failed(entry, i, err);
+    this.sideOps++;
+    p.then(
+      () => {
+        this.sideOps--;
+        if (--entry.remaining === 0) this.complete(entry);
+        this.checkIdle();
+      },
+      (e: unknown) => {
+        this.sideOps--;
+        // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
+        this.ctx.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
+        if (!entry.abandoned) this.abandon(entry);
+        this.checkIdle();
+      },
+    );
+  }
+
+  private sideOp(p: Promise<unknown>, idx: number, id: string): void {
+    this.sideOps++;
+    p.then(
+      () => {
+        this.sideOps--;
+        this.acks.ack(idx, id);
+        this.checkIdle();
+      },
+      (e: unknown) => {
+        this.sideOps--;
+        this.ctx.logger.warn({ err: describeError(e), id }, 'dead-letter write failed; entry left pending');
+        this.checkIdle();
+      },
+    );
+  }
+
+  /** Resolves when the entries started are done (acked, or re-routed) or abandoned, or at close. */
+  async finished(started: Entry[]): Promise<void> {
+    const unfinished = started.filter((e) => !e.abandoned && this.held[e.stream]!.has(e.id));
+    if (unfinished.length > 0) await Promise.race([Promise.all(unfinished.map((e) => new Promise<void>((resolve) => (e.done = resolve)))), this.ctx.closeSignal]);
+  }
+
+  /**
+   * Stops handling an entry that stays pending (for its new owner, or for a later reclaim): events not
+   * started are skipped, and it is not acked.
+   */
+  abandon(entry: Entry): void {
+    entry.abandoned = true;
+    this.heldEvents -= entry.events.length - entry.cursor;
+    entry.cursor = entry.events.length;
+    if (this.held[entry.stream]!.delete(entry.id)) this.heldEntries--;
+    entry.done?.();
+    if (this.roomWaiters.length > 0 && !this.full) this.wakeReaders();
+  }
+
+  private checkIdle(): void {
+    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.sideOps === 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+}
