@@ -18,7 +18,6 @@
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
 import type { Command } from 'ioredis';
-import type { EventEnvelope } from '../../src/envelope.js';
 import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
@@ -26,14 +25,14 @@ import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
 import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
 import { retryKey, streamKey } from './keys.js';
-import { claimOwned } from './owned-claim.js';
-import { claimSuspect } from './suspect-claim.js';
 import { send, wireCommand } from './wire-command.js';
 import { AckBatcher } from './ack-batch.js';
 import { Reroute } from './reroute.js';
 import { Deliveries } from './deliveries.js';
-import { ensureGroups, housekeeping, reportTrimmed, trimmedPending } from './housekeeping.js';
-import { Entry, noop, type Cmd, type ConsumerContext, type RawEntry, type ReadReply, type StreamInfo } from './consumer-records.js';
+import { Keepalive } from './keepalive.js';
+import { Reclaimer } from './reclaim.js';
+import { ensureGroups, reportTrimmed } from './housekeeping.js';
+import { noop, type Cmd, type ConsumerContext, type Entry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
 class Reader {
   conn: Client | undefined;
@@ -62,13 +61,14 @@ export class RedisConsumer implements TransportSubscription {
   private watchdogTimer: NodeJS.Timeout | undefined;
   /** When the watchdog last ran (ms). */
   private lastWatch = 0;
-  private reclaiming = false;
   private readonly cmd: Cmd;
   private signalClose!: () => void;
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
   private readonly ctx: ConsumerContext;
   private readonly acks: AckBatcher;
   private readonly deliveries: Deliveries;
+  private readonly reclaimer: Reclaimer;
+  private readonly keepalive: Keepalive;
 
   constructor(
     private readonly spec: SubscriptionSpec,
@@ -93,6 +93,8 @@ export class RedisConsumer implements TransportSubscription {
       }
     }
     this.deliveries = new Deliveries(this.ctx, handler, readData, this.acks, new Reroute(this.ctx));
+    this.keepalive = new Keepalive(this.ctx, this.deliveries);
+    this.reclaimer = new Reclaimer(this.ctx, this.deliveries, this.acks, this.keepalive.noScripts);
   }
 
   async start(): Promise<void> {
@@ -122,9 +124,9 @@ export class RedisConsumer implements TransportSubscription {
     this.lastWatch = Date.now();
     this.watchdogTimer = setInterval(() => this.watch(), this.watchEveryMs());
     this.watchdogTimer.unref();
-    this.reclaimTimer = setInterval(() => void this.reclaim(), reclaimMs);
+    this.reclaimTimer = setInterval(() => void this.reclaimer.run(), reclaimMs);
     this.reclaimTimer.unref();
-    this.keepaliveTimer = setInterval(() => this.keepalive(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
+    this.keepaliveTimer = setInterval(() => this.keepalive.run(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
     this.keepaliveTimer.unref();
   }
 
@@ -191,7 +193,7 @@ export class RedisConsumer implements TransportSubscription {
               const idx = this.keyIndex.get(key)!;
               r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
               // Redeliveries: their delivery counts give the attempt and stop crash loops.
-              this.deliveries.accept(idx, entries, await this.deliveryCounts(idx, entries), started);
+              this.deliveries.accept(idx, entries, await this.reclaimer.deliveryCounts(idx, entries), started);
             }
           }
           await this.deliveries.finished(started);
@@ -315,170 +317,6 @@ export class RedisConsumer implements TransportSubscription {
     }
   }
 
-  // ---------------------------------------------------------------- reclaim and keepalive
-
-  private reclaimPasses = 0;
-
-  private async reclaim(): Promise<void> {
-    if (this.reclaiming || this.ctx.closing) return;
-    this.reclaiming = true;
-    let nogroup = false;
-    try {
-      // Housekeeping on the first pass and every 20th after it.
-      if (this.reclaimPasses++ % 20 === 0) {
-        await housekeeping(this.ctx, this.noScripts).catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'consumer housekeeping failed'));
-      }
-      for (let idx = 0; idx < this.streams.length && !this.ctx.closing; idx++) {
-        if (this.deliveries.full) break;
-        try {
-          if (await this.reclaimStream(idx)) idx--; // the same stream again: its next idle entry
-        } catch (err) {
-          // One stream failing does not end the pass: in a Cluster each partition has its own master, and
-          // one that is stalled or failing over must not stop the reclaim of the partitions on the others.
-          const msg = describeError(err);
-          if (msg.includes('NOGROUP')) nogroup = true;
-          else this.logger.debug({ err: msg, stream: this.streams[idx]!.key }, 'reclaim of a stream failed');
-          // Standalone, every stream is on the one server: a connection problem ends the pass (not one
-          // commandTimeoutMs per stream).
-          if (!this.connector.isCluster && isConnectionProblem(err)) break;
-          // A partition's retry stream shares its slot (its master): skip it this pass rather than wait again.
-          if (!this.streams[idx]!.retry && !msg.includes('NOGROUP')) idx++;
-        }
-      }
-      if (nogroup) await ensureGroups(this.ctx, '0').catch(noop);
-    } finally {
-      // One warning per stream and pass: suspects are claimed one at a time, and there can be thousands.
-      reportTrimmed(this.ctx, this.streams.keys());
-      this.reclaiming = false;
-    }
-  }
-
-  /** One reclaim step on stream `idx`; true when it claimed a suspect alone and the stream should be looked at again. */
-  private async reclaimStream(idx: number): Promise<boolean> {
-    const s = this.streams[idx]!;
-    const held = this.deliveries.held[idx]!;
-    // Idle entries delivered twice or more without an ack may hold one that kills its consumer: those
-    // are claimed one at a time, each finished before the next, so only such an entry's delivery count
-    // grows (a claim raises the count of every entry it takes). The rest are claimed in bulk.
-    const idle = (await this.cmd.xpending(s.key, this.spec.group, 'IDLE', this.opts.minIdleMs, s.cursor, '+', this.opts.claimCount)) as [string, string, number, number][];
-    const rows = idle.filter((r) => !held.has(r[0]));
-    if (rows.length === 0) {
-      s.cursor = '0-0'; // nothing idle past the cursor: start over next pass
-      return false;
-    }
-    const suspect = rows.findIndex((r) => Number(r[3]) >= 2);
-    if (suspect === 0) {
-      await this.claimAlone(idx, rows[0]![0]);
-      return true;
-    }
-    const count = suspect > 0 ? suspect : this.opts.claimCount;
-    const reply = await this.cmd.xautoclaim(s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, s.cursor, 'COUNT', count);
-    s.cursor = reply[0];
-    // Redis 7 drops entries trimmed while pending from the PEL and names them here.
-    if (!s.retry && reply[2] !== undefined) s.trimmedUnreported += reply[2].length;
-    const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
-    if (entries.length === 0) return false;
-    const deliveries = await this.deliveryCounts(idx, entries);
-    this.logger.info({ group: this.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
-    if (!this.ctx.closing) this.deliveries.accept(idx, entries, deliveries);
-    return false;
-  }
-
-  /**
-   * Claims one idle entry (`XCLAIM`, still subject to `minIdleMs`) and waits until its events have run,
-   * like the serial pending drain: an entry redelivered after consumers died with it is run alone.
-   */
-  private async claimAlone(idx: number, id: string): Promise<void> {
-    const s = this.streams[idx]!;
-    const { entries: claimed, trimmed } = await claimSuspect(this.command, s.key, this.spec.group, this.spec.consumer, this.opts.minIdleMs, id);
-    if (trimmed) {
-      // Redis 7 has dropped it from the pending list; Redis 6.2 has made it ours: acked, as the pending drain does.
-      this.acks.ack(idx, id);
-      if (!s.retry) s.trimmedUnreported++;
-      return;
-    }
-    if (claimed.length === 0 || this.ctx.closing) return; // taken or acked meanwhile
-    this.logger.info({ group: this.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
-    const started: Entry[] = [];
-    this.deliveries.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
-    await this.deliveries.finished(started);
-  }
-
-  /** Delivery counts (XPENDING) of entries this consumer just got from its pending list or a reclaim. */
-  private async deliveryCounts(idx: number, entries: RawEntry[]): Promise<Map<string, number>> {
-    const deliveries = new Map<string, number>();
-    const wanted = new Set(entries.map((e) => e[0]));
-    let from = entries[0]![0];
-    const last = entries[entries.length - 1]![0];
-    try {
-      // The range also holds this consumer's other pending entries (those it is running, say): page
-      // through it until every entry asked about has its count.
-      while (wanted.size > 0) {
-        const count = wanted.size + this.deliveries.held[idx]!.size + 16;
-        const pend = (await this.cmd.xpending(this.streams[idx]!.key, this.spec.group, from, last, count, this.spec.consumer)) as [string, string, number, number][];
-        for (const [id, , , n] of pend) if (wanted.delete(id)) deliveries.set(id, Number(n));
-        if (pend.length < count) break;
-        from = '(' + pend[pend.length - 1]![0];
-      }
-    } catch (err) {
-      this.logger.debug({ err: describeError(err) }, 'XPENDING failed; attempts of redelivered entries unknown');
-    }
-    return deliveries;
-  }
-
-  /**
-   * Resets the idle time of entries held here so other consumers do not reclaim them, where they are still
-   * this consumer's: one that stalled past minIdleMs may find an entry reclaimed by another meanwhile, and
-   * leaves it to that one (`lose`).
-   */
-  private keepalive(): void {
-    if (this.deliveries.heldEntries === 0) return;
-    const now = Date.now();
-    const threshold = now - Math.floor(this.opts.minIdleMs / 3);
-    const byStream = new Map<number, string[]>();
-    for (const e of this.deliveries.held.flatMap((m) => [...m.values()])) {
-      if (e.claimedAt > threshold) continue;
-      e.claimedAt = now;
-      let ids = byStream.get(e.stream);
-      if (!ids) byStream.set(e.stream, (ids = []));
-      ids.push(e.id);
-    }
-    for (const [idx, ids] of byStream) {
-      claimOwned(this.command, this.streams[idx]!.key, this.spec.group, this.spec.consumer, ids, undefined, this.noScripts).then(
-        (lost) => this.lose(idx, lost),
-        (err: unknown) => this.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed'),
-      );
-    }
-  }
-
-  private readonly noScripts = (err: Error): void => {
-    this.logger.warn(
-      { group: this.spec.group, err: err.message },
-      'Redis refuses scripts (grant +@scripting, or EVALSHA and EVAL): the keepalive falls back to a plain XCLAIM, so a consumer that stalls past minIdleMs takes back entries another has reclaimed',
-    );
-  };
-
-  /**
-   * Entries held here that Redis no longer has pending on this consumer: another consumer reclaimed them
-   * (this one stalled past minIdleMs), or acked them after doing so. Their events not started yet are left
-   * to it, and they are not acked here; handlers already running finish.
-   */
-  private lose(idx: number, ids: string[]): void {
-    const held = this.deliveries.held[idx]!;
-    let entries = 0;
-    let events = 0;
-    for (const id of ids) {
-      const e = held.get(id);
-      if (e === undefined || e.abandoned) continue; // finished here meanwhile
-      entries++;
-      events += e.events.length - e.cursor;
-      this.deliveries.abandon(e);
-    }
-    if (entries > 0) {
-      this.logger.warn({ group: this.spec.group, stream: this.streams[idx]!.key, entries, skipped: events }, 'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group');
-    }
-  }
-
   // ---------------------------------------------------------------- close
 
   /** Resolves after `ms`, or at close (whose clearing of `timers` would otherwise leave it pending forever). */
@@ -491,31 +329,6 @@ export class RedisConsumer implements TransportSubscription {
       this.timers.add(t);
     });
     return Promise.race([slept, this.closeSignal]);
-  }
-
-  /**
-   * Entries left pending that no handler started (retries waiting for their due time, entries still
-   * queued at the drain timeout) get back the delivery count they came with: the next consumer's
-   * delivery then counts as the attempt they were waiting for, not as one more that failed.
-   */
-  private async releaseUnstarted(): Promise<void> {
-    const byCount = new Map<string, { idx: number; count: number; ids: string[] }>();
-    for (const held of this.deliveries.held) {
-      for (const e of held.values()) {
-        if (e.cursor > 0 || e.abandoned || e.deliveries === undefined) continue;
-        const k = `${e.stream}:${e.deliveries}`;
-        let g = byCount.get(k);
-        if (!g) byCount.set(k, (g = { idx: e.stream, count: e.deliveries, ids: [] }));
-        g.ids.push(e.id);
-      }
-    }
-    await Promise.allSettled(
-      [...byCount.values()].map((g) =>
-        claimOwned(this.command, this.streams[g.idx]!.key, this.spec.group, this.spec.consumer, g.ids, g.count - 1, this.noScripts).catch((err: unknown) => {
-          this.logger.debug({ err: describeError(err) }, 'could not reset the delivery count of unstarted entries');
-        }),
-      ),
-    );
   }
 
   close(): Promise<void> {
@@ -540,7 +353,7 @@ export class RedisConsumer implements TransportSubscription {
     if (this.deliveries.busy) await this.deliveries.drain();
     clearInterval(this.keepaliveTimer);
     this.deliveries.dropQueued();
-    await this.releaseUnstarted();
+    await this.keepalive.releaseUnstarted();
     await this.acks.drain();
     await Promise.allSettled(this.loops);
   }

@@ -1,0 +1,95 @@
+/**
+ * Keeping a Redis Streams subscription's held entries its own: on an interval, entries held past a third
+ * of minIdleMs have their idle time reset (XCLAIM JUSTID, where still this consumer's: owned-claim.ts) so
+ * no other consumer reclaims them while their handlers run; those found taken by another are abandoned
+ * here. At close, entries never started get back the delivery count they came with.
+ */
+import { describeError } from '../../src/errors.js';
+import type { ConsumerContext } from './consumer-records.js';
+import type { Deliveries } from './deliveries.js';
+import { claimOwned } from './owned-claim.js';
+
+export class Keepalive {
+  constructor(
+    private readonly ctx: ConsumerContext,
+    private readonly deliveries: Deliveries,
+  ) {}
+
+  /**
+   * Resets the idle time of entries held here so other consumers do not reclaim them, where they are still
+   * this consumer's: one that stalled past minIdleMs may find an entry reclaimed by another meanwhile, and
+   * leaves it to that one (`lose`).
+   */
+  run(): void {
+    if (this.deliveries.heldEntries === 0) return;
+    const now = Date.now();
+    const threshold = now - Math.floor(this.ctx.opts.minIdleMs / 3);
+    const byStream = new Map<number, string[]>();
+    for (const e of this.deliveries.held.flatMap((m) => [...m.values()])) {
+      if (e.claimedAt > threshold) continue;
+      e.claimedAt = now;
+      let ids = byStream.get(e.stream);
+      if (!ids) byStream.set(e.stream, (ids = []));
+      ids.push(e.id);
+    }
+    for (const [idx, ids] of byStream) {
+      claimOwned(this.ctx.command, this.ctx.streams[idx]!.key, this.ctx.spec.group, this.ctx.spec.consumer, ids, undefined, this.noScripts).then(
+        (lost) => this.lose(idx, lost),
+        (err: unknown) => this.ctx.logger.debug({ err: describeError(err) }, 'keepalive XCLAIM failed'),
+      );
+    }
+  }
+
+  readonly noScripts = (err: Error): void => {
+    this.ctx.logger.warn(
+      { group: this.ctx.spec.group, err: err.message },
+      'Redis refuses scripts (grant +@scripting, or EVALSHA and EVAL): the keepalive falls back to a plain XCLAIM, so a consumer that stalls past minIdleMs takes back entries another has reclaimed',
+    );
+  };
+
+  /**
+   * Entries held here that Redis no longer has pending on this consumer: another consumer reclaimed them
+   * (this one stalled past minIdleMs), or acked them after doing so. Their events not started yet are left
+   * to it, and they are not acked here; handlers already running finish.
+   */
+  private lose(idx: number, ids: string[]): void {
+    const held = this.deliveries.held[idx]!;
+    let entries = 0;
+    let events = 0;
+    for (const id of ids) {
+      const e = held.get(id);
+      if (e === undefined || e.abandoned) continue; // finished here meanwhile
+      entries++;
+      events += e.events.length - e.cursor;
+      this.deliveries.abandon(e);
+    }
+    if (entries > 0) {
+      this.ctx.logger.warn({ group: this.ctx.spec.group, stream: this.ctx.streams[idx]!.key, entries, skipped: events }, 'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group');
+    }
+  }
+
+  /**
+   * Entries left pending that no handler started (retries waiting for their due time, entries still
+   * queued at the drain timeout) get back the delivery count they came with: the next consumer's
+   * delivery then counts as the attempt they were waiting for, not as one more that failed.
+   */
+  async releaseUnstarted(): Promise<void> {
+    const byCount = new Map<string, { idx: number; count: number; ids: string[] }>();
+    for (const held of this.deliveries.held) {
+      for (const e of held.values()) {
+        if (e.cursor > 0 || e.abandoned || e.deliveries === undefined) continue;
+        const k = `${e.stream}:${e.deliveries}`;
+        let g = byCount.get(k);
+        if (!g) byCount.set(k, (g = { idx: e.stream, count: e.deliveries, ids: [] }));
+        g.ids.push(e.id);
+      }
+    }
+    await Promise.allSettled(
+      [...byCount.values()].map((g) =>
+        claimOwned(this.ctx.command, this.ctx.streams[g.idx]!.key, this.ctx.spec.group, this.ctx.spec.consumer, g.ids, g.count - 1, this.noScripts).catch((err: unknown) => {
+          this.ctx.logger.debug({ err: describeError(err) }, 'could not reset the delivery count of unstarted entries');
+        }),
+      ),
+    );
+  }
+}
