@@ -17,50 +17,30 @@
  *     the DLQ. Held entries are kept alive with XCLAIM JUSTID where they are still this consumer's (owned-claim.ts).
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
  */
-import type { Command } from 'ioredis';
 import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { ResolvedConfig, ResolvedSubscribeOptions } from './config.js';
-import { corkable, isConnectionProblem, type Client, type Connector } from './connection.js';
+import { isConnectionProblem, type Client, type Connector } from './connection.js';
 import { retryKey, streamKey } from './keys.js';
-import { send, wireCommand } from './wire-command.js';
 import { AckBatcher } from './ack-batch.js';
 import { Reroute } from './reroute.js';
 import { Deliveries } from './deliveries.js';
 import { Keepalive } from './keepalive.js';
 import { Reclaimer } from './reclaim.js';
+import { ReadConnections, type Reader } from './reader.js';
 import { ensureGroups, reportTrimmed } from './housekeeping.js';
 import { noop, type Cmd, type ConsumerContext, type Entry, type ReadReply, type StreamInfo } from './consumer-records.js';
-
-class Reader {
-  conn: Client | undefined;
-  drainPending = true;
-  /** The read outstanding on `conn` (until its reply or error comes), when it was sent and when the watchdog gives up on it (ms). */
-  reading: Command | undefined;
-  readSince = 0;
-  readDeadline = 0;
-  /** COUNT of the last read: a reply that filled it means a backlog. */
-  lastCount = 0;
-  readonly lastIds: string[];
-  constructor(readonly streams: number[]) {
-    this.lastIds = streams.map(() => '0');
-  }
-}
 
 export class RedisConsumer implements TransportSubscription {
   private readonly streams: StreamInfo[] = [];
   private readonly keyIndex = new Map<string, number>();
-  private readonly readers: Reader[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly loops: Promise<void>[] = [];
   private closed: Promise<void> | undefined;
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
-  private watchdogTimer: NodeJS.Timeout | undefined;
-  /** When the watchdog last ran (ms). */
-  private lastWatch = 0;
   private readonly cmd: Cmd;
   private signalClose!: () => void;
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
@@ -69,6 +49,7 @@ export class RedisConsumer implements TransportSubscription {
   private readonly deliveries: Deliveries;
   private readonly reclaimer: Reclaimer;
   private readonly keepalive: Keepalive;
+  private readonly reads: ReadConnections;
 
   constructor(
     private readonly spec: SubscriptionSpec,
@@ -95,35 +76,28 @@ export class RedisConsumer implements TransportSubscription {
     this.deliveries = new Deliveries(this.ctx, handler, readData, this.acks, new Reroute(this.ctx));
     this.keepalive = new Keepalive(this.ctx, this.deliveries);
     this.reclaimer = new Reclaimer(this.ctx, this.deliveries, this.acks, this.keepalive.noScripts);
+    this.reads = new ReadConnections(this.ctx, this.deliveries, this.acks);
   }
 
   async start(): Promise<void> {
-    if (this.connector.isCluster) {
-      // One reader per partition: its two keys share a slot, so one XREADGROUP covers them.
-      for (let p = 0; p < this.partitions; p++) this.readers.push(new Reader([2 * p, 2 * p + 1]));
-    } else {
-      this.readers.push(new Reader(this.streams.map((_, i) => i)));
-    }
     // Groups are created while the read connections open (both before the first read).
-    const opening = Promise.allSettled(this.readers.map(() => this.openReader()));
+    const opening = this.reads.open(this.partitions);
     const created = await ensureGroups(this.ctx, this.spec.startFrom).then(
       () => ({ ok: true as const }),
       (err: unknown) => ({ ok: false as const, err }),
     );
     const opened = await opening;
     opened.forEach((o, i) => {
-      if (o.status === 'fulfilled') this.readers[i]!.conn = o.value;
+      if (o.status === 'fulfilled') this.reads.readers[i]!.conn = o.value;
     });
     const failedOpen = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (!created.ok || failedOpen) {
-      for (const r of this.readers) r.conn?.disconnect();
+      for (const r of this.reads.readers) r.conn?.disconnect();
       throw this.startError(created.ok ? failedOpen!.reason : created.err);
     }
-    for (const r of this.readers) this.loops.push(this.readLoop(r));
+    for (const r of this.reads.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
-    this.lastWatch = Date.now();
-    this.watchdogTimer = setInterval(() => this.watch(), this.watchEveryMs());
-    this.watchdogTimer.unref();
+    this.reads.startWatchdog();
     this.reclaimTimer = setInterval(() => void this.reclaimer.run(), reclaimMs);
     this.reclaimTimer.unref();
     this.keepaliveTimer = setInterval(() => this.keepalive.run(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
@@ -136,26 +110,6 @@ export class RedisConsumer implements TransportSubscription {
     const msg = err instanceof Error ? err.message : String(err);
     const what = `Cannot create consumer group "${this.spec.group}" for ${this.spec.type} on ${this.connector.address}: ${msg}`;
     return isConnectionProblem(err) ? new ConnectionError(what, { cause: err }) : new TransportError(what, { cause: err });
-  }
-
-  private openReader(): Promise<Client> {
-    return this.connector.open('read', (err) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
-  }
-
-  /**
-   * Opens a read connection, or gives up at close(): opening a connection can take up to connectTimeoutMs
-   * (a Cluster client whose ready check goes to a stalled master), and close() waits for the read loops.
-   */
-  private async openReaderUnlessClosed(): Promise<Client | undefined> {
-    const client = this.connector.create('read');
-    client.on('error', (err: Error) => this.logger.debug({ err: err.message, group: this.spec.group }, 'redis read connection error'));
-    const opening = this.connector.connect(client).then(() => client);
-    const conn = await Promise.race([opening, this.closeSignal.then(() => undefined)]);
-    if (conn !== undefined && !this.ctx.closing) return conn;
-    // Given up: the connect ends with the disconnect; should it have completed anyway, close what it opened.
-    opening.then((c) => c.disconnect(), noop);
-    client.disconnect();
-    return undefined;
   }
 
   // ---------------------------------------------------------------- reading
@@ -175,14 +129,14 @@ export class RedisConsumer implements TransportSubscription {
       try {
         // No connection (the watchdog dropped one and could not open another yet): open it here.
         if (r.conn === undefined) {
-          const conn = await this.openReaderUnlessClosed();
+          const conn = await this.reads.openUnlessClosed();
           if (conn === undefined) break;
           r.conn = conn;
         }
         if (r.drainPending) {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
           // the process is redelivered alone and only its own delivery count grows.
-          const reply = await this.read(r, r.lastIds, false, 1);
+          const reply = await this.reads.read(r, r.lastIds, false, 1);
           if (this.ctx.closing) break;
           let any = false;
           const started: Entry[] = [];
@@ -203,7 +157,7 @@ export class RedisConsumer implements TransportSubscription {
             reportTrimmed(this.ctx, r.streams);
           }
         } else {
-          const next = ahead ?? this.read(r, undefined, true);
+          const next = ahead ?? this.reads.read(r, undefined, true);
           ahead = undefined;
           const reply = await next;
           if (this.ctx.closing) break;
@@ -214,7 +168,7 @@ export class RedisConsumer implements TransportSubscription {
             let got = 0;
             for (const [, entries] of reply) got += entries.length;
             if (got >= r.lastCount && r.conn !== undefined && !this.deliveries.full) {
-              ahead = this.read(r, undefined, true);
+              ahead = this.reads.read(r, undefined, true);
               ahead.catch(noop); // observed when awaited on the next turn
             }
             for (const [key, entries] of reply) this.deliveries.accept(this.keyIndex.get(key)!, entries, undefined);
@@ -251,72 +205,6 @@ export class RedisConsumer implements TransportSubscription {
     reportTrimmed(this.ctx, r.streams);
   }
 
-  /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
-  private read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
-    const room = this.deliveries.prefetch - this.deliveries.heldEvents;
-    const count = fixedCount ?? Math.max(1, Math.min(this.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
-    const args: (string | number)[] = ['GROUP', this.spec.group, this.spec.consumer, 'COUNT', count];
-    if (block) args.push('BLOCK', this.opts.blockMs);
-    args.push('STREAMS');
-    for (const i of r.streams) args.push(this.streams[i]!.key);
-    for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
-    const cmd = wireCommand('xreadgroup', args);
-    const conn = r.conn!;
-    r.reading = cmd;
-    r.lastCount = count;
-    r.readSince = Date.now();
-    r.readDeadline = r.readSince + (block ? this.opts.blockMs : 0) + this.opts.watchdogMs;
-    // Acks waiting for this reader's streams go first on the same connection, in the same write, where the
-    // socket can be corked (a standalone client); otherwise they go on the command connection at the end of the turn.
-    const socket = block && this.acks.scheduled ? corkable(conn) : undefined;
-    let p: Promise<ReadReply>;
-    if (socket !== undefined) {
-      socket.cork();
-      try {
-        for (const i of r.streams) this.acks.send(this.streams[i]!, conn);
-        p = send<ReadReply>(conn, cmd);
-      } finally {
-        socket.uncork();
-      }
-    } else {
-      p = send<ReadReply>(conn, cmd);
-    }
-    // Settled is not outstanding, whether or not the read loop has taken the reply yet.
-    const settled = (): void => {
-      if (r.reading === cmd) r.reading = undefined;
-    };
-    p.then(settled, settled);
-    return p;
-  }
-
-  private watchEveryMs(): number {
-    return Math.max(50, Math.min(1000, Math.floor(this.opts.watchdogMs / 4)));
-  }
-
-  /**
-   * The read watchdog (on an interval, not a timer per read): a read outstanding past its deadline
-   * (half-open connection, lost reconnect) is failed and its connection dropped; the read loop opens
-   * a new one and goes back to draining its pending entries.
-   */
-  private watch(): void {
-    const now = Date.now();
-    // A late turn means the event loop was held (synchronous handlers, a long GC pause): a reply that came
-    // meanwhile is still unread in the socket (timers run before I/O). The next turn judges, after the I/O.
-    const late = now - this.lastWatch > 2 * this.watchEveryMs();
-    this.lastWatch = now;
-    if (late) return;
-    for (const r of this.readers) {
-      const cmd = r.reading;
-      if (cmd === undefined || now < r.readDeadline || this.ctx.closing) continue;
-      this.logger.warn({ group: this.spec.group, ms: now - r.readSince }, 'blocking read outlived its watchdog; replacing the connection');
-      r.reading = undefined;
-      const old = r.conn;
-      r.conn = undefined;
-      old?.disconnect();
-      cmd.reject(new Error('read watchdog fired'));
-    }
-  }
-
   // ---------------------------------------------------------------- close
 
   /** Resolves after `ms`, or at close (whose clearing of `timers` would otherwise leave it pending forever). */
@@ -340,12 +228,7 @@ export class RedisConsumer implements TransportSubscription {
     this.ctx.closing = true;
     this.signalClose();
     clearInterval(this.reclaimTimer);
-    clearInterval(this.watchdogTimer);
-    // Abort blocking reads; anything Redis delivered meanwhile stays pending and is reclaimed later.
-    for (const r of this.readers) {
-      r.conn?.disconnect();
-      r.conn = undefined;
-    }
+    this.reads.stop();
     // Readers waiting for room wake; retries held until due are not started: they stay pending for a later consumer.
     this.deliveries.stop();
     for (const t of this.timers) clearTimeout(t);

@@ -1,0 +1,153 @@
+/**
+ * The read connections of a Redis Streams subscription: a reader per connection (one for every stream, or
+ * in a Cluster one per partition, whose two streams share a slot), the XREADGROUP each sends (COUNT sized
+ * to the prefetch room, acks waiting for its streams corked ahead of it) and the watchdog that fails a read
+ * outstanding past its deadline and drops its connection.
+ */
+import type { Command } from 'ioredis';
+import type { AckBatcher } from './ack-batch.js';
+import { corkable, type Client } from './connection.js';
+import { noop, type ConsumerContext, type ReadReply } from './consumer-records.js';
+import type { Deliveries } from './deliveries.js';
+import { send, wireCommand } from './wire-command.js';
+
+export class Reader {
+  conn: Client | undefined;
+  drainPending = true;
+  /** The read outstanding on `conn` (until its reply or error comes), when it was sent and when the watchdog gives up on it (ms). */
+  reading: Command | undefined;
+  readSince = 0;
+  readDeadline = 0;
+  /** COUNT of the last read: a reply that filled it means a backlog. */
+  lastCount = 0;
+  readonly lastIds: string[];
+  constructor(readonly streams: number[]) {
+    this.lastIds = streams.map(() => '0');
+  }
+}
+
+export class ReadConnections {
+  readonly readers: Reader[] = [];
+  private watchdogTimer: NodeJS.Timeout | undefined;
+  /** When the watchdog last ran (ms). */
+  private lastWatch = 0;
+  private readonly connectionError = (err: Error): void => this.ctx.logger.debug({ err: err.message, group: this.ctx.spec.group }, 'redis read connection error');
+
+  constructor(
+    private readonly ctx: ConsumerContext,
+    private readonly deliveries: Deliveries,
+    private readonly acks: AckBatcher,
+  ) {}
+
+  /** Creates the readers and opens their connections. */
+  open(partitions: number): Promise<PromiseSettledResult<Client>[]> {
+    if (this.ctx.connector.isCluster) {
+      // One reader per partition: its two keys share a slot, so one XREADGROUP covers them.
+      for (let p = 0; p < partitions; p++) this.readers.push(new Reader([2 * p, 2 * p + 1]));
+    } else {
+      this.readers.push(new Reader(this.ctx.streams.map((_, i) => i)));
+    }
+    return Promise.allSettled(this.readers.map(() => this.openOne()));
+  }
+
+  startWatchdog(): void {
+    this.lastWatch = Date.now();
+    this.watchdogTimer = setInterval(() => this.watch(), this.watchEveryMs());
+    this.watchdogTimer.unref();
+  }
+
+  /** At close: no more watchdog, and blocking reads are aborted (what Redis delivered meanwhile stays pending and is reclaimed later). */
+  stop(): void {
+    clearInterval(this.watchdogTimer);
+    for (const r of this.readers) {
+      r.conn?.disconnect();
+      r.conn = undefined;
+    }
+  }
+
+  private openOne(): Promise<Client> {
+    return this.ctx.connector.open('read', this.connectionError);
+  }
+
+  /**
+   * Opens a read connection, or gives up at close(): opening a connection can take up to connectTimeoutMs
+   * (a Cluster client whose ready check goes to a stalled master), and close() waits for the read loops.
+   */
+  async openUnlessClosed(): Promise<Client | undefined> {
+    const client = this.ctx.connector.create('read');
+    client.on('error', this.connectionError);
+    const opening = this.ctx.connector.connect(client).then(() => client);
+    const conn = await Promise.race([opening, this.ctx.closeSignal.then(() => undefined)]);
+    if (conn !== undefined && !this.ctx.closing) return conn;
+    // Given up: the connect ends with the disconnect; should it have completed anyway, close what it opened.
+    opening.then((c) => c.disconnect(), noop);
+    client.disconnect();
+    return undefined;
+  }
+
+  /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
+  read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
+    const room = this.deliveries.prefetch - this.deliveries.heldEvents;
+    const count = fixedCount ?? Math.max(1, Math.min(this.ctx.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
+    const args: (string | number)[] = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'COUNT', count];
+    if (block) args.push('BLOCK', this.ctx.opts.blockMs);
+    args.push('STREAMS');
+    for (const i of r.streams) args.push(this.ctx.streams[i]!.key);
+    for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
+    const cmd = wireCommand('xreadgroup', args);
+    const conn = r.conn!;
+    r.reading = cmd;
+    r.lastCount = count;
+    r.readSince = Date.now();
+    r.readDeadline = r.readSince + (block ? this.ctx.opts.blockMs : 0) + this.ctx.opts.watchdogMs;
+    // Acks waiting for this reader's streams go first on the same connection, in the same write, where the
+    // socket can be corked (a standalone client); otherwise they go on the command connection at the end of the turn.
+    const socket = block && this.acks.scheduled ? corkable(conn) : undefined;
+    let p: Promise<ReadReply>;
+    if (socket !== undefined) {
+      socket.cork();
+      try {
+        for (const i of r.streams) this.acks.send(this.ctx.streams[i]!, conn);
+        p = send<ReadReply>(conn, cmd);
+      } finally {
+        socket.uncork();
+      }
+    } else {
+      p = send<ReadReply>(conn, cmd);
+    }
+    // Settled is not outstanding, whether or not the read loop has taken the reply yet.
+    const settled = (): void => {
+      if (r.reading === cmd) r.reading = undefined;
+    };
+    p.then(settled, settled);
+    return p;
+  }
+
+  private watchEveryMs(): number {
+    return Math.max(50, Math.min(1000, Math.floor(this.ctx.opts.watchdogMs / 4)));
+  }
+
+  /**
+   * The read watchdog (on an interval, not a timer per read): a read outstanding past its deadline
+   * (half-open connection, lost reconnect) is failed and its connection dropped; the read loop opens
+   * a new one and goes back to draining its pending entries.
+   */
+  private watch(): void {
+    const now = Date.now();
+    // A late turn means the event loop was held (synchronous handlers, a long GC pause): a reply that came
+    // meanwhile is still unread in the socket (timers run before I/O). The next turn judges, after the I/O.
+    const late = now - this.lastWatch > 2 * this.watchEveryMs();
+    this.lastWatch = now;
+    if (late) return;
+    for (const r of this.readers) {
+      const cmd = r.reading;
+      if (cmd === undefined || now < r.readDeadline || this.ctx.closing) continue;
+      this.ctx.logger.warn({ group: this.ctx.spec.group, ms: now - r.readSince }, 'blocking read outlived its watchdog; replacing the connection');
+      r.reading = undefined;
+      const old = r.conn;
+      r.conn = undefined;
+      old?.disconnect();
+      cmd.reject(new Error('read watchdog fired'));
+    }
+  }
+}
