@@ -11,7 +11,7 @@ import inspector from 'node:inspector';
 import { fileURLToPath } from 'node:url';
 import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
 import { Watchdog } from './watchdog.js';
-import { cleanupPrefix } from './redis.js';
+import { deletePrefix } from './redis.js';
 import { linkBaselines, summarize } from './stats.js';
 import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
 
@@ -214,6 +214,7 @@ export async function runScenario(
           variant: { ...variant, config: { ...variant.config, keyPrefix: `${runConfig.keyPrefix}${variant.id}:${i}:` } },
           warmups: variant.config.warmup,
           measured: variant.config.iterations === 0 ? 0 : 1,
+          keepKeys: opts.keepKeys,
         };
         try {
           all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs) : await runHereNoted(scenario, req, opts.iterationTimeoutMs)));
@@ -225,7 +226,8 @@ export async function runScenario(
     }
     variants.forEach((v, k) => results.push(summarize(v, all[k]!, errors[k])));
   } finally {
-    if (config.transport === 'redis' && !opts.keepKeys) await cleanupPrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
+    // Each iteration deletes its own keys; this catches those of an iteration that failed or was killed.
+    if (config.transport === 'redis' && !opts.keepKeys) await deletePrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
   }
   linkBaselines(results);
   return {
