@@ -16,6 +16,12 @@
  *     one at a time (suspect-claim.ts); entries delivered more than maxDeliveries times without an ack go to
  *     the DLQ. Held entries are kept alive with XCLAIM JUSTID where they are still this consumer's (owned-claim.ts).
  *  7. NOGROUP (stream/group deleted, empty restart) recreates the groups.
+ *
+ * This file holds the read loop and the subscription's start and close; the parts it wires together:
+ * reader.ts (read connections, XREADGROUP, watchdog), deliveries.ts (entries held, handlers run),
+ * ack-batch.ts (XACK), reroute.ts (retry stream, DLQ), reclaim.ts (XAUTOCLAIM), keepalive.ts (XCLAIM
+ * JUSTID of held entries), housekeeping.ts (group creation, idle consumers, trimmed entries) and
+ * consumer-records.ts (the records they share).
  */
 import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
@@ -41,7 +47,6 @@ export class RedisConsumer implements TransportSubscription {
   private closed: Promise<void> | undefined;
   private reclaimTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
-  private readonly cmd: Cmd;
   private signalClose!: () => void;
   private readonly closeSignal = new Promise<void>((resolve) => (this.signalClose = resolve));
   private readonly ctx: ConsumerContext;
@@ -55,16 +60,16 @@ export class RedisConsumer implements TransportSubscription {
     private readonly spec: SubscriptionSpec,
     private readonly opts: ResolvedSubscribeOptions,
     handler: DeliveryHandler,
-    private readonly config: ResolvedConfig,
+    config: ResolvedConfig,
     private readonly connector: Connector,
-    private readonly command: Client,
+    command: Client,
     private readonly partitions: number,
     private readonly logger: Logger,
     /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
     readData: JsonReader,
   ) {
-    this.cmd = command as unknown as Cmd;
-    this.ctx = { spec, opts, config, connector, command, cmd: this.cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
+    const cmd = command as unknown as Cmd;
+    this.ctx = { spec, opts, config, connector, command, cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
     this.acks = new AckBatcher(this.ctx);
     for (let p = 0; p < partitions; p++) {
       for (const retry of [false, true]) {

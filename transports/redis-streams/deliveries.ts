@@ -131,8 +131,8 @@ export class Deliveries {
           continue;
         }
       }
-      const ctx: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.ctx.spec.group, consumer: this.ctx.spec.consumer, partition: s.partition };
-      const entry = new Entry(idx, id, decoded.events, ctx, attempt);
+      const delivery: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.ctx.spec.group, consumer: this.ctx.spec.consumer, partition: s.partition };
+      const entry = new Entry(idx, id, decoded.events, delivery, attempt);
       if (deliveries !== undefined) entry.deliveries = delivered;
       if (entry.remaining === 0) {
         this.acks.ack(idx, id);
