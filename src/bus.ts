@@ -11,7 +11,6 @@ import {
   parseConfig,
   subscribeOptionsSchema,
   toIssues,
-  type BatchingConfig,
 } from './config.js';
 import { flat, IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
 import {
@@ -22,9 +21,8 @@ import {
   SerializationError,
   UnknownEventError,
   ValidationError,
-  type ValidationIssue,
 } from './errors.js';
-import type { EventData, EventInput, EventMap, EventName } from './events.js';
+import type { EventInput, EventMap, EventName } from './events.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
@@ -32,97 +30,19 @@ import { BOUND_PER_ESTIMATE, compileSizeBound, compileSizeEstimate, serializersF
 import { compileValidator, INVALID, type Validator } from './validator.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
-import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
+import type { DeadLetter, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { EventMeta, Outgoing } from './outgoing.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
-
-/** Bus configuration. */
-export interface EventBusConfig<M extends EventMap> {
-  /** Name of this service: each event's `source`, and part of default consumer names. */
-  service: string;
-  /** The event map from `defineEvents`. */
-  events: M;
-  /**
-   * Which transport and its options. Swapping transports is a change here only.
-   * @example { type: 'redis-streams', url: 'redis://127.0.0.1:6379', partitions: 4 }
-   */
-  transport: { type: string; [option: string]: unknown };
-  /** Publish batching; adaptive by default. */
-  batching?: BatchingConfig;
-  /** A pino logger (or compatible). Silent by default. */
-  logger?: Logger;
-  /** How long `close()` waits for in-flight handlers. @default 30000 */
-  drainTimeoutMs?: number;
-  /** Validate payloads on the consumer side too (events from other producers). @default true */
-  validateOnConsume?: boolean;
-}
-
-/** Subscription options common to every transport; transports accept more (see their READMEs). */
-export interface SubscribeOptions {
-  /** Consumer group: every group gets every event; members of one group share the work. */
-  group: string;
-  /** Stable consumer name within the group. @default `${service}@${hostname}:${pid}` */
-  consumer?: string;
-  /** Handlers running at once. @default 1 */
-  concurrency?: number;
-  /** Where a new group starts: `'$'` new events only, `'0'` all retained events. @default '$' */
-  startFrom?: '$' | '0';
-  /** Attempts before an event is dead-lettered. @default 5 */
-  maxDeliveries?: number;
-  retry?: { backoff?: { initialMs?: number; maxMs?: number; multiplier?: number; jitter?: number } };
-  /** How long `close()` waits for this subscription's in-flight handlers. @default the bus's drainTimeoutMs */
-  drainTimeoutMs?: number;
-  [transportOption: string]: unknown;
-}
-
-/** A typed handler: resolve to ack, throw to retry (or `NonRetryableError` to dead-letter at once). */
-export type EventHandler<M extends EventMap, K extends EventName<M>> = (
-  event: EventEnvelope<EventData<M, K>, K>,
-  ctx: DeliveryContext,
-) => void | Promise<void>;
-
-/**
- * A dead letter of `bus.deadLetters(type)`, its payload checked against the event's schema when read
- * (dead letters can hold what never passed it: an event dead-lettered for a `ValidationError` on consume,
- * one another producer wrote with a looser schema, an entry that could not be decoded). Narrow on `valid`:
- * - `true`: `event.data` is the declared payload, the schema's output, as a handler gets it. (A schema that
- *   transforms values published its output, which it cannot check again: as for handlers, that is trusted.)
- * - `false`: `event` is what was read (`undefined` when it could not be decoded, `raw` then holds it), its
- *   `data` is `unknown`; `issues` says why it does not pass (zod's issues, paths within `data`).
- * @example
- * for (const letter of await bus.deadLetters('order.created', { group: 'billing' })) {
- *   if (letter.valid) retryLater(letter.event.data.orderId);
- *   else console.warn(letter.id, letter.error, letter.issues);
- * }
- */
-export type EventDeadLetter<M extends EventMap, K extends EventName<M>> = ValidDeadLetter<EventData<M, K>, K> | InvalidDeadLetter;
-
-/** A dead letter whose event passed its schema when read: `event.data` is the schema's output. */
-export interface ValidDeadLetter<T, K extends string = string> extends Omit<DeadLetter, 'type' | 'event'> {
-  readonly valid: true;
-  readonly type: K;
-  readonly event: EventEnvelope<T, K>;
-}
-
-/** A dead letter that is not a valid event of its type: `event` as read (or undefined), `data: unknown`. */
-export interface InvalidDeadLetter extends DeadLetter {
-  readonly valid: false;
-  /** Why it is not a valid event of the type: zod's issues for the payload (paths within `data`), or one root issue. */
-  readonly issues: readonly ValidationIssue[];
-}
-
-export interface Subscription {
-  readonly type: string;
-  readonly group: string;
-  readonly consumer: string;
-  /** Stop consuming; in-flight handlers finish first (up to the drain timeout). */
-  close(): Promise<void>;
-}
-
-/** Options of `publishMany`: `key` may derive a key per event. */
-export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'key'> {
-  key?: string | ((data: T, index: number) => string | undefined);
-}
+import type {
+  EventBusConfig,
+  EventDeadLetter,
+  EventHandler,
+  InvalidDeadLetter,
+  PublishManyOptions,
+  SubscribeOptions,
+  Subscription,
+  ValidDeadLetter,
+} from './bus-types.js';
 
 interface TypeState {
   readonly name: string;

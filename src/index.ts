@@ -14,7 +14,7 @@ export type {
   EventDeadLetter,
   ValidDeadLetter,
   InvalidDeadLetter,
-} from './bus.js';
+} from './bus-types.js';
 export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
