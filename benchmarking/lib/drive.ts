@@ -4,6 +4,7 @@
 import type { BenchBus } from './bus.js';
 import { benchBus } from './bus.js';
 import { DeliveryTracker, RepeatedDeliveryTracker, sizedPayloads } from './payload.js';
+import { groupDrained } from './redis.js';
 import type { BenchConfig, Measured, RunContext } from './types.js';
 
 export type PublishMode =
@@ -76,15 +77,27 @@ export function acceptedCount(bus: BenchBus): { count: number; by: string } {
 export async function readBack(config: BenchConfig, type: EventType, expected: number | Uint32Array, timeoutMs = 15_000): Promise<DeliveryTracker> {
   const bus = await benchBus(config);
   const tracker = typeof expected === 'number' ? new DeliveryTracker(expected) : new RepeatedDeliveryTracker(expected);
+  const group = `verify-${Date.now()}`;
   try {
-    await bus.subscribe(type, { group: `verify-${Date.now()}`, startFrom: '0', concurrency: 64 }, (e) => {
+    await bus.subscribe(type, { group, startFrom: '0', concurrency: 64 }, (e) => {
       tracker.mark((e.data as { id: number }).id);
     });
     await tracker.waitAll(timeoutMs);
+    // Every expected event seen: read on to the end of the streams, so entries past them (duplicates) are counted too.
+    if (tracker.complete) await readToEnd(config, group, timeoutMs);
   } finally {
     await bus.close();
   }
   return tracker;
+}
+
+/** Waits (up to `timeoutMs`) until the read-back group has read, handled and acked every entry of the run's streams. */
+async function readToEnd(config: BenchConfig, group: string, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await groupDrained(config.redisUrl, config.keyPrefix, group))) {
+    if (performance.now() > deadline) throw new Error(`read-back group ${group} did not reach the end of the streams in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 export const READ_BACK = 'read back from Redis through a new consumer group';

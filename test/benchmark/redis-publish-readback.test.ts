@@ -3,7 +3,8 @@
  * read back through a new consumer group (docs/benchmarks.md, Method: Delivery). A stream trimmed to
  * ~100 entries (`maxLen`) while 2,000 per-event entries are written must show up as lost events and a
  * non-zero exit. And a run without --keep-keys leaves no key of its prefix behind. extreme-batching
- * (duration-bound, publishing a pool of 65,536 payloads over and over) is read back the same way.
+ * (duration-bound, publishing a pool of 65,536 payloads over and over) is read back the same way. A read-back
+ * reads to the end of the streams, so copies past the expected events show up as duplicated.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,6 +99,24 @@ describe('publish-only runs on Redis are read back', () => {
     expect(t.received).toBe(31);
     expect(t.unique).toBe(30); // the fourth 4 matches nothing; the fourth 7 never came
     expect(t.complete).toBe(false);
+  }, 30_000);
+
+  it('read-back reads on past the expected events: copies written after them count as duplicated', async () => {
+    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server.url, keyPrefix: `${uniquePrefix('dup')}:`, partitions: 1,
+      // Entries of one event: a consumer holds at most 8,000 at a time (its prefetch), so the copies are read after the last expected one.
+      transportOptions: { entryMode: 'event' } };
+    const payloads = sizedPayloads(30_000, 64);
+    const bus = await benchBus(config);
+    try {
+      await bus.publishMany('bench.sized', payloads);
+      // 10,000 of them again, after all 30,000: a read-back that stopped at 30,000 distinct ids missed them.
+      await bus.publishMany('bench.sized', payloads.slice(0, 10_000));
+    } finally {
+      await bus.close();
+    }
+    const t = await readBack(config, 'bench.sized', 30_000, 10_000);
+    expect(t.unique).toBe(30_000);
+    expect(t.received).toBe(40_000);
   }, 30_000);
 
   it('extreme-batching: the times each pool payload was published, from each publisher\'s count', () => {
