@@ -18,6 +18,7 @@ export interface Cmd {
   xgroup(...args: (string | number)[]): Promise<unknown>;
   xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
   xpending(...args: (string | number)[]): Promise<unknown>;
+  xinfo(...args: string[]): Promise<unknown[][] | null>;
 }
 
 /** What the parts of one subscription share. */

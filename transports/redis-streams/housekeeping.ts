@@ -74,7 +74,7 @@ async function checkTrimmed(ctx: ConsumerContext, s: StreamInfo): Promise<void> 
 
 async function pruneStream(ctx: ConsumerContext, key: string, limit: number, onNoScripts: (err: Error) => void): Promise<void> {
   const { spec } = ctx;
-  const rows = (await (ctx.cmd as unknown as { xinfo(...a: string[]): Promise<unknown[][]> }).xinfo('CONSUMERS', key, spec.group)) ?? [];
+  const rows = (await ctx.cmd.xinfo('CONSUMERS', key, spec.group)) ?? [];
   for (const row of rows) {
     const f = pairs(row);
     const name = String(f['name']);
