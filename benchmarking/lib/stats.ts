@@ -76,11 +76,22 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
   return result;
 }
 
-/** Fills `vsBaseline` once every variant of a scenario is summarized. */
+/**
+ * Fills the ratios to the baseline once every variant of a scenario is summarized: throughput, and for
+ * rows that measured latency (open loop at a fixed rate, where throughput is the rate) p50 and p99.
+ */
 export function linkBaselines(results: VariantResult[]): void {
   for (const r of results) {
     if (!r.baseline) continue;
     const b = results.find((x) => x.id === r.baseline);
-    if (b && b.summary.throughput.mean > 0 && r.iterations.length) r.ratios.vsBaseline = r2(r.summary.throughput.mean / b.summary.throughput.mean);
+    if (!b || !r.iterations.length) continue;
+    const lat = r.summary.latency;
+    const base = b.summary.latency;
+    if (lat && base && b.iterations.length) {
+      if (base.p50Us > 0) r.ratios.latencyP50VsBaseline = r2(lat.p50Us / base.p50Us);
+      if (base.p99Us > 0) r.ratios.latencyP99VsBaseline = r2(lat.p99Us / base.p99Us);
+    } else if (b.summary.throughput.mean > 0) {
+      r.ratios.vsBaseline = r2(r.summary.throughput.mean / b.summary.throughput.mean);
+    }
   }
 }

@@ -142,7 +142,8 @@ export interface VariantResult {
     latency?: LatencySummary;
   };
   delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; ok: boolean; verifiedBy?: string };
-  ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number };
+  /** Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better). */
+  ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number; latencyP50VsBaseline?: number; latencyP99VsBaseline?: number };
   error?: string;
 }
 

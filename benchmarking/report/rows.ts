@@ -44,6 +44,15 @@ function vsSeedCell(v: VariantResult): string {
   return '';
 }
 
+/** Throughput ratio; for latency rows, p50 and p99 over the baseline's (lower is better). */
+function vsBaselineCell(v: VariantResult): string {
+  if (v.ratios.vsBaseline !== undefined) return `${v.ratios.vsBaseline.toFixed(2)}x`;
+  const p50 = v.ratios.latencyP50VsBaseline;
+  const p99 = v.ratios.latencyP99VsBaseline;
+  if (p50 === undefined && p99 === undefined) return '';
+  return `p50 ${p50?.toFixed(2) ?? '?'}x / p99 ${p99?.toFixed(2) ?? '?'}x`;
+}
+
 export function variantRow(v: VariantResult): string[] {
   const t = v.summary.throughput;
   const lat = v.summary.latency;
@@ -56,7 +65,7 @@ export function variantRow(v: VariantResult): string[] {
     v.error ? '' : `${v.summary.peakRssMb.max.toFixed(0)} MB`,
     v.error ? '' : `${v.summary.cpuPercent.mean.toFixed(0)}%`,
     deliveryCell(v),
-    v.ratios.vsBaseline !== undefined ? `${v.ratios.vsBaseline.toFixed(2)}x` : '',
+    vsBaselineCell(v),
     seedCell(v),
     vsSeedCell(v),
   ];
