@@ -145,3 +145,34 @@ describe('redis-streams consumer: acks sent with the next read (Redis#stream, an
     expect(ackedFrom).toEqual([addr, addr, addr]);
   });
 });
+
+describe('redis-streams consumer: a read whose reply is lost with its connection', () => {
+  it('delivers what Redis handed to the lost read after the reconnect, from its own pending list, not after minIdleMs', async () => {
+    const prefix = uniquePrefix('lostreply');
+    const key = streamKey(prefix, 'order.created', 0);
+    const logger = recordingLogger();
+    const b = await bus(prefix, logger);
+    const seen: string[] = [];
+    await b.subscribe('order.created', { group: 'g', consumer: 'c', blockMs: 1000, minIdleMs: 60_000 }, (e, ctx) => {
+      seen.push(`${e.data.seq}@${ctx.attempt}`);
+    });
+    const id = await blockedReader();
+    // One write (a pipeline, not MULTI: a transaction serves blocked clients after EXEC): Redis serves the blocked
+    // XREADGROUP right after the XADD (the entry goes to c's pending list, its reply to the client's output buffer)
+    // and the CLIENT KILL closes that client before the reply is written.
+    const [added, killed] = (await r.raw
+      .pipeline()
+      .xadd(key, '*', 'data', JSON.stringify(order(7)))
+      .call('CLIENT', 'KILL', 'ID', id)
+      .exec())!;
+    expect(added![0]).toBeNull();
+    expect(killed![1]).toBe(1);
+    const pending = (await r.raw.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
+    expect(pending.map((p) => [p[1], p[3]])).toEqual([['c', 1]]);
+    // ioredis reconnects and sends the read again ('>': new entries only); once it returns (blockMs), the reader
+    // drains its own pending list. Before: seq 7 waited there until the reclaim took it, minIdleMs (60 s) later.
+    await waitFor(() => seen.length === 1, 5000, 'seq 7 after the reconnect');
+    expect(seen).toEqual(['7@2']);
+    await waitFor(async () => ((await r.raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'seq 7 acked');
+  });
+});

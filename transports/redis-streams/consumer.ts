@@ -93,7 +93,7 @@ export class RedisConsumer implements TransportSubscription {
     );
     const opened = await opening;
     opened.forEach((o, i) => {
-      if (o.status === 'fulfilled') this.reads.readers[i]!.conn = o.value;
+      if (o.status === 'fulfilled') this.reads.attach(this.reads.readers[i]!, o.value);
     });
     const failedOpen = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (!created.ok || failedOpen) {
@@ -136,7 +136,7 @@ export class RedisConsumer implements TransportSubscription {
         if (r.conn === undefined) {
           const conn = await this.reads.openUnlessClosed();
           if (conn === undefined) break;
-          r.conn = conn;
+          this.reads.attach(r, conn);
         }
         if (r.drainPending) {
           // Serially: one entry per stream, finished before the next is read, so an entry that kills
@@ -172,7 +172,8 @@ export class RedisConsumer implements TransportSubscription {
             // finish at once have, and their acks go out with it (one write, not two, per event at low rates).
             let got = 0;
             for (const [, entries] of reply) got += entries.length;
-            if (got >= r.lastCount && r.conn !== undefined && !this.deliveries.full) {
+            // Not when a reconnect meanwhile asked for a pending drain: that read would queue behind a blocking one.
+            if (got >= r.lastCount && r.conn !== undefined && !r.drainPending && !this.deliveries.full) {
               ahead = this.reads.read(r, undefined, true);
               ahead.catch(noop); // observed when awaited on the next turn
             }

@@ -50,6 +50,25 @@ export class ReadConnections {
     return Promise.allSettled(this.readers.map(() => this.openOne()));
   }
 
+  /**
+   * Makes `conn` the reader's connection. After a reconnect ioredis sends the read that was outstanding again
+   * (`autoResendUnfulfilledCommands`, kept for the acks corked ahead of it), and that read asks for new entries
+   * (`>`): entries Redis had already handed to the lost read (its reply died with the socket) are in this
+   * consumer's pending list, where only the reclaim would find them, `minIdleMs` later. So a reconnect sends the
+   * reader back to draining its own pending entries, as a failed read does, once the resent read has returned
+   * (new entries, or nothing after `blockMs`).
+   */
+  attach(r: Reader, conn: Client): void {
+    r.conn = conn;
+    // Registered once connected: every later 'ready' is a reconnect of this connection.
+    conn.on('ready', () => {
+      if (r.conn !== conn || this.ctx.closing) return;
+      this.ctx.logger.debug({ group: this.ctx.spec.group }, 'redis read connection reconnected; draining own pending entries');
+      r.drainPending = true;
+      r.lastIds.fill('0');
+    });
+  }
+
   startWatchdog(): void {
     this.lastWatch = Date.now();
     this.watchdogTimer = setInterval(() => this.watch(), this.watchEveryMs());
