@@ -8,14 +8,16 @@ import { connect } from '../lib/redis.js';
 import type { Measured, RunContext } from '../lib/types.js';
 import { sizedPayloads } from '../lib/payload.js';
 
-async function open(ctx: RunContext, extra: Record<string, unknown> = {}): Promise<Redis> {
+/** A fail-fast connection to the run's Redis, connected. */
+export async function open(ctx: RunContext, extra: Record<string, unknown> = {}): Promise<Redis> {
   const r = connect(ctx.config.redisUrl, extra);
   r.on('error', () => {});
   await r.connect();
   return r;
 }
 
-const streamKey = (ctx: RunContext) => `${ctx.config.keyPrefix}baseline:${ctx.iteration}`;
+/** The baseline's stream: under the iteration's key prefix, so it is deleted with the iteration's keys. */
+export const streamKey = (ctx: RunContext) => `${ctx.config.keyPrefix}baseline:${ctx.iteration}`;
 
 /** Counts the events stored in a baseline stream (entries hold one event or a JSON array of events). */
 async function countStored(r: Redis, key: string): Promise<{ received: number; unique: number }> {
@@ -77,36 +79,40 @@ export function pipelinedArrays(ctx: RunContext, batch: number): Promise<Measure
 }
 
 /** The JSON of an entry's `data` field (envelope entries), or of its first field (one-field entries). */
-function dataField(fields: string[]): string {
+export function dataField(fields: string[]): string {
   for (let f = 0; f + 1 < fields.length; f += 2) if (fields[f] === 'data') return fields[f + 1]!;
   return fields[1]!;
 }
 
 /**
- * The XADD arguments of one event. `entries: 'envelope'` (the variant param) writes what eventlane's
- * per-event entries hold (docs/wire-format.md: v, kind, id, type, source, time, data) with the library's
- * default trimming (`MAXLEN ~ 1000000`), so the loop does the same work as the library; otherwise a
- * single `d` field.
+ * The XADD arguments of one event. `envelope` (variant param `entries: 'envelope'`) writes what
+ * eventlane's per-event entries hold (docs/wire-format.md: v, kind, id, type, source, time, data) with the
+ * library's default trimming (`MAXLEN ~ 1000000`), so the loop does the same work as the library;
+ * otherwise a single `d` field.
  */
-function eventArgs(ctx: RunContext, key: string, payload: unknown, i: number): (string | number)[] {
+export function eventArgs(key: string, payload: unknown, i: number, envelope: boolean): (string | number)[] {
   const data = JSON.stringify(payload);
-  if (ctx.variant.params['entries'] !== 'envelope') return [key, '*', 'd', data];
+  if (!envelope) return [key, '*', 'd', data];
   return [key, 'MAXLEN', '~', 1_000_000, '*', 'v', '1', 'kind', 'event', 'id', `baseline-${i}`, 'type', 'bench.sized', 'source', 'baseline', 'time', Date.now(), 'data', data];
 }
 
-type Xadd = (...args: (string | number)[]) => Promise<unknown>;
+const envelopeEntries = (ctx: RunContext) => ctx.variant.params['entries'] === 'envelope';
+
+export type Xadd = (...args: (string | number)[]) => Promise<unknown>;
 
 /** One publisher awaiting one XADD per event. */
 export function awaitedXadd(ctx: RunContext): Promise<Measured> {
+  const envelope = envelopeEntries(ctx);
   return publishBaseline(ctx, 'awaited XADD per event', async (r, key, payloads) => {
     const xadd = r.xadd.bind(r) as unknown as Xadd;
-    for (let i = 0; i < payloads.length; i++) await xadd(...eventArgs(ctx, key, payloads[i], i));
+    for (let i = 0; i < payloads.length; i++) await xadd(...eventArgs(key, payloads[i], i, envelope));
   });
 }
 
 /** `publishers` concurrent loops, each awaiting its XADD, on one auto-pipelined connection. */
 export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
   const { publishers } = ctx.config;
+  const envelope = envelopeEntries(ctx);
   return publishBaseline(
     ctx,
     `auto-pipelined XADD, ${publishers} concurrent publishers`,
@@ -116,7 +122,7 @@ export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
       const per = Math.ceil(n / publishers);
       await Promise.all(
         Array.from({ length: publishers }, async (_, p) => {
-          for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await xadd(...eventArgs(ctx, key, payloads[i], i));
+          for (let i = p * per; i < Math.min(n, (p + 1) * per); i++) await xadd(...eventArgs(key, payloads[i], i, envelope));
         }),
       );
     },
@@ -132,7 +138,7 @@ export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
  */
 export async function readGroupAck(ctx: RunContext): Promise<Measured> {
   const { messageCount: n, messageSize: size } = ctx.config;
-  const envelope = ctx.variant.params['entries'] === 'envelope';
+  const envelope = envelopeEntries(ctx);
   const payloads = sizedPayloads(n, size);
   const r = await open(ctx);
   const key = streamKey(ctx);

@@ -63,17 +63,50 @@ const quiet = () => new Promise((r) => setTimeout(r, QUIET_BEFORE_BURST_MS));
 export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
   if (c.transport === 'native' && o.payload === 'trade') return latencyRunInWorkers(ctx, o);
+  const type = (o.payload === 'trade' ? 'bench.trade' : 'bench.sized') as 'bench.sized';
+  const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
+  return mainThreadLatency(ctx, o, {
+    async subscribe(deliver) {
+      for (let k = 0; k < c.consumers; k++) {
+        await bus.subscribe(type, { group: 'latency', consumer: `consumer-${k}`, concurrency: 1 }, (e) => deliver((e.data as { id: number }).id));
+      }
+    },
+    sends: 'publish()',
+    send: (payload) => bus.publish(type, payload as never),
+    close: () => bus.close(),
+  });
+}
+
+/** The publish and consume ends of a main-thread latency run: the library's bus, or a hand-written baseline. */
+export interface LatencyPath {
+  /** Starts `config.consumers` consumers; each calls `deliver` with the payload's id where its handler starts. */
+  subscribe(deliver: (id: number) => void): Promise<void>;
+  /** What `send` calls, for the notes: `publish()`, `XADD`. */
+  sends: string;
+  /** Sends one payload (`i`: its index, warm-up ones after the measured); a rejection counts as a failed publish. */
+  send(payload: { id: number }, i: number): Promise<unknown>;
+  /** Problems met outside `send` (e.g. failed acks), for the iteration's notes; read after the window. */
+  notes?(): string[];
+  /** Stops the consumers and disconnects; called once, after the run or when it fails. */
+  close(): Promise<void>;
+}
+
+/**
+ * Drives `path` the way latencyRun measures the bus on the main thread: consumers first, then the
+ * warm-up events (unrecorded), then the measured ones in the timed window, paced by `paced` (open loop
+ * at config.rate, or bursts); latency from each event's send time to `deliver`. Closes `path`.
+ */
+export async function mainThreadLatency(ctx: RunContext, o: Pick<LatencyOptions, 'payload' | 'open'>, path: LatencyPath): Promise<Measured> {
+  const c = ctx.config;
   const n = c.messageCount;
   const openLoopMode = o.open && c.rate > 0;
   const warm = warmCount(n, openLoopMode);
-  const type = o.payload === 'trade' ? 'bench.trade' : 'bench.sized';
   // Ids [0, n) are measured; [n, n + warm) are the warm-up events.
   const payloads: { id: number }[] = o.payload === 'trade' ? tradePayloads(n + warm) : sizedPayloads(n + warm, c.messageSize);
   const sendAt = new Float64Array(n + warm);
   const tracker = new DeliveryTracker(n);
   let warmed = new DeliveryTracker(warm);
   const rec = new LatencyRecorder();
-  const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {
     failed++;
@@ -81,20 +114,17 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
   const send = (from: number, count: number) =>
     paced(count, openLoopMode ? c.rate : 0, (i, at) => {
       sendAt[from + i] = at;
-      bus.publish(type as 'bench.sized', payloads[from + i] as never).catch(fail);
+      path.send(payloads[from + i]!, from + i).catch(fail);
     });
   try {
-    for (let k = 0; k < c.consumers; k++) {
-      await bus.subscribe(type, { group: 'latency', consumer: `consumer-${k}`, concurrency: 1 }, (e) => {
-        const id = (e.data as { id: number }).id;
-        if (id >= n) {
-          warmed.mark(id - n);
-          return;
-        }
-        rec.recordMs(performance.now() - sendAt[id]!);
-        tracker.mark(id);
-      });
-    }
+    await path.subscribe((id) => {
+      if (id >= n) {
+        warmed.mark(id - n);
+        return;
+      }
+      rec.recordMs(performance.now() - sendAt[id]!);
+      tracker.mark(id);
+    });
     if (c.transport === 'redis') await new Promise((r) => setTimeout(r, 200)); // let the first XREADGROUP block
     for (let round = 0; round < (openLoopMode ? 1 : WARM_BURSTS); round++) {
       if (!openLoopMode) await quiet();
@@ -107,11 +137,12 @@ export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Me
       await send(0, n);
       await tracker.waitAll(10_000);
     });
-    const notes = failed ? [`${failed} publish() calls rejected`] : [];
+    const notes = failed ? [`${failed} ${path.sends} calls rejected`] : [];
     if (!warmed.complete) notes.push(`only ${warmed.unique} of ${warm} warm-up events arrived`);
+    notes.push(...(path.notes?.() ?? []));
     return tracker.measured(n, { latency: rec.summary(openLoopMode ? 'open' : 'closed'), notes: notes.length > 0 ? notes : undefined, extra: { warmupEvents: warm } });
   } finally {
-    await bus.close();
+    await path.close();
   }
 }
 
