@@ -23,7 +23,7 @@ interface Binding {
   /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
   threadCpus(): number[];
   /** The core driven by C++ threads only (native/src/latency-floor.h); see `latencyFloor` below. */
-  latencyFloor(rate: number, count: number, warmup: number, consumers: number, spinUs: number, cpus?: number[]): LatencyFloorResult;
+  latencyFloor(rate: number, count: number, consumers: number, spinUs: number, cpus?: number[]): LatencyFloorResult;
   /** Version of the binding's interface; a binary built from other sources is not used. */
   abi?: number;
 }
@@ -31,10 +31,8 @@ interface Binding {
 export interface LatencyFloorOptions {
   /** Events per second, sent open loop. */
   rate: number;
-  /** Measured events. */
+  /** Events sent. */
   count: number;
-  /** Events sent before them the same way and not recorded. @default 0 */
-  warmup?: number;
   /** Partitions, with one consumer thread each (events go round-robin). */
   consumers: number;
   /** A consumer spins this long on an empty ring before it sleeps on the futex (the transport's `spinUs`). @default 0 */
@@ -44,11 +42,11 @@ export interface LatencyFloorOptions {
 }
 
 export interface LatencyFloorResult {
-  /** `latencyNs[j]`: measured event j, from its intended send time to its pop in the consumer thread, in ns. */
+  /** `latencyNs[i]`: event i, from its intended send time to its pop in the consumer thread, in ns. */
   latencyNs: Float64Array;
-  /** Measured events popped, duplicates included. */
+  /** Events popped, duplicates included. */
   received: number;
-  /** Distinct measured events popped. */
+  /** Distinct events popped. */
   unique: number;
 }
 
@@ -130,17 +128,17 @@ export function availableImplementation(): 'native' | 'js' {
 
 /**
  * A benchmark instrument, not library API: the machine's latency floor. The partition core driven by C++
- * threads only: the calling thread sends `warmup + count` events at `rate` (open loop, each due at
+ * threads only: the calling thread sends `count` events at `rate` (open loop, each due at
  * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers), and one C++ consumer thread per
  * partition pops them with the transport's bounded spin-then-futex wait and takes each one's latency from its
  * intended send time first thing. No JavaScript runs on the path. Blocks the calling thread for
- * (warmup + count) / rate seconds. Throws when the addon is not loaded, when an event has not arrived 10 s
+ * count / rate seconds. Throws when the addon is not loaded, when an event has not arrived 10 s
  * after the last send, or when a thread cannot be pinned.
  */
 export function latencyFloor(o: LatencyFloorOptions): LatencyFloorResult {
   const b = loadBinding();
   if (!b) throw new Error(`latencyFloor needs the native addon, which did not load (${loadError?.message ?? 'unknown'})`);
-  return b.latencyFloor(o.rate, o.count, o.warmup ?? 0, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus]);
+  return b.latencyFloor(o.rate, o.count, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus]);
 }
 
 class NativeCore implements PartitionCore {

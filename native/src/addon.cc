@@ -420,26 +420,26 @@ static bool NumberIn(const Napi::CallbackInfo& info, size_t i, double lo, double
   return true;
 }
 
-// latencyFloor(rate, count, warmup, consumers, spinUs, cpus?) -> { latencyNs: Float64Array, received, unique }:
+// latencyFloor(rate, count, consumers, spinUs, cpus?) -> { latencyNs: Float64Array, received, unique }:
 // the core driven by C++ threads only (latency-floor.h). Blocks the calling thread, the sender, for
-// (warmup + count) / rate seconds. Throws when an event did not arrive in time, or a thread cannot be pinned.
+// count / rate seconds. Throws when an event did not arrive in time, or a thread cannot be pinned.
 static Napi::Value LatencyFloorJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   FloorOptions o;
-  double count = 0, warmup = 0, consumers = 0, spinUs = 0;
-  if (!NumberIn(info, 0, 1e-3, 1e8, "rate", &o.rate) || !NumberIn(info, 1, 1, 1e8, "count", &count) || !NumberIn(info, 2, 0, 1e8, "warmup", &warmup) ||
-      !NumberIn(info, 3, 1, 256, "consumers", &consumers) || !NumberIn(info, 4, 0, 10000, "spinUs", &spinUs)) {
+  double count = 0, consumers = 0, spinUs = 0;
+  if (!NumberIn(info, 0, 1e-3, 1e8, "rate", &o.rate) || !NumberIn(info, 1, 1, 1e8, "count", &count) || !NumberIn(info, 2, 1, 256, "consumers", &consumers) ||
+      !NumberIn(info, 3, 0, 10000, "spinUs", &spinUs)) {
     return env.Undefined();
   }
-  o.count = uint32_t(count), o.warmup = uint32_t(warmup), o.consumers = uint32_t(consumers), o.spinUs = uint32_t(spinUs);
-  if (info.Length() > 5 && !info[5].IsUndefined()) {
-    const bool list = info[5].IsArray() && info[5].As<Napi::Array>().Length() >= 2;
-    for (uint32_t i = 0; list && i < info[5].As<Napi::Array>().Length(); i++) {
-      Napi::Value c = info[5].As<Napi::Array>().Get(i);
+  o.count = uint32_t(count), o.consumers = uint32_t(consumers), o.spinUs = uint32_t(spinUs);
+  if (info.Length() > 4 && !info[4].IsUndefined()) {
+    const bool list = info[4].IsArray() && info[4].As<Napi::Array>().Length() >= 2;
+    for (uint32_t i = 0; list && i < info[4].As<Napi::Array>().Length(); i++) {
+      Napi::Value c = info[4].As<Napi::Array>().Get(i);
       if (!c.IsNumber()) break;
       o.cpus.push_back(c.As<Napi::Number>().Int32Value());
     }
-    if (!list || o.cpus.size() != info[5].As<Napi::Array>().Length()) {
+    if (!list || o.cpus.size() != info[4].As<Napi::Array>().Length()) {
       Napi::TypeError::New(env, "latencyFloor: cpus must be an array of at least 2 CPU numbers (the sender's, then the consumers')").ThrowAsJavaScriptException();
       return env.Undefined();
     }

@@ -24,8 +24,7 @@ namespace eventlane {
 
 struct FloorOptions {
   double rate = 10000;          // events per second, > 0
-  uint32_t count = 0;           // measured events
-  uint32_t warmup = 0;          // events sent before them, the same way, not recorded
+  uint32_t count = 0;           // events
   uint32_t consumers = 1;       // partitions, one consumer thread each
   uint32_t spinUs = 0;          // a consumer spins this long on an empty ring before it sleeps (transport spinUs)
   std::vector<int> cpus;        // empty, or: sender on cpus[0], consumer k on cpus[1 + k % (cpus.size() - 1)]
@@ -33,9 +32,9 @@ struct FloorOptions {
 };
 
 struct FloorResult {
-  std::vector<double> latencyNs;  // [j]: measured event warmup + j, now - intended (NaN if it never arrived)
-  uint64_t received = 0;          // measured events popped, duplicates included
-  uint64_t unique = 0;            // distinct measured events popped
+  std::vector<double> latencyNs;  // [i]: event i, now - intended (NaN if it never arrived)
+  uint64_t received = 0;          // events popped, duplicates included
+  uint64_t unique = 0;            // distinct events popped
   std::string error;              // non-empty: the run failed, and why
 };
 
@@ -48,12 +47,12 @@ class LatencyFloor {
   static constexpr uint32_t kMaxPop = 64;
 
   explicit LatencyFloor(const FloorOptions& o)
-      : o_(o), total_(uint64_t(o.warmup) + o.count), core_(kCapacity, kArenaBytes), seen_(total_, 0) {
+      : o_(o), core_(kCapacity, kArenaBytes), seen_(o.count, 0) {
     lane_ = core_.lane(uint32_t(core_.CreateLane(o.consumers)));
     result_.latencyNs.assign(o.count, std::numeric_limits<double>::quiet_NaN());
   }
 
-  // Blocks the calling thread (the sender) for about (warmup + count) / rate seconds.
+  // Blocks the calling thread (the sender) for about count / rate seconds.
   FloorResult Run() {
     {
       Joiner joiner(this);  // stops and joins the consumers on every way out, exceptions included
@@ -66,7 +65,7 @@ class LatencyFloor {
       if (!Failed()) AwaitArrivals();
     }
     result_.received = received_.load();
-    result_.unique = unique_.load();
+    result_.unique = arrived_.load();
     const uint64_t bad = bad_.load();
     if (result_.error.empty() && bad > 0) result_.error = std::to_string(bad) + " records popped from a partition they were not pushed to";
     return std::move(result_);
@@ -143,18 +142,14 @@ class LatencyFloor {
 
   // On the consumer thread of `part`, the only one that pops it: seen_[i] of its records is its own.
   void Arrived(uint32_t part, const Record& r, int64_t now) {
-    if (r.index >= total_ || r.index % o_.consumers != part) {
+    if (r.index >= o_.count || r.index % o_.consumers != part) {
       bad_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const bool measured = r.index >= o_.warmup;
-    if (measured) received_.fetch_add(1, std::memory_order_relaxed);
+    received_.fetch_add(1, std::memory_order_relaxed);
     if (seen_[r.index]) return;  // a duplicate: counted in received_ only
     seen_[r.index] = 1;
-    if (measured) {
-      result_.latencyNs[r.index - o_.warmup] = double(now - r.dueNs);
-      unique_.fetch_add(1, std::memory_order_relaxed);
-    }
+    result_.latencyNs[r.index] = double(now - r.dueNs);
     arrived_.fetch_add(1, std::memory_order_release);
   }
 
@@ -162,7 +157,7 @@ class LatencyFloor {
     const int64_t t0 = NowNs();
     const int64_t timeoutNs = int64_t(o_.timeoutMs) * 1000000;
     const uint32_t len = sizeof(Record);
-    for (uint64_t i = 0; i < total_; i++) {
+    for (uint64_t i = 0; i < o_.count; i++) {
       const int64_t due = t0 + std::llround(double(i) * 1e9 / o_.rate);
       WaitUntil(due);
       const uint32_t p = uint32_t(i % o_.consumers);
@@ -190,9 +185,9 @@ class LatencyFloor {
 
   void AwaitArrivals() {
     const int64_t deadline = NowNs() + int64_t(o_.timeoutMs) * 1000000;
-    while (arrived_.load(std::memory_order_acquire) < total_) {
+    while (arrived_.load(std::memory_order_acquire) < o_.count) {
       if (NowNs() > deadline) {
-        return Fail(std::to_string(arrived_.load()) + " of " + std::to_string(total_) + " events (warm-up included) arrived within " +
+        return Fail(std::to_string(arrived_.load()) + " of " + std::to_string(o_.count) + " events arrived within " +
                         std::to_string(o_.timeoutMs) + " ms of the last send",
                     "timed out");
       }
@@ -201,14 +196,13 @@ class LatencyFloor {
   }
 
   const FloorOptions o_;
-  const uint64_t total_;
   Core core_;
   Lane* lane_ = nullptr;
   std::vector<uint8_t> seen_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> ready_{0};
-  std::atomic<uint64_t> arrived_{0}, received_{0}, unique_{0}, bad_{0};
+  std::atomic<uint64_t> arrived_{0}, received_{0}, bad_{0};
   std::mutex errorMu_;
   FloorResult result_;
 };

@@ -498,7 +498,6 @@ void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin) {
   FloorOptions o;
   o.rate = 20000;
   o.count = count;
-  o.warmup = count / 10;
   o.consumers = consumers;
   o.spinUs = spinUs;
   if (pin) o.cpus = ThreadCpus();
