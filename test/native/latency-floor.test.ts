@@ -3,12 +3,14 @@
  * benchmark's machine-floor row. Every event arrives once, with a finite latency >= 0.
  */
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { latencyFloor, loadBinding } from '../../native/loader.js';
+import { latencyFloor, loadBinding, type LatencyFloorResult } from '../../native/loader.js';
 
 const COUNT = 2000;
 
-function expectAllDelivered(r: ReturnType<typeof latencyFloor>, count: number): void {
+function expectAllDelivered(r: LatencyFloorResult, count: number): void {
   expect(r.received).toBe(count);
   expect(r.unique).toBe(count);
   expect(r.latencyNs).toBeInstanceOf(Float64Array);
@@ -44,6 +46,15 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 0 })).toThrow(/consumers must be/);
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0] })).toThrow(/cpus must be an array of at least 2/);
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0, 5000] })).toThrow(/consumer thread 0: cpu 5000 is out of range/);
+  });
+
+  it('the shipped prebuilt binary (prebuilds/) speaks this interface too', () => {
+    // The tests load the local build first: a prebuilt binary left over from older sources would only fail
+    // for users, whose install has no build step.
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const prebuilt = (createRequire(import.meta.url)('node-gyp-build') as (dir: string) => { abi: number; latencyFloor: (...a: unknown[]) => LatencyFloorResult })(root);
+    expect(prebuilt.abi).toBe(loadBinding()!.abi);
+    expectAllDelivered(prebuilt.latencyFloor(20_000, 200, 2, 0), 200);
   });
 
   it('says why when the addon is not loaded', () => {
