@@ -8,10 +8,22 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { VariantResult } from '../../benchmarking/lib/types.js';
 import { runCli } from './run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-native-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A row that ran, timed every event sent (one iteration) and got each exactly once. */
+function expectEveryEventTimed(v: VariantResult, sent: number, loop: 'open' | 'closed'): void {
+  expect(v.error).toBeUndefined();
+  const lat = v.iterations[0]!.latency!;
+  expect(lat.count).toBe(sent);
+  expect(lat.p50Us).toBeGreaterThan(0);
+  expect(lat.p99Us).toBeGreaterThanOrEqual(lat.p50Us);
+  expect(lat.loop).toBe(loop);
+  expect(v.delivery).toMatchObject({ sent, received: sent, lost: 0, duplicated: 0, ok: true });
+}
 
 describe('native benchmark paths (worker threads)', () => {
   it('latency-sustained: addon, JS-fallback and machine-floor rows, each counting every event sent, linked to the floor', async () => {
@@ -23,13 +35,8 @@ describe('native benchmark paths (worker threads)', () => {
     const layouts = ['1p1c', '4p4c', '1p1c-spin'];
     expect(run.variants.map((v: { id: string }) => v.id)).toEqual(layouts.flatMap((l) => [l, `${l}-js`, `${l}-floor`]));
     for (const v of run.variants) {
-      expect(v.error).toBeUndefined();
+      expectEveryEventTimed(v, 400, 'open');
       const it0 = v.iterations[0];
-      expect(it0.latency.count).toBe(400);
-      expect(it0.latency.p50Us).toBeGreaterThan(0);
-      expect(it0.latency.p99Us).toBeGreaterThanOrEqual(it0.latency.p50Us);
-      expect(it0.latency.loop).toBe('open');
-      expect(v.delivery).toMatchObject({ sent: 400, received: 400, lost: 0, duplicated: 0, ok: true });
       expect(v.params.spinUs).toBe(v.id.startsWith('1p1c-spin') ? 200 : undefined);
       const floor = `${v.id.replace(/-(js|floor)$/, '')}-floor`;
       if (v.id.endsWith('-floor')) {
@@ -73,16 +80,11 @@ describe('native benchmark paths (worker threads)', () => {
     // plus the native-only 1P/1C tuning rows: batches of 256 and pinned threads (this machine has 2+ CPUs)
     expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', '1p1c-batch256', '1p1c-pinned']);
     for (const v of run.variants) {
-      expect(v.error).toBeUndefined();
+      expectEveryEventTimed(v, 400, 'closed');
       const it0 = v.iterations[0];
-      expect(it0.latency.count).toBe(400);
-      expect(it0.latency.p50Us).toBeGreaterThan(0);
-      expect(it0.latency.p99Us).toBeGreaterThanOrEqual(it0.latency.p50Us);
-      expect(it0.latency.loop).toBe('closed');
       expect(it0.extra.workers).toBe(v.config.consumers);
       // one partition per worker: the no-op handler, matched by delivery order
       expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
-      expect(v.delivery).toMatchObject({ sent: 400, received: 400, lost: 0, duplicated: 0, ok: true });
       // The pinned row ran the publisher on the first CPU and its consumer on the others.
       if (v.id.endsWith('-pinned')) {
         expect(it0.extra.publisherCpu).toBeGreaterThanOrEqual(0);
