@@ -22,12 +22,36 @@ interface Binding {
   setThreadCpus(cpus: number[]): boolean;
   /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
   threadCpus(): number[];
+  /** The core driven by C++ threads only (native/src/latency-floor.h); see `latencyFloor` below. */
+  latencyFloor(rate: number, count: number, consumers: number, spinUs: number, cpus?: number[]): LatencyFloorResult;
   /** Version of the binding's interface; a binary built from other sources is not used. */
   abi?: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus. */
-const BINDING_ABI = 4;
+export interface LatencyFloorOptions {
+  /** Events per second, sent open loop. */
+  rate: number;
+  /** Events sent. */
+  count: number;
+  /** Partitions, with one consumer thread each (events go round-robin). */
+  consumers: number;
+  /** A consumer spins this long on an empty ring before it sleeps on the futex (the transport's `spinUs`). @default 0 */
+  spinUs?: number;
+  /** Pins the sending (calling) thread to `cpus[0]` and consumer k to `cpus[1 + k % (cpus.length - 1)]`. */
+  cpus?: readonly number[];
+}
+
+export interface LatencyFloorResult {
+  /** `latencyNs[i]`: event i, from its intended send time to its pop in the consumer thread, in ns. */
+  latencyNs: Float64Array;
+  /** Events popped, duplicates included. */
+  received: number;
+  /** Distinct events popped. */
+  unique: number;
+}
+
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor. */
+const BINDING_ABI = 5;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,6 +124,21 @@ export function nativeLoadError(): Error | undefined {
 /** Which implementation `auto` resolves to in this process. */
 export function availableImplementation(): 'native' | 'js' {
   return loadBinding() ? 'native' : 'js';
+}
+
+/**
+ * A benchmark instrument, not library API: the machine's latency floor. The partition core driven by C++
+ * threads only: the calling thread sends `count` events at `rate` (open loop, each due at
+ * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers), and one C++ consumer thread per
+ * partition pops them with the transport's bounded spin-then-futex wait and takes each one's latency from its
+ * intended send time first thing. No JavaScript runs on the path. Blocks the calling thread for
+ * count / rate seconds. Throws when the addon is not loaded, when an event has not arrived 10 s
+ * after the last send, or when a thread cannot be pinned.
+ */
+export function latencyFloor(o: LatencyFloorOptions): LatencyFloorResult {
+  const b = loadBinding();
+  if (!b) throw new Error(`latencyFloor needs the native addon, which did not load (${loadError?.message ?? 'unknown'})`);
+  return b.latencyFloor(o.rate, o.count, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus]);
 }
 
 class NativeCore implements PartitionCore {

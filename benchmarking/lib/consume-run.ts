@@ -86,12 +86,13 @@ export async function publishAndWork(ctx: RunContext, workMs: number, subscribeE
 
 /**
  * publishAndWork with handlers on worker threads (native transport: `workers` + a handler module).
- * Deliveries are counted by the workers in shared memory.
+ * Deliveries are counted by the workers in shared memory. `transport`: options of the transport block
+ * (e.g. `implementation`).
  */
-export async function publishAndWorkInWorkers(ctx: RunContext, workMs: number, workers: number, handlerPath: string): Promise<Measured> {
+export async function publishAndWorkInWorkers(ctx: RunContext, workMs: number, workers: number, handlerPath: string, transport: Record<string, unknown> = {}): Promise<Measured> {
   const c = ctx.config;
   const payloads = sizedPayloads(c.messageCount, c.messageSize);
-  const bus = await benchBus(c);
+  const bus = await benchBus(c, { transport });
   // Warm-up events (ids after the measured ones) reach every partition before the window, so worker
   // start-up (thread, module load) is not timed; the counters are reset after them.
   const warm = sizedPayloads(payloads.length + workers * 4, c.messageSize).slice(payloads.length);

@@ -49,7 +49,7 @@ const WARM_BURSTS = 5;
  * window: TurboFan phases). This runner called in one process, native 1P/1C pinned, runs 2-4 of 4 in 2
  * processes: p99 0.54-0.90 ms with warm-up bursts of 15,000 against 1.07-3.45 ms with bursts of 10,000.
  */
-function warmCount(n: number, openLoop: boolean): number {
+export function warmCount(n: number, openLoop: boolean): number {
   return openLoop ? Math.min(n, WARM_EVENTS) : n;
 }
 

@@ -1,45 +1,68 @@
 /**
  * latency-sustained (seed 001): 50,000 40-byte trading events at a steady 10,000/s, open loop,
  * latency from each event's intended send time to handler start; 1P/1C and 4P/4C.
+ *
+ * On native each layout has three rows: the addon (`implementation: 'native'`), the pure-JS fallback
+ * (`implementation: 'js'`, a baseline row) and the machine floor (a baseline row: the native core driven by
+ * C++ threads only, no JS, `floor-run.ts`). Both the addon and the JS rows link to the floor of their
+ * layout, so each reads as "x times what this machine does with no JS at all" in the same run: the floor
+ * shows how far the machine itself is from the seed's figures (this VM's wake-ups and preemptions by other
+ * threads), and the two ratios side by side compare the addon with the fallback. Without a floor (layouts
+ * where partitions and consumers differ, or `--rate 0`) the addon row links to the JS row.
  */
+import { latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun } from '../lib/latency-run.js';
-import type { Scenario, SeedFigure } from '../lib/types.js';
+import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
 const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' };
 const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 } };
 
+type Layout = { partitions: number; consumers: number };
+
+/** Native: a layout's addon, JS-fallback and machine-floor rows (the floor only where it can run). */
+function nativeRows(c: BenchConfig, id: string, label: string, layout: Layout, params: Variant['params'], seed: SeedFigure | undefined): Variant[] {
+  const floor = layout.partitions === layout.consumers && c.rate > 0 ? `${id}-floor` : undefined;
+  const rows = [
+    variant(c, id, `${label} (addon)`, 'sustained', layout, { ...params, implementation: 'native' }, { seed, baseline: floor ?? `${id}-js` }),
+    variant(c, `${id}-js`, `${label} (JS fallback)`, 'sustained', layout, { ...params, implementation: 'js' }, { kind: 'baseline', seed, baseline: floor }),
+  ];
+  if (floor) rows.push(variant(c, floor, `C++ threads, no JS: the native core, ${label} (machine floor)`, 'floor', layout, params, { kind: 'baseline', seed }));
+  return rows;
+}
+
 export const latencySustained: Scenario = {
   name: 'latency-sustained',
   title: 'Sustained latency: 50,000 events at 10,000/s',
   seed: '001',
-  description: 'open-loop constant rate (coordinated omission corrected); 1P/1C and 4P/4C; publish -> handler start.',
+  description: 'open-loop constant rate (coordinated omission corrected); 1P/1C and 4P/4C; publish -> handler start. Native: addon, JS fallback and the machine floor (C++ threads, no JS).',
   transports: ['memory', 'native', 'redis'],
   defaults: { messageCount: 50_000, messageSize: 40, rate: 10_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
-    const rows = pc.map(([p, k]) =>
-      variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''} at ${c.rate.toLocaleString('en-US')}/s`, 'sustained', { partitions: p!, consumers: k! }, {}, {
-        seed: p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined,
-      }),
-    );
+    const rate = `${c.rate.toLocaleString('en-US')}/s`;
+    const rows: Variant[] = [];
+    for (const [p, k] of pc as [number, number][]) {
+      const label = `${p} partition${p > 1 ? 's' : ''} / ${k} consumer${k > 1 ? 's' : ''} at ${rate}`;
+      const seed = p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined;
+      if (c.transport === 'native') rows.push(...nativeRows(c, `${p}p${k}c`, label, { partitions: p, consumers: k }, {}, seed));
+      else rows.push(variant(c, `${p}p${k}c`, label, 'sustained', { partitions: p, consumers: k }, {}, { seed }));
+    }
     // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (transport option spinUs;
     // default 0, so an idle consumer costs no CPU). The seed's C++ consumer polled every 50 us.
     if (c.transport === 'native' && pc.some(([p, k]) => p === 1 && k === 1)) {
-      rows.push(
-        variant(c, '1p1c-spin', `1 partition / 1 consumer at ${c.rate.toLocaleString('en-US')}/s, consumer spins 200 us (spinUs)`, 'sustained', { partitions: 1, consumers: 1 }, { spinUs: 200 }, {
-          seed: SEED_1P1C,
-        }),
-      );
+      rows.push(...nativeRows(c, '1p1c-spin', `1 partition / 1 consumer at ${rate}, consumer spins 200 us (spinUs)`, { partitions: 1, consumers: 1 }, { spinUs: 200 }, SEED_1P1C));
     }
     return rows;
   },
   runners: {
     sustained: (ctx) => {
-      const spinUs = ctx.variant.params['spinUs'];
-      return latencyRun(ctx, { payload: 'trade', open: true, transport: spinUs === undefined ? undefined : { spinUs } });
+      const { spinUs, implementation } = ctx.variant.params;
+      const transport = { ...(spinUs === undefined ? {} : { spinUs }), ...(implementation === undefined ? {} : { implementation }) };
+      return latencyRun(ctx, { payload: 'trade', open: true, transport });
     },
+    floor: (ctx) => latencyFloorRun(ctx, Number(ctx.variant.params['spinUs'] ?? 0)),
   },
 };

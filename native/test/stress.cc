@@ -16,6 +16,9 @@
 //   went round (one thread, operations in random order): a late ack changes nothing.
 // Phase 7: TakeHeld meets a slot that shows the offset of one record and the length of another: it reads
 //   nothing outside the arena and skips that record.
+// Phase 8 (latency floor, latency-floor.h): the benchmark's C++ sender and consumer threads, short runs with
+//   1 and 4 consumers, sleeping and spinning, pinned where 2+ CPUs are allowed: every event arrives once, each
+//   latency finite and >= 0.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "../src/core.h"
+#include "../src/latency-floor.h"
 
 using namespace eventlane;
 
@@ -490,6 +494,27 @@ void TornSlot() {
 
 }  // namespace
 
+void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin) {
+  FloorOptions o;
+  o.rate = 20000;
+  o.count = count;
+  o.consumers = consumers;
+  o.spinUs = spinUs;
+  if (pin) o.cpus = ThreadCpus();
+  FloorResult r = LatencyFloor(o).Run();
+  if (!r.error.empty()) {
+    std::fprintf(stderr, "FAIL: latency floor: %s\n", r.error.c_str());
+    failures.fetch_add(1);
+    return;
+  }
+  if (r.unique != count || r.received != count) Fail("latency floor: received, unique", long(r.received), long(r.unique));
+  if (r.latencyNs.size() != count) Fail("latency floor: latencies", long(r.latencyNs.size()), long(count));
+  for (size_t i = 0; i < r.latencyNs.size(); i++) {
+    if (!(r.latencyNs[i] >= 0)) Fail("latency floor: latency not >= 0 (index, ns)", long(i), long(r.latencyNs[i]));
+  }
+  std::printf("  consumers=%u spinUs=%u pinned=%d: %llu events\n", consumers, spinUs, pin ? 1 : 0, (unsigned long long)r.unique);
+}
+
 int main(int argc, char** argv) {
   const int scale = argc > 1 ? std::atoi(argv[1]) : 1;
   std::printf("phase 1: block, multi-producer rings, exactly once in order\n");
@@ -514,6 +539,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10 * scale; i++) LateAcks(20000, uint32_t(i + 1));
   std::printf("phase 7: TakeHeld meets a slot being reused\n");
   TornSlot();
+  std::printf("phase 8: latency floor threads\n");
+  Floor(1, 0, 1000 * scale, false);
+  Floor(4, 0, 1000 * scale, false);
+  Floor(1, 50, 1000 * scale, false);
+  if (ThreadCpus().size() >= 2) Floor(2, 0, 1000 * scale, true);
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;

@@ -1,48 +1,97 @@
 /**
  * Native transport benchmark paths with small counts: latency measured publish (main thread) -> handler
- * start in a worker thread gives a histogram over every event sent; native-throughput delivers every
- * event to the worker for both the addon and the JS fallback.
+ * start in a worker thread gives a histogram over every event sent, for the addon and the JS fallback, beside
+ * the machine floor (C++ threads only); native-throughput and partition-scaling deliver every event to the
+ * workers for both the addon and the JS fallback.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { VariantResult } from '../../benchmarking/lib/types.js';
 import { runCli } from './run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-native-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** A row that ran, timed every event sent (one iteration) and got each exactly once. */
+function expectEveryEventTimed(v: VariantResult, sent: number, loop: 'open' | 'closed'): void {
+  expect(v.error).toBeUndefined();
+  const lat = v.iterations[0]!.latency!;
+  expect(lat.count).toBe(sent);
+  expect(lat.p50Us).toBeGreaterThan(0);
+  expect(lat.p99Us).toBeGreaterThanOrEqual(lat.p50Us);
+  expect(lat.loop).toBe(loop);
+  expect(v.delivery).toMatchObject({ sent, received: sent, lost: 0, duplicated: 0, ok: true });
+}
+
 describe('native benchmark paths (worker threads)', () => {
-  for (const scenario of ['latency-sustained', 'latency-burst']) {
-    it(`${scenario}: worker-thread latency histogram counts every event sent, p50 > 0`, async () => {
-      const file = join(dir, `${scenario}.json`);
-      const args = ['run', '--scenario', scenario, '--transport', 'native', '--message-count', '400', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file];
-      if (scenario === 'latency-sustained') args.push('--rate', '4000');
-      const r = await runCli(args);
-      expect(r.code, r.stderr).toBe(0);
-      const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
-      // plus the native-only 1P/1C tuning rows: a spinning consumer (sustained), or batches of 256 and
-      // pinned threads (burst; this machine has 2+ CPUs)
-      expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', ...(scenario === 'latency-sustained' ? ['1p1c-spin'] : ['1p1c-batch256', '1p1c-pinned'])]);
-      for (const v of run.variants) {
-        expect(v.error).toBeUndefined();
-        const it0 = v.iterations[0];
-        expect(it0.latency.count).toBe(400);
-        expect(it0.latency.p50Us).toBeGreaterThan(0);
-        expect(it0.latency.p99Us).toBeGreaterThanOrEqual(it0.latency.p50Us);
-        expect(it0.latency.loop).toBe(scenario === 'latency-sustained' ? 'open' : 'closed');
+  it('latency-sustained: addon, JS-fallback and machine-floor rows, each counting every event sent, linked to the floor', async () => {
+    const file = join(dir, 'latency-sustained.json');
+    const r = await runCli(['run', '--scenario', 'latency-sustained', '--transport', 'native', '--message-count', '400', '--rate', '4000', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    // per layout (and the native-only spinning 1P/1C): the addon, the JS fallback, the C++ floor
+    const layouts = ['1p1c', '4p4c', '1p1c-spin'];
+    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(layouts.flatMap((l) => [l, `${l}-js`, `${l}-floor`]));
+    for (const v of run.variants) {
+      expectEveryEventTimed(v, 400, 'open');
+      const it0 = v.iterations[0];
+      expect(v.params.spinUs).toBe(v.id.startsWith('1p1c-spin') ? 200 : undefined);
+      const floor = `${v.id.replace(/-(js|floor)$/, '')}-floor`;
+      if (v.id.endsWith('-floor')) {
+        expect(v.kind).toBe('baseline');
+        expect(v.label).toMatch(/^C\+\+ threads, no JS: the native core, .* \(machine floor\)$/);
+        expect(v.baseline).toBeUndefined();
+        expect(it0.extra).toMatchObject({ consumerThreads: v.config.consumers, warmupEvents: 400, spinUs: v.params.spinUs ?? 0 });
+        expect(it0.verifiedBy).toMatch(/C\+\+ consumer thread/);
+      } else {
+        // the addon and the JS fallback through worker threads, both compared with the floor of their layout
+        expect(v.params.implementation).toBe(v.id.endsWith('-js') ? 'js' : 'native');
+        expect(v.kind).toBe(v.id.endsWith('-js') ? 'baseline' : 'eventlane');
+        expect(v.baseline).toBe(floor);
+        expect(v.ratios.latencyP50VsBaseline).toBeGreaterThan(0);
+        expect(v.ratios.latencyP99VsBaseline).toBeGreaterThan(0);
         expect(it0.extra.workers).toBe(v.config.consumers);
-        // one partition per worker: the no-op handler, matched by delivery order
         expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
-        expect(v.delivery).toMatchObject({ sent: 400, received: 400, lost: 0, duplicated: 0, ok: true });
-        // The pinned row ran the publisher on the first CPU and its consumer on the others.
-        if (v.id.endsWith('-pinned')) {
-          expect(it0.extra.publisherCpu).toBeGreaterThanOrEqual(0);
-          expect(it0.extra.consumerCpus).toBeGreaterThanOrEqual(1);
-        } else expect(it0.extra.publisherCpu).toBeUndefined();
       }
-    }, 120_000);
-  }
+    }
+  }, 120_000);
+
+  it('latency-sustained without the addon: the addon and floor rows fail with the reason, the JS rows run', async () => {
+    const file = join(dir, 'latency-sustained-no-addon.json');
+    const args = ['run', '--scenario', 'latency-sustained', '--transport', 'native', '--partitions', '1', '--consumers', '1', '--message-count', '200', '--rate', '4000', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file];
+    const r = await runCli(args, 120_000, { EVENTLANE_NATIVE: '0' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/error: latencyFloor needs the native addon, which did not load \(EVENTLANE_NATIVE=0\)/);
+    const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '1p1c-js', '1p1c-floor', '1p1c-spin', '1p1c-spin-js', '1p1c-spin-floor']);
+    for (const v of run.variants) {
+      if (v.id.endsWith('-js')) expect(v.delivery).toMatchObject({ sent: 200, received: 200, ok: true });
+      else expect(v.error).toMatch(/EVENTLANE_NATIVE=0/);
+    }
+  }, 120_000);
+
+  it('latency-burst: worker-thread latency histogram counts every event sent, p50 > 0', async () => {
+    const file = join(dir, 'latency-burst.json');
+    const r = await runCli(['run', '--scenario', 'latency-burst', '--transport', 'native', '--message-count', '400', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    // plus the native-only 1P/1C tuning rows: batches of 256 and pinned threads (this machine has 2+ CPUs)
+    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', '1p1c-batch256', '1p1c-pinned']);
+    for (const v of run.variants) {
+      expectEveryEventTimed(v, 400, 'closed');
+      const it0 = v.iterations[0];
+      expect(it0.extra.workers).toBe(v.config.consumers);
+      // one partition per worker: the no-op handler, matched by delivery order
+      expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
+      // The pinned row ran the publisher on the first CPU and its consumer on the others.
+      if (v.id.endsWith('-pinned')) {
+        expect(it0.extra.publisherCpu).toBeGreaterThanOrEqual(0);
+        expect(it0.extra.consumerCpus).toBeGreaterThanOrEqual(1);
+      } else expect(it0.extra.publisherCpu).toBeUndefined();
+    }
+  }, 120_000);
 
   it('latency-burst with more partitions than workers falls back to handlers that read payload ids', async () => {
     const file = join(dir, 'burst-4p2c.json');
@@ -66,5 +115,18 @@ describe('native benchmark paths (worker threads)', () => {
       expect(v.iterations[0].extra).toMatchObject({ pushed: 20_000, popped: 20_000, dropped: 0 });
       expect(v.seed.throughput).toBe(5_000_000);
     }
+  }, 120_000);
+
+  it('partition-scaling: the addon row of N partitions is compared with the JS-fallback row of N partitions', async () => {
+    const file = join(dir, 'ps.json');
+    const r = await runCli(['run', '--scenario', 'partition-scaling', '--transport', 'native', '--partitions', '2', '--message-count', '200', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    expect(run.variants.map((v: { id: string; kind: string; baseline?: string; params: { implementation: string } }) => [v.id, v.kind, v.baseline, v.params.implementation])).toEqual([
+      ['2p', 'eventlane', '2p-js', 'native'],
+      ['2p-js', 'baseline', undefined, 'js'],
+    ]);
+    for (const v of run.variants) expect(v.delivery).toMatchObject({ sent: 200, received: 200, lost: 0, duplicated: 0, ok: true });
+    expect(run.variants[0].ratios.vsBaseline).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -1,0 +1,68 @@
+/**
+ * The addon's latency floor (native/src/latency-floor.h): the core driven by C++ threads only, the
+ * benchmark's machine-floor row. Every event arrives once, with a finite latency >= 0.
+ */
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { latencyFloor, loadBinding, type LatencyFloorResult } from '../../native/loader.js';
+
+const COUNT = 2000;
+
+function expectAllDelivered(r: LatencyFloorResult, count: number): void {
+  expect(r.received).toBe(count);
+  expect(r.unique).toBe(count);
+  expect(r.latencyNs).toBeInstanceOf(Float64Array);
+  expect(r.latencyNs.length).toBe(count);
+  for (const ns of r.latencyNs) {
+    expect(Number.isFinite(ns)).toBe(true);
+    expect(ns).toBeGreaterThanOrEqual(0);
+  }
+}
+
+describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
+  for (const consumers of [1, 4]) {
+    it(`${consumers} consumer(s): ${COUNT} latencies, every event delivered once`, () => {
+      const t0 = performance.now();
+      const r = latencyFloor({ rate: 20_000, count: COUNT, consumers });
+      expectAllDelivered(r, COUNT);
+      // Open loop: the call lasts at least until the last event was due.
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(((COUNT - 1) / 20_000) * 1000 - 1);
+    });
+  }
+
+  it('with spinning consumers and threads pinned to the CPUs this thread may use', () => {
+    const cpus = loadBinding()!.threadCpus();
+    expect(cpus.length).toBeGreaterThanOrEqual(2);
+    const r = latencyFloor({ rate: 20_000, count: COUNT, consumers: 2, spinUs: 50, cpus });
+    expectAllDelivered(r, COUNT);
+    // The sending thread got its CPUs back.
+    expect(loadBinding()!.threadCpus()).toEqual(cpus);
+  });
+
+  it('rejects bad arguments and CPUs the OS refuses', () => {
+    expect(() => latencyFloor({ rate: 0, count: 10, consumers: 1 })).toThrow(/rate must be a number in \[0.001, 1e\+08\]/);
+    expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 0 })).toThrow(/consumers must be/);
+    expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0] })).toThrow(/cpus must be an array of at least 2/);
+    expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0, 5000] })).toThrow(/consumer thread 0: cpu 5000 is out of range/);
+  });
+
+  it('the shipped prebuilt binary (prebuilds/) speaks this interface too', () => {
+    // The tests load the local build first: a prebuilt binary left over from older sources would only fail
+    // for users, whose install has no build step.
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const prebuilt = (createRequire(import.meta.url)('node-gyp-build') as (dir: string) => { abi: number; latencyFloor: (...a: unknown[]) => LatencyFloorResult })(root);
+    expect(prebuilt.abi).toBe(loadBinding()!.abi);
+    expectAllDelivered(prebuilt.latencyFloor(20_000, 200, 2, 0), 200);
+  });
+
+  it('says why when the addon is not loaded', () => {
+    const loader = new URL('../../native/loader.ts', import.meta.url).href;
+    const code = `
+      const m = await import(${JSON.stringify(loader)});
+      try { m.latencyFloor({ rate: 1000, count: 10, consumers: 1 }); console.log('no error'); } catch (e) { console.log(e.message); }`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env: { ...process.env, EVENTLANE_NATIVE: '0' }, encoding: 'utf8' });
+    expect(out.trim()).toBe('latencyFloor needs the native addon, which did not load (EVENTLANE_NATIVE=0)');
+  });
+});
