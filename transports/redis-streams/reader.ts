@@ -4,12 +4,12 @@
  * to the prefetch room, acks waiting for its streams corked ahead of it) and the watchdog that fails a read
  * outstanding past its deadline and drops its connection.
  */
-import type { Command } from 'ioredis';
+import type { Cluster, Command, Redis } from 'ioredis';
 import type { AckBatcher } from './ack-batch.js';
 import { corkable, type Client } from './connection.js';
 import { noop, type ConsumerContext, type ReadReply } from './consumer-records.js';
 import type { Deliveries } from './deliveries.js';
-import { send, wireCommand } from './wire-command.js';
+import { send, slotOf, wireCommand } from './wire-command.js';
 
 export class Reader {
   conn: Client | undefined;
@@ -56,17 +56,31 @@ export class ReadConnections {
    * (`>`): entries Redis had already handed to the lost read (its reply died with the socket) are in this
    * consumer's pending list, where only the reclaim would find them, `minIdleMs` later. So a reconnect sends the
    * reader back to draining its own pending entries, as a failed read does, once the resent read has returned
-   * (new entries, or nothing after `blockMs`).
+   * (new entries, or nothing after `blockMs`). A Cluster client does the same per node: a node's connection that
+   * ends ('-node') fails its commands with "Connection is closed", which the client sends again on a new one
+   * (`retryDelayOnFailover`) — the same lost reply, and a 'ready' of the whole client never comes.
    */
   attach(r: Reader, conn: Client): void {
     r.conn = conn;
-    // Registered once connected: every later 'ready' is a reconnect of this connection.
-    conn.on('ready', () => {
+    const drain = (node?: Redis): void => {
       if (r.conn !== conn || this.ctx.closing) return;
+      if (node !== undefined && !this.holdsReader(conn as Cluster, node, r)) return;
       this.ctx.logger.debug({ group: this.ctx.spec.group }, 'redis read connection reconnected; draining own pending entries');
       r.drainPending = true;
       r.lastIds.fill('0');
-    });
+    };
+    // Registered once connected: every later 'ready' is a reconnect of this connection.
+    conn.on('ready', drain);
+    if (this.ctx.connector.isCluster) conn.on('-node', drain);
+  }
+
+  /**
+   * Whether the Cluster node that went away is the master of the reader's slot: a drain re-reads the reader's
+   * pending entries, which raises the delivery count of those still running here, so not for another node.
+   */
+  private holdsReader(cluster: Cluster, node: Redis, r: Reader): boolean {
+    const slot = slotOf(this.ctx.streams[r.streams[0]!]!.key);
+    return cluster.slots[slot]?.[0] === `${node.options.host}:${node.options.port}`;
   }
 
   startWatchdog(): void {
