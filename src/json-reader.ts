@@ -81,9 +81,12 @@ var T = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
 function num() {
   var i = P, c = s.charCodeAt(i), neg = false, m = 0, d = 0, fr = 0;
   if (c === 45) { neg = true; c = s.charCodeAt(++i); }
-  if (c === 48) c = s.charCodeAt(++i);
-  else if (c >= 49 && c <= 57) { do { m = m * 10 + (c - 48); d++; c = s.charCodeAt(++i); } while (c >= 48 && c <= 57); }
+  // One digit loop for "0" too (no branch of its own, whose first run would take the optimized code away);
+  // a leading zero must stand alone.
+  var z = c === 48;
+  if (c >= 48 && c <= 57) { do { m = m * 10 + (c - 48); d++; c = s.charCodeAt(++i); } while (c >= 48 && c <= 57); }
   else throw X;
+  if (d > 1 && z) throw X;
   if (c === 46) {
     c = s.charCodeAt(++i);
     if (!(c >= 48 && c <= 57)) throw X;
