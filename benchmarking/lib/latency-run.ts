@@ -166,7 +166,9 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   // run and its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms); bursts WARM_BURSTS.
   const openLoopMode = o.open && c.rate > 0;
   const warm = tickPayloads(Math.max(64, workers * 16, warmCount(n, openLoopMode)), n);
-  const rounds = openLoopMode ? workers : Math.max(workers, WARM_BURSTS);
+  // At a rate, at least two rounds with a quiet between them: the consumer threads' first idle wait that
+  // times out (WORKER_WAIT_US) is then a warm-up's, not the one before the measured events.
+  const rounds = openLoopMode ? Math.max(2, workers) : Math.max(workers, WARM_BURSTS);
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
   const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, rounds * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
@@ -193,7 +195,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
     const pinned = cpus === undefined ? {} : { cpus: cpus.slice(1) };
     await bus.subscribe('bench.tick', { group: 'latency', workers, handler: probe.handler, workerData: probe.workerData, ...pinned }, undefined as never);
     for (let round = 0; round < rounds; round++) {
-      if (!openLoopMode) await quiet();
+      if (!openLoopMode || round > 0) await quiet();
       probe.phase(round * warm.length);
       await send(warm);
       await wait(warm.length, 30_000);
