@@ -5,24 +5,13 @@
  * event with eventlane's per-event fields, all of them read and acked by its group. Off Redis the
  * scenario has no baseline row.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisServer } from '../helpers/redis-server.js';
-import { runCli } from './run-cli.js';
+import { describe, expect, it } from 'vitest';
+import { redisAndDirForFile, runCli } from './run-cli.js';
 
-let server: RedisServer;
-const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-e2e-'));
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { server, dir } = redisAndDirForFile('e2e');
 
 const BASELINE = 'ioredis-xadd-xreadgroup';
 
@@ -48,7 +37,7 @@ describe('end-to-end on Redis', () => {
     const n = 2000; // fewer than the runner's 10,000 warm-up events, so it warms up with n
     const file = join(dir, 'e2e.json');
     const r = await runCli([
-      'run', '--scenario', 'end-to-end', '--transport', 'redis', '--redis-url', server.url,
+      'run', '--scenario', 'end-to-end', '--transport', 'redis', '--redis-url', server().url,
       '--message-count', String(n), '--rate', '5000', '--iterations', '1', '--warmup', '0', '--keep-keys', '--json', file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -71,7 +60,7 @@ describe('end-to-end on Redis', () => {
     expect(r.stdout).toContain('[baseline] ioredis: XADD per event');
     expect(r.stdout).toMatch(/p50 \d+\.\d\dx \/ p99 \d+\.\d\dx/);
 
-    const client = new Redis(server.url);
+    const client = new Redis(server().url);
     try {
       const keys = await keysUnder(client, `${run.config.keyPrefix}${BASELINE}:`);
       expect(keys).toHaveLength(1);

@@ -6,35 +6,25 @@
  * (duration-bound, publishing a pool of 65,536 payloads over and over) is read back the same way. A read-back
  * reads to the end of the streams, so copies past the expected events show up as duplicated.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
-import { runCli } from './run-cli.js';
+import { describe, expect, it } from 'vitest';
+import { uniquePrefix } from '../helpers/redis-server.js';
+import { redisAndDirForFile, runCli } from './run-cli.js';
 import { benchBus } from '../../benchmarking/lib/bus.js';
 import { GLOBAL_DEFAULTS } from '../../benchmarking/lib/config.js';
 import { readBack } from '../../benchmarking/lib/drive.js';
 import { sizedPayloads } from '../../benchmarking/lib/payload.js';
 import { poolPublishCounts } from '../../benchmarking/scenarios/extreme-batching.js';
 
-let server: RedisServer;
-const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-readback-'));
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { server, dir } = redisAndDirForFile('readback');
 
 describe('publish-only runs on Redis are read back', () => {
   it('message-size: events trimmed away by Redis are reported lost, and the run fails', async () => {
     const file = join(dir, 'trimmed.json');
     const r = await runCli([
-      'run', '--scenario', 'message-size', '--transport', 'redis', '--redis-url', server.url, '--message-size', '256',
+      'run', '--scenario', 'message-size', '--transport', 'redis', '--redis-url', server().url, '--message-size', '256',
       '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--transport-option', 'entryMode=event',
       '--transport-option', 'maxLen=100', '--quiet', '--json', file,
     ]);
@@ -53,7 +43,7 @@ describe('publish-only runs on Redis are read back', () => {
   it('extreme-batching: read back through a new consumer group, complete', async () => {
     const file = join(dir, 'extreme.json');
     const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server.url, '--duration', '0.3',
+      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server().url, '--duration', '0.3',
       '--publishers', '20', '--flush-interval', '1', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -66,7 +56,7 @@ describe('publish-only runs on Redis are read back', () => {
   it('extreme-batching: events trimmed away by Redis are reported lost, and the run fails', async () => {
     const file = join(dir, 'extreme-trimmed.json');
     const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server.url, '--duration', '0.3',
+      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server().url, '--duration', '0.3',
       '--publishers', '20', '--flush-interval', '1', '--iterations', '1', '--warmup', '0', '--transport-option', 'entryMode=event',
       '--transport-option', 'maxLen=100', '--quiet', '--json', file,
     ]);
@@ -82,7 +72,7 @@ describe('publish-only runs on Redis are read back', () => {
   }, 120_000);
 
   it('read-back of a reused payload pool counts each id against the times it was published', async () => {
-    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server.url, keyPrefix: `${uniquePrefix('pool')}:`, partitions: 2 };
+    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server().url, keyPrefix: `${uniquePrefix('pool')}:`, partitions: 2 };
     const pool = sizedPayloads(10, 64);
     const bus = await benchBus(config);
     try {
@@ -102,7 +92,7 @@ describe('publish-only runs on Redis are read back', () => {
   }, 30_000);
 
   it('read-back reads on past the expected events: copies written after them count as duplicated', async () => {
-    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server.url, keyPrefix: `${uniquePrefix('dup')}:`, partitions: 1,
+    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server().url, keyPrefix: `${uniquePrefix('dup')}:`, partitions: 1,
       // Entries of one event: a consumer holds at most 8,000 at a time (its prefetch), so the copies are read after the last expected one.
       transportOptions: { entryMode: 'event' } };
     const payloads = sizedPayloads(30_000, 64);
@@ -133,7 +123,7 @@ describe('publish-only runs on Redis are read back', () => {
   it('broker-throughput produce: read back and complete; no key of the run is left', async () => {
     const file = join(dir, 'produce.json');
     const r = await runCli([
-      'run', '--scenario', 'broker-throughput', '--transport', 'redis', '--redis-url', server.url, '--publishers', '2',
+      'run', '--scenario', 'broker-throughput', '--transport', 'redis', '--redis-url', server().url, '--publishers', '2',
       '--message-count', '3000', '--iterations', '1', '--warmup', '1', '--quiet', '--json', file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
@@ -141,7 +131,7 @@ describe('publish-only runs on Redis are read back', () => {
     const produce = run.variants.find((v: { id: string }) => v.id === 'produce');
     expect(produce.iterations[0].verifiedBy).toMatch(/read back from Redis/);
     expect(produce.delivery).toMatchObject({ sent: 3000, received: 3000, lost: 0, duplicated: 0, ok: true });
-    const client = new Redis(server.url);
+    const client = new Redis(server().url);
     try {
       expect(await client.keys(`${run.config.keyPrefix}*`)).toEqual([]);
     } finally {

@@ -3,24 +3,13 @@
  * Redis (XLEN of per-event streams) over the time span Redis itself stamped on the entry ids must
  * agree with what the CLI reported.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisServer } from '../helpers/redis-server.js';
-import { runCli } from './run-cli.js';
+import { describe, expect, it } from 'vitest';
+import { redisAndDirForFile, runCli } from './run-cli.js';
 
-let server: RedisServer;
-const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-redis-'));
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { server, dir } = redisAndDirForFile('redis');
 
 /** Streams under `prefix` with their length and the span of their entry-id timestamps. */
 async function streams(r: Redis, prefix: string): Promise<{ key: string; len: number; spanMs: number }[]> {
@@ -46,7 +35,7 @@ describe('Redis throughput agrees with Redis itself', () => {
     const n = 4000;
     const file = join(dir, 'redis.json');
     const r = await runCli([
-      'run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', server.url,
+      'run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', server().url,
       '--batch-size', '1', '--publishers', '1', '--message-count', String(n), '--iterations', '1', '--warmup', '0',
       '--keep-keys', '--quiet', '--json', file,
     ]);
@@ -54,7 +43,7 @@ describe('Redis throughput agrees with Redis itself', () => {
     const report = JSON.parse(readFileSync(file, 'utf8'));
     const run = report.runs[0];
     expect(report.environment.redisVersion).toMatch(/^\d+\./);
-    const client = new Redis(server.url);
+    const client = new Redis(server().url);
     try {
       for (const v of run.variants) {
         expect(v.delivery).toMatchObject({ sent: n, lost: 0, duplicated: 0, ok: true });

@@ -2,7 +2,12 @@
  * Runs the benchmark CLI as a child process (node --import tsx benchmarking/cli.ts ...).
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
+import { RedisServer } from '../helpers/redis-server.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,4 +34,18 @@ export function runCli(args: string[], timeoutMs = 120_000, env: Record<string, 
       resolve({ code, stdout, stderr, wallMs: performance.now() - t0 });
     });
   });
+}
+
+/** A redis-server of its own and a temporary directory for the CLI's outputs, for one test file; both go after it. */
+export function redisAndDirForFile(name: string): { server: () => RedisServer; dir: string } {
+  let server: RedisServer | undefined;
+  const dir = mkdtempSync(join(tmpdir(), `eventlane-bench-${name}-`));
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { server: () => server!, dir };
 }
