@@ -11,7 +11,7 @@ import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
-import { events, order } from './redis-common.js';
+import { events, loseServedRead } from './redis-common.js';
 
   // A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
 const cluster = clusterForTests(3, 0, 60_000);
@@ -69,27 +69,8 @@ describe('redis-streams: cluster read connection', () => {
     try {
       const seen: string[] = [];
       await b.subscribe('order.created', { group: 'g', consumer: 'c', blockMs: 1000, minIdleMs: 60_000 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
-      await withRedis(master.port, async (c) => {
-        let id: string | undefined;
-        await waitFor(
-          async () => {
-            const line = String(await c.client('LIST'))
-              .split('\n')
-              .find((l) => l.includes('name=eventlane:read:') && / cmd=xreadgroup /.test(l) && / flags=b /.test(l));
-            id = line === undefined ? undefined : /(?:^| )id=(\d+)/.exec(line)![1];
-            return id !== undefined;
-          },
-          5000,
-          "the reader to block in XREADGROUP on the partition's master",
-        );
-        // One write to the master: Redis serves the blocked read with the XADD (the entry goes to c's pending list,
-        // its reply to the output buffer) and CLIENT KILL closes the connection before the reply is written.
-        const [added, killed] = (await c.pipeline().xadd(key, '*', 'data', JSON.stringify(order(7))).call('CLIENT', 'KILL', 'ID', id!).exec())!;
-        expect(added![0]).toBeNull();
-        expect(killed![1]).toBe(1);
-        const pending = (await c.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
-        expect(pending.map((p) => [p[1], p[3]])).toEqual([['c', 1]]);
-      });
+      // One write to the partition's master: its blocked read served by an XADD, then killed before the reply is written.
+      await withRedis(master.port, (c) => loseServedRead(c, key, 7, 'c'));
       // The Cluster client sends the read again ('>') on a new connection to the node ('-node', not 'ready'); once it
       // returns, the reader drains its pending list. Before: seq 7 waited for the reclaim, minIdleMs (60 s) later.
       await waitFor(() => seen.length === 1, 8000, 'seq 7 after the reconnect');

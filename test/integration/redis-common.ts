@@ -1,10 +1,10 @@
 /** Shared bits of the Redis integration tests. */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { z } from 'zod';
 import { createEventBus, defineEvents, EventlaneError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 export const events = defineEvents({
   'order.created': z.object({ orderId: z.string(), amount: z.number(), seq: z.number().int() }),
@@ -103,4 +103,42 @@ export function redisForFile(opts: { external?: boolean } = {}): FileRedis<{ url
     await ctx.server?.stop();
   });
   return ctx;
+}
+
+/** CLIENT LIST fields of the one consumer read connection on the server `c` talks to (each test closes its bus before the next). */
+export async function readConnection(c: Redis): Promise<Record<string, string> | undefined> {
+  const line = String(await c.client('LIST'))
+    .split('\n')
+    .find((l) => l.includes('name=eventlane:read:'));
+  return line === undefined ? undefined : Object.fromEntries(line.trim().split(' ').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
+/** The client id of the read connection once it is blocked in XREADGROUP. */
+export async function blockedReader(c: Redis): Promise<string> {
+  let id: string | undefined;
+  await waitFor(
+    async () => {
+      const r = await readConnection(c);
+      id = r?.['cmd'] === 'xreadgroup' && r['flags']?.includes('b') ? r['id'] : undefined;
+      return id !== undefined;
+    },
+    5000,
+    'the reader to block in XREADGROUP',
+  );
+  return id!;
+}
+
+/**
+ * Loses the reply of a blocked read that Redis served: one write (a pipeline, not MULTI: a transaction serves
+ * blocked clients after EXEC) with an XADD of `order(seq)` to `key`, which Redis hands to the blocked XREADGROUP
+ * (the entry goes to `consumer`'s pending list of group g, its reply to the client's output buffer), and a
+ * CLIENT KILL that closes that client before the reply is written. `c` talks to the server holding `key`.
+ */
+export async function loseServedRead(c: Redis, key: string, seq: number, consumer: string): Promise<void> {
+  const id = await blockedReader(c);
+  const [added, killed] = (await c.pipeline().xadd(key, '*', 'data', JSON.stringify(order(seq))).call('CLIENT', 'KILL', 'ID', id).exec())!;
+  expect(added![0]).toBeNull();
+  expect(killed![1]).toBe(1);
+  const pending = (await c.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
+  expect(pending.map((p) => [p[1], p[3]])).toEqual([[consumer, 1]]);
 }

@@ -10,7 +10,7 @@ import { uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { corkable } from '../../transports/redis-streams/connection.js';
-import { events, order, orders, recordingLogger, redisForFile } from './redis-common.js';
+import { blockedReader, events, loseServedRead, order, orders, readConnection, recordingLogger, redisForFile } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
@@ -20,29 +20,6 @@ async function bus(prefix: string, logger: Logger, transport: Record<string, unk
   const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: r.server.url, prefix, partitions: 1, ...transport } });
   r.cleanup.push(() => b.close());
   return b;
-}
-
-/** CLIENT LIST fields of the one consumer read connection (each test closes its bus before the next). */
-async function reader(): Promise<Record<string, string> | undefined> {
-  const line = String(await r.raw.client('LIST'))
-    .split('\n')
-    .find((l) => l.includes('name=eventlane:read:'));
-  return line === undefined ? undefined : Object.fromEntries(line.trim().split(' ').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-}
-
-/** The id of the read connection once it is blocked in XREADGROUP. */
-async function blockedReader(): Promise<string> {
-  let id: string | undefined;
-  await waitFor(
-    async () => {
-      const r = await reader();
-      id = r?.['cmd'] === 'xreadgroup' && r['flags']?.includes('b') ? r['id'] : undefined;
-      return id !== undefined;
-    },
-    5000,
-    'the reader to block in XREADGROUP',
-  );
-  return id!;
 }
 
 function busyWait(ms: number): void {
@@ -69,8 +46,8 @@ describe('redis-streams consumer: a blocking read interrupted with CLIENT UNBLOC
     await b.publish('order.created', order(0));
     await waitFor(() => seen.length === 1, 5000, 'seq 0 to start');
     // TIMEOUT: Redis answers the read as if BLOCK had run out. ERROR: an -UNBLOCKED error reply. Neither delivered anything.
-    for (const mode of ['TIMEOUT', 'ERROR']) expect(await r.raw.call('CLIENT', 'UNBLOCK', await blockedReader(), mode)).toBe(1);
-    await blockedReader();
+    for (const mode of ['TIMEOUT', 'ERROR']) expect(await r.raw.call('CLIENT', 'UNBLOCK', await blockedReader(r.raw), mode)).toBe(1);
+    await blockedReader(r.raw);
     await b.publish('order.created', order(1));
     await waitFor(() => seen.length === 2, 5000, 'seq 1');
     // Seq 0, still running here, was delivered once. Before: the ERROR sent the loop back to the pending drain, whose
@@ -141,7 +118,7 @@ describe('redis-streams consumer: acks sent with the next read (Redis#stream, an
       await waitFor(() => ackedFrom.length === seq + 1, 5000, `the ack of seq ${seq}`);
     }
     expect(handled).toBe(3);
-    const addr = (await reader())!['addr'];
+    const addr = (await readConnection(r.raw))!['addr'];
     expect(ackedFrom).toEqual([addr, addr, addr]);
   });
 });
@@ -156,19 +133,7 @@ describe('redis-streams consumer: a read whose reply is lost with its connection
     await b.subscribe('order.created', { group: 'g', consumer: 'c', blockMs: 1000, minIdleMs: 60_000 }, (e, ctx) => {
       seen.push(`${e.data.seq}@${ctx.attempt}`);
     });
-    const id = await blockedReader();
-    // One write (a pipeline, not MULTI: a transaction serves blocked clients after EXEC): Redis serves the blocked
-    // XREADGROUP right after the XADD (the entry goes to c's pending list, its reply to the client's output buffer)
-    // and the CLIENT KILL closes that client before the reply is written.
-    const [added, killed] = (await r.raw
-      .pipeline()
-      .xadd(key, '*', 'data', JSON.stringify(order(7)))
-      .call('CLIENT', 'KILL', 'ID', id)
-      .exec())!;
-    expect(added![0]).toBeNull();
-    expect(killed![1]).toBe(1);
-    const pending = (await r.raw.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
-    expect(pending.map((p) => [p[1], p[3]])).toEqual([['c', 1]]);
+    await loseServedRead(r.raw, key, 7, 'c');
     // ioredis reconnects and sends the read again ('>': new entries only); once it returns (blockMs), the reader
     // drains its own pending list. Before: seq 7 waited there until the reclaim took it, minIdleMs (60 s) later.
     await waitFor(() => seen.length === 1, 5000, 'seq 7 after the reconnect');

@@ -158,7 +158,7 @@ export class RedisConsumer implements TransportSubscription {
           await this.deliveries.finished(started);
           if (!any) {
             r.drainPending = false;
-            for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
+            r.lastIds.fill('0');
             reportTrimmed(this.ctx, r.streams);
           }
         } else {
@@ -192,8 +192,7 @@ export class RedisConsumer implements TransportSubscription {
           this.logger.debug({ err: msg, group: this.spec.group }, 'blocking read interrupted (CLIENT UNBLOCK); reading again');
           continue;
         }
-        r.drainPending = true;
-        for (let i = 0; i < r.lastIds.length; i++) r.lastIds[i] = '0';
+        r.redrain();
         if (msg.includes('NOGROUP')) {
           this.logger.warn({ group: this.spec.group, type: this.spec.type }, 'consumer group or stream missing (NOGROUP); recreating it');
           try {

@@ -24,6 +24,12 @@ export class Reader {
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
   }
+
+  /** Back to draining this consumer's own pending entries from the start (a failed read, a reconnect). */
+  redrain(): void {
+    this.drainPending = true;
+    this.lastIds.fill('0');
+  }
 }
 
 export class ReadConnections {
@@ -66,8 +72,7 @@ export class ReadConnections {
       if (r.conn !== conn || this.ctx.closing) return;
       if (node !== undefined && !this.holdsReader(conn as Cluster, node, r)) return;
       this.ctx.logger.debug({ group: this.ctx.spec.group }, 'redis read connection reconnected; draining own pending entries');
-      r.drainPending = true;
-      r.lastIds.fill('0');
+      r.redrain();
     };
     // Registered once connected: every later 'ready' is a reconnect of this connection.
     conn.on('ready', drain);
