@@ -75,7 +75,8 @@ function writeNumber(v: number, b: Buffer, o: number): number {
   return copyAscii(Number.isFinite(v) ? String(v) : 'null', b, o);
 }
 
-const POW10 = [1, 10, 100, 1000, 10000, 100000, 1000000];
+/** 10^k for k = 0..9 (decimals use k <= 6; digit counts up to 10 digits). */
+const POW10 = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
 
 /**
  * A non-integer below 2^31 in magnitude with at most 6 decimals in its shortest form (prices, rates:
@@ -113,9 +114,6 @@ for (let i = 0; i < 100; i++) {
   DIGIT_PAIRS[2 * i + 1] = 48 + (i % 10);
 }
 
-/** 10^k for k = 0..9. */
-const DIGIT_BOUNDS = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
-
 /**
  * Decimal digits of an integer in [0, 2^31), with the same two comparisons for every number (a chain of
  * `v < 10 ? 1 : v < 100 ? 2 ...` lost its optimized code at the first number longer than all before it).
@@ -125,7 +123,7 @@ const DIGIT_BOUNDS = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000
 function digitCount(v: number): number {
   const u = v | 1;
   const t = ((32 - Math.clz32(u)) * 1233) >> 12;
-  return u >= DIGIT_BOUNDS[t]! ? t + 1 : t;
+  return u >= POW10[t]! ? t + 1 : t;
 }
 
 /**
