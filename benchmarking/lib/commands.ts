@@ -67,7 +67,11 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     keepKeys: Boolean(o['keepKeys']),
     kinds: o['withBaselines'] === false ? ['eventlane'] : undefined,
     iterationTimeoutMs: typeof o['iterationTimeout'] === 'number' ? o['iterationTimeout'] * 1000 : undefined,
+    nodeOptions: (o['nodeOption'] as string[] | undefined) ?? [],
   };
+  if (!runOpts.fork && runOpts.nodeOptions!.length > 0) {
+    throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
+  }
   for (const p of plans) {
     try {
       redis = (await preflight(p.config.transport, p.config)) ?? redis;
@@ -88,7 +92,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     schema: SCHEMA,
     generatedAt: new Date().toISOString(),
     command: `npm run benchmark --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
-    environment: { ...environment(redis), loadAvg: loadAtStart },
+    environment: { ...environment(redis), loadAvg: loadAtStart, ...(runOpts.nodeOptions!.length ? { nodeOptions: [...runOpts.nodeOptions!] } : {}) },
     runs,
   };
   output(report, o);

@@ -84,6 +84,16 @@ export function transportOptionArg(value: string, previous: Record<string, unkno
   return { ...previous, [key]: parsed };
 }
 
+/**
+ * One `--node-option`: a flag for the `node` of every benchmark child process (library rows and baselines
+ * alike), e.g. `--max-semi-space-size=64`. Each flag is one argument starting with `--`; node itself
+ * rejects a flag it does not know (the iteration fails with node's message).
+ */
+export function nodeOptionArg(value: string, previous: string[] = []): string[] {
+  if (!/^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i.test(value)) throw new InvalidArgumentError(`node-option must be one node flag such as --max-semi-space-size=64, got "${value}".`);
+  return [...previous, value];
+}
+
 /** The CLI option names that map onto config fields. */
 export const FLAG_KEYS: ConfigKey[] = [
   'transport',

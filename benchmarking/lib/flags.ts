@@ -2,7 +2,7 @@
  * The command-line flags shared by `run`, `matrix` and `suite`, each documented for --help.
  */
 import { Command, Option } from 'commander';
-import { intArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
+import { intArg, nodeOptionArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
 import type { BenchConfig } from './types.js';
 
 export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): Command {
@@ -22,6 +22,9 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
     .addOption(new Option('--redis-url <url>', 'Redis for the redis transport and ioredis baselines (default: redis://127.0.0.1:6379)').argParser(urlArg))
     .addOption(
       new Option('--transport-option <key=value>', 'extra transport option, repeatable (value parsed as JSON when possible)').argParser(transportOptionArg),
+    )
+    .addOption(
+      new Option('--node-option <flag>', 'node flag for every benchmark child process, library rows and baselines alike, repeatable (e.g. --node-option=--max-semi-space-size=64); recorded in the report').argParser(nodeOptionArg),
     )
     .option('--json <file>', 'write the full report as JSON (schema: docs/benchmarks.md)')
     .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')

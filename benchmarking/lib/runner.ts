@@ -32,6 +32,8 @@ export interface RunOptions {
    * @default DEFAULT_ITERATION_TIMEOUT_MS
    */
   iterationTimeoutMs?: number;
+  /** Extra flags for the node of each child process (`--node-option`); not with `fork: false`. */
+  nodeOptions?: readonly string[];
   onStart?(total: number): void;
   onStep?(label: string): void;
 }
@@ -70,10 +72,15 @@ function timedOut(req: IterationRequest, limitMs: number): string {
  * or signal and `crashReason`), or is still running after `timeoutMs` x (warmups + measured), in which
  * case it is killed (SIGKILL): a hung iteration must not hang the run.
  */
-export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS, script = CHILD): Promise<IterationResult[]> {
+export function runInChild(
+  req: IterationRequest,
+  timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS,
+  script = CHILD,
+  nodeOptions: readonly string[] = [],
+): Promise<IterationResult[]> {
   return new Promise((resolve, reject) => {
     const child = fork(script, [], {
-      execArgv: CHILD_ARGS,
+      execArgv: [...CHILD_ARGS, ...nodeOptions],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     let stderr = '';
@@ -217,7 +224,7 @@ export async function runScenario(
           keepKeys: opts.keepKeys,
         };
         try {
-          all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs) : await runHereNoted(scenario, req, opts.iterationTimeoutMs)));
+          all[k]!.push(...(opts.fork ? await runInChild(req, opts.iterationTimeoutMs, CHILD, opts.nodeOptions) : await runHereNoted(scenario, req, opts.iterationTimeoutMs)));
         } catch (err) {
           errors[k] = firstLine(err);
         }

@@ -2,7 +2,7 @@
  * Self-contained HTML report: environment, one section per scenario with its table and inline SVG
  * charts, warnings, and the full JSON report embedded for tooling. No external resources.
  */
-import type { BenchReport } from './report.js';
+import { nodeOptionsText, type BenchReport } from './report.js';
 import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
 import { esc, latencyChart, throughputChart } from './svg.js';
 
@@ -27,7 +27,7 @@ ${r.variants.some((v) => v.summary.latency) ? `<h3>Latency percentiles</h3>${lat
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>eventlane benchmark report</title><style>${CSS}</style></head>
 <body><h1>eventlane benchmark report</h1>
-<p>${esc(report.generatedAt)}: ${esc(e.cpuModel)} (${e.cores} cores, ${e.memoryMb} MB), ${esc(e.os)}, Node ${esc(e.node)}${e.redisVersion ? `, Redis ${esc(e.redisVersion)}` : ''}, commit ${esc(e.gitCommit ?? '?')}, load ${e.loadAvg.join(' / ')}.</p>
+<p>${esc(report.generatedAt)}: ${esc(e.cpuModel)} (${e.cores} cores, ${e.memoryMb} MB), ${esc(e.os)}, Node ${esc(e.node)}${esc(nodeOptionsText(e))}${e.redisVersion ? `, Redis ${esc(e.redisVersion)}` : ''}, commit ${esc(e.gitCommit ?? '?')}, load ${e.loadAvg.join(' / ')}.</p>
 <p>Command: <code>${esc(report.command)}</code></p>
 ${warn.length ? `<ul class="warnings">${warn.map((w) => `<li class="warn">${esc(w)}</li>`).join('')}</ul>` : ''}
 ${sections.join('\n')}

@@ -4,7 +4,7 @@
  * table in docs/benchmarks.md is regenerated in place).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import type { BenchReport } from './report.js';
+import { nodeOptionsText, type BenchReport } from './report.js';
 import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
 
 const START = '<!-- benchmark-results:start -->';
@@ -24,7 +24,7 @@ export function renderMarkdown(report: BenchReport): string {
   const out: string[] = [];
   out.push(
     `Measured ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC on ${e.cpuModel} (${e.cores} cores, ${e.memoryMb} MB), ` +
-      `${e.os}, Node ${e.node}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, commit ${e.gitCommit ?? '?'}, ` +
+      `${e.os}, Node ${e.node}${nodeOptionsText(e)}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, commit ${e.gitCommit ?? '?'}, ` +
       `load average at start ${e.loadAvg.join(' / ')}.`,
   );
   out.push('');

@@ -20,6 +20,13 @@ export interface Environment {
   loadAvg: number[];
   gitCommit: string | null;
   redisVersion: string | null;
+  /** Flags the benchmark child processes ran with beyond the CLI's own (`--node-option`); absent when none. */
+  nodeOptions?: string[];
+}
+
+/** ", node options ..." for a report header, or '' when the children ran with the CLI's own flags only. */
+export function nodeOptionsText(e: Environment): string {
+  return e.nodeOptions?.length ? `, node options ${e.nodeOptions.join(' ')}` : '';
 }
 
 export interface BenchReport {

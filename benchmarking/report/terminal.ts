@@ -1,7 +1,7 @@
 /**
  * Plain-text tables for the terminal.
  */
-import type { BenchReport } from './report.js';
+import { nodeOptionsText, type BenchReport } from './report.js';
 import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
 
 export function table(headers: string[], rows: string[][]): string {
@@ -16,7 +16,7 @@ export function table(headers: string[], rows: string[][]): string {
 export function renderTerminal(report: BenchReport): string {
   const out: string[] = [];
   const e = report.environment;
-  out.push(`eventlane benchmark: ${e.cpuModel} x${e.cores}, Node ${e.node}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, load ${e.loadAvg.join(' ')}`);
+  out.push(`eventlane benchmark: ${e.cpuModel} x${e.cores}, Node ${e.node}${nodeOptionsText(e)}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, load ${e.loadAvg.join(' ')}`);
   for (const r of report.runs) {
     out.push('');
     if (r.skipped) {
