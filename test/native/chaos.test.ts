@@ -222,6 +222,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
 
     const w = new Tally(N);
     const m = new Tally(N);
+    const late = new Tally(N); // group `late`, created mid-stream with startFrom '0': the retained history, then the rest
     const wData = w.workerData(plan);
     const subOpts = { maxDeliveries: MAX_DELIVERIES, ...fastRetry };
     // Members that stay: W1 (2 threads) and M1. Members that come and go: W2 and M2.
@@ -287,11 +288,17 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
           return f(consumers);
         }
       };
+      let lateJoined = false;
       while (publishing) {
         await sleep(10 + Math.floor(r() * 40));
         const a = r();
         try {
-          if (a < 0.45) {
+          if (!lateJoined && (a < 0.1 || pubs.next > closeAt * 0.5)) {
+            // On the consumer bus: a member on the publishing bus would leave with it, and nobody would consume.
+            schedule.push(`late (startFrom 0) @${pubs.next}`);
+            lateJoined = true;
+            await consumers.subscribe('tick', { group: 'late', startFrom: '0', concurrency: 2, ...subOpts }, mainHandler(plan, late));
+          } else if (a < 0.45) {
             schedule.push(`m2 ${m2 ? 'reopen' : 'open'} @${pubs.next}`);
             await m2?.close();
             m2 = await join((b) => b.subscribe('tick', { group: 'm', concurrency: 1 + Math.floor(r() * 3), ...subOpts }, mainHandler(plan, m)));
@@ -313,6 +320,10 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
         } catch (err) {
           subscribeFailures.push(err);
         }
+      }
+      if (!lateJoined) {
+        schedule.push(`late (startFrom 0) after publishing`);
+        await consumers.subscribe('tick', { group: 'late', startFrom: '0', concurrency: 2, ...subOpts }, mainHandler(plan, late));
       }
     };
 
@@ -338,12 +349,16 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
       return some(N, (s) => resolved(s) && (poison(s) ? !dl.has(s) : rec.ok[s] === 0));
     };
     try {
-      await waitFor(async () => quiet('w') && quiet('m') && (await missing('w', w)).length === 0 && (await missing('m', m)).length === 0, 20_000, 'every resolved event handled in both groups');
+      await waitFor(
+        async () => quiet('w') && quiet('m') && quiet('late') && (await missing('w', w)).length === 0 && (await missing('m', m)).length === 0 && (await missing('late', late)).length === 0,
+        20_000,
+        'every resolved event handled in every group',
+      );
     } catch (err) {
       const state = (s: number) => `${s}: plan ${plan[s]} w ok ${w.ok[s]} calls ${w.calls[s]} / m ok ${m.ok[s]} calls ${m.calls[s]}`;
       throw new Error(
-        `${(err as Error).message} (seed ${SEED}). Missing in w: [${(await missing('w', w)).map(state).join('; ')}]; in m: [${(await missing('m', m)).map(state).join('; ')}]; ` +
-          `rings w ${JSON.stringify(rings('w'))} m ${JSON.stringify(rings('m'))}; schedule: ${schedule.join(', ')}`,
+        `${(err as Error).message} (seed ${SEED}). Missing in w: [${(await missing('w', w)).map(state).join('; ')}]; in m: [${(await missing('m', m)).map(state).join('; ')}]; in late: [${(await missing('late', late)).join(', ')}]; ` +
+          `rings w ${JSON.stringify(rings('w'))} m ${JSON.stringify(rings('m'))} late ${JSON.stringify(rings('late'))}; schedule: ${schedule.join(', ')}`,
       );
     }
     await sleep(100); // late duplicates, if any, show up
@@ -378,16 +393,18 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     expect(R).toBeGreaterThan(1000);
 
     // Nothing handled that was not accepted.
-    for (const [g, rec] of [['w', w], ['m', m]] as const) {
+    for (const [g, rec] of [['w', w], ['m', m], ['late', late]] as const) {
       expect(some(N, (s) => !resolved(s) && rec.calls[s]! > 0), `group ${g} handled events whose publish did not resolve (${ctx})`).toEqual([]);
     }
 
     // Main-thread group: exactly once, exactly the planned attempts, dead letters exactly the poison events.
-    expect(off(m), `main-thread group: events not handled exactly once with their planned attempts (${ctx})`).toEqual([]);
-    const deadM = await dead('m');
     const expectDead = some(N, (s) => resolved(s) && poison(s), N);
-    expect(deadM.map((d) => d.seq).sort((a, b) => a - b), `main-thread group dead letters (${ctx})`).toEqual(expectDead);
-    expect(deadM.filter((d) => d.attempts !== planned(d.seq) || !d.error.includes('chaos failure')), `main-thread group dead letters' attempts (${ctx})`).toEqual([]);
+    for (const [g, rec] of [['m', m], ['late', late]] as const) {
+      expect(off(rec), `main-thread group ${g}: events not handled exactly once with their planned attempts (${ctx})`).toEqual([]);
+      const deadM = await dead(g);
+      expect(deadM.map((d) => d.seq).sort((a, b) => a - b), `main-thread group ${g}: dead letters (${ctx})`).toEqual(expectDead);
+      expect(deadM.filter((d) => d.attempts !== planned(d.seq) || !d.error.includes('chaos failure')), `main-thread group ${g}: dead letters' attempts (${ctx})`).toEqual([]);
+    }
 
     // Worker group: at least once; anything but exactly-once-with-the-planned-attempts only around thread deaths
     // (per death: the finished events of its batch not yet acknowledged, < 64, and what it had in hand).
@@ -403,11 +420,11 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     expect(errors.filter((e) => /not restarting|failed|crashed/.test(e.msg)).map((e) => e.msg), `thread errors (${ctx})`).toEqual([]);
 
     // Ring counters: each group's rings took every resolved event once, all popped, nothing dropped or held.
-    for (const g of ['w', 'm']) {
+    for (const g of ['w', 'm', 'late']) {
       const sum = rings(g).reduce((a, s) => ({ pushed: a.pushed + s.pushed, popped: a.popped + s.popped, dropped: a.dropped + s.droppedNewest + s.droppedOldest + s.rejected, size: a.size + s.size, held: a.held + s.held }), { pushed: 0, popped: 0, dropped: 0, size: 0, held: 0 });
       expect(sum, `ring counters of group ${g} (${ctx})`).toEqual({ pushed: R, popped: R, dropped: 0, size: 0, held: 0 });
     }
-    expect(t.totals('tick')).toMatchObject({ pushed: 2 * R, popped: 2 * R });
+    expect(t.totals('tick')).toMatchObject({ pushed: 3 * R, popped: 3 * R });
 
     // The consumer bus closes in bounded time.
     const c0 = Date.now();

@@ -238,6 +238,27 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => seen.subarray(0, 50).every((x) => x >= 2), 10_000, 'later events delivered');
   });
 
+  it('worker consumers: a thread that dies while its subscription is closing is logged, and what it held goes to the group', async () => {
+    const { errors, logger } = errorLog();
+    const b = await bus({ partitions: 1 }, { logger });
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 50));
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    const sub = await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('exit-at-gate.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 10 } });
+    await b.publishMany('tick', ticks(50));
+    await waitFor(() => seen[9] === 1, 5_000, 'the worker to reach the gated event');
+    // The subscription closes while the handler of seq 10 runs; then that handler ends its thread.
+    const closing = sub.close();
+    await sleep(20);
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    await closing;
+    // Before: no replacement thread is started for a member that is leaving, and nothing was logged either.
+    expect(errors.filter((e) => /consumer thread died/.test(e.msg))).toHaveLength(1);
+    const onMain = new Int32Array(50);
+    await b.subscribe('tick', { group: 'g' }, (e) => void Atomics.add(onMain, e.data.seq, 1));
+    await waitFor(() => seen.every((x, i) => x + onMain[i]! >= 1), 5_000, 'every event, the one the thread died on included');
+  });
+
   it('worker consumers: events handed to a thread that stops before it reads them go back to the group', async () => {
     const b = await bus({ partitions: 2, batchSize: 1 });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 8));

@@ -256,7 +256,17 @@ export class NativeGroup {
     const member = dead.member;
     const { recovered, lost } = taken;
     const group = this.name;
-    if (member === undefined || !this.members.includes(member)) return;
+    if (member === undefined || !this.members.includes(member)) {
+      // Its subscription is closing (or not yet joined): no new thread. The death used to go unsaid here, a
+      // handler killing its thread during close() left no trace; what it held was taken back all the same.
+      this.o.logger.error(
+        { group, recovered, lost },
+        lost > 0
+          ? `native consumer thread died while its subscription was closing; up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them); not replaced`
+          : `native consumer thread died while its subscription was closing; the ${recovered} event(s) it held go to the group's other members; not replaced`,
+      );
+      return;
+    }
     const now = Date.now();
     while (member.restarts.length > 0 && now - member.restarts[0]! > 60_000) member.restarts.shift();
     if (member.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
