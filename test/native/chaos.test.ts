@@ -23,7 +23,7 @@ import { partitionForKey } from '../../src/partition.js';
 import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, transportOf, type Bus } from './harness.js';
 
-const SEED = process.env['CHAOS_SEED'] !== undefined ? Number(process.env['CHAOS_SEED']) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
+const SEED = process.env['CHAOS_SEED'] ? Number(process.env['CHAOS_SEED']) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 console.log(`native chaos test: seed ${SEED} (repeat with CHAOS_SEED=${SEED})`);
 
 /** mulberry32: a small seeded PRNG, [0, 1). */
