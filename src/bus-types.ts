@@ -96,3 +96,11 @@ export interface Subscription {
 export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'key'> {
   key?: string | ((data: T, index: number) => string | undefined);
 }
+
+/** Options of `bus.idle()`. */
+export interface IdleOptions<K extends string = string> {
+  /** Only the subscriptions of this event type. @default every subscription of the bus */
+  type?: K;
+  /** How long to wait before rejecting with `TimeoutError`. @default the bus's `drainTimeoutMs` (30000) */
+  timeoutMs?: number;
+}

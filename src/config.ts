@@ -64,6 +64,14 @@ export const subscribeOptionsSchema = z
   })
   .passthrough();
 
+/** `bus.idle()` options. */
+export const idleOptionsSchema = z
+  .object({
+    type: z.string().optional(),
+    timeoutMs: z.number().int().min(0).max(2_147_483_647).optional(),
+  })
+  .strict();
+
 export type ResolvedBackoff = BackoffOptions;
 
 /** Turns zod issues into ours. */

@@ -14,6 +14,7 @@ export type {
   EventDeadLetter,
   ValidDeadLetter,
   InvalidDeadLetter,
+  IdleOptions,
 } from './bus-types.js';
 export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';

@@ -185,6 +185,13 @@ export interface Transport {
   subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription>;
   /** Dead letters of a type (and group), oldest first. */
   deadLetters?(type: string, group?: string, limit?: number): Promise<DeadLetter[]>;
+  /**
+   * `bus.idle()`: how many events of `type` the consumer group `group` has not finished: not yet delivered,
+   * being handled, or waiting for another attempt (an event is finished once handled or dead-lettered). 0
+   * means the group has caught up with everything written so far. May over-count (it is polled until 0), never
+   * report 0 while the group still has an event to finish, except where the transport's docs say otherwise.
+   */
+  unfinished?(type: string, group: string): Promise<number> | number;
   /** Release connections and threads. Subscriptions and pending writes are closed by the bus first. */
   close(): Promise<void>;
 }

@@ -4,7 +4,6 @@
 import type { BenchBus } from './bus.js';
 import { benchBus } from './bus.js';
 import { DeliveryTracker, RepeatedDeliveryTracker, sizedPayloads } from './payload.js';
-import type { RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import type { BenchConfig, Measured, RunContext } from './types.js';
 
 export type PublishMode =
@@ -83,28 +82,13 @@ export async function readBack(config: BenchConfig, type: EventType, expected: n
       tracker.mark((e.data as { id: number }).id);
     });
     await tracker.waitAll(timeoutMs);
-    // Every expected event seen: read on to the end of the streams, so entries past them (duplicates) are counted too.
-    if (tracker.complete) await readToEnd(bus, type, group, timeoutMs);
+    // Every expected event seen: read on to the end of the streams (the group has nothing left: bus.idle), so
+    // entries past them (duplicates) are counted too.
+    if (tracker.complete) await bus.idle({ type, timeoutMs });
   } finally {
     await bus.close();
   }
   return tracker;
-}
-
-/**
- * Waits (up to `timeoutMs`) until the read-back group has read, handled and acked every entry of the type's
- * streams (the transport's admin view: lag 0, nothing pending or retrying). Redis before 7.0 tells no lag:
- * there, nothing pending is all that is checked.
- */
-async function readToEnd(bus: BenchBus, type: EventType, group: string, timeoutMs: number): Promise<void> {
-  const admin = await (bus.transport as unknown as RedisStreamsTransport).admin();
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const g = (await admin.groups(type)).find((x) => x.group === group);
-    if (g !== undefined && g.pending === 0 && g.retrying === 0 && (g.lag ?? 0) === 0) return;
-    if (performance.now() > deadline) throw new Error(`read-back group ${group} did not reach the end of the streams in ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 export const READ_BACK = 'read back from Redis through a new consumer group';

@@ -11,6 +11,7 @@ import {
   createEventBus,
   defineEvents,
   NonRetryableError,
+  TimeoutError,
   UnknownEventError,
   ValidationError,
   type EventBus,
@@ -429,6 +430,44 @@ export function describeConformance(target: ConformanceTarget): void {
       release();
       expect(attempts[1]![0]).toBe('other');
       expect(attempts[1]![1]).toBeGreaterThanOrEqual(2);
+    });
+
+    it('idle() resolves once every group of the bus finished every event, retries and dead letters included', async () => {
+      const b = await bus();
+      const done = new Set<number>();
+      let poisonCalls = 0;
+      await b.subscribe('order.created', subOpts({ group: 'idle-a', concurrency: 4, maxDeliveries: 3 }), async (e, ctx) => {
+        if (e.data.seq % 50 === 7) {
+          poisonCalls++;
+          throw new Error('poison');
+        }
+        if (ctx.attempt === 1 && e.data.seq % 5 === 0) throw new Error('first attempt fails');
+        await sleep(e.data.seq % 2);
+        done.add(e.data.seq);
+      });
+      let other = 0;
+      await b.subscribe('order.created', subOpts({ group: 'idle-b' }), () => void other++);
+      await b.publishMany('order.created', orders(300));
+      await b.idle({ timeoutMs: timeout });
+      // Read at once, with no waiting: idle() resolved only after all of it.
+      expect(done.size).toBe(294);
+      expect(poisonCalls).toBe(18);
+      expect((await b.deadLetters('order.created', { group: 'idle-a' })).length).toBe(6);
+      expect(other).toBeGreaterThanOrEqual(300);
+      await b.idle({ type: 'order.created', timeoutMs: timeout }); // nothing left: resolves again
+    });
+
+    it('idle() rejects with TimeoutError naming the group whose handler has not returned, then resolves once it has', async () => {
+      const b = await bus(undefined, { drainTimeoutMs: 200 });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      await b.subscribe('order.created', subOpts({ group: 'idle-stuck' }), () => gate);
+      await b.publish('order.created', orders(1)[0]!);
+      const err = await b.idle({ timeoutMs: 300 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TimeoutError);
+      expect((err as Error).message).toMatch(/"order\.created" group "idle-stuck": [1-9]/);
+      release();
+      await b.idle({ timeoutMs: timeout });
     });
 
     if (target.partitionOwners) {

@@ -58,7 +58,7 @@ describe('eventlane-redis (operations CLI)', () => {
 
     await waitFor(async () => (await cli('groups', 'order.created', ...conn, '--json')).out.includes('"pending": 0'), 10_000, 'nothing pending');
     const groups = JSON.parse((await cli('groups', 'order.created', ...conn, '--json')).out);
-    expect(groups).toEqual([{ group: 'billing', consumers: 1, pending: 0, lag: 0, trimmed: 0, retrying: 0 }]);
+    expect(groups).toEqual([{ group: 'billing', consumers: 1, pending: 0, lag: 0, trimmed: 0, retrying: 0, caughtUp: true }]);
 
     const text = await cli('groups', 'order.created', ...conn);
     expect(text.out).toMatch(/^group\s+consumers\s+pending\s+lag\s+trimmed\s+retrying\nbilling\s+1\s+0\s+0\s+0\s+0\n$/);

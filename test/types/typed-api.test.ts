@@ -37,6 +37,10 @@ describe('typed API', () => {
       void id;
       void typed;
     });
+    await bus.idle({ type: 'user.deleted', timeoutMs: 5000 });
+    // @ts-expect-error idle() of an unknown event name
+    await bus.idle({ type: 'order.deleted' }).catch(code);
+    expect(codes.at(-1)).toBe('ERR_UNKNOWN_EVENT');
     await bus.close();
   });
 

@@ -243,6 +243,13 @@ export class ConsumerGroup {
     this.timers.add(timer);
   }
 
+  /** Events not finished: queued, being handled, waiting for a retry. */
+  unfinished(): number {
+    let n = this.timers.size;
+    for (let p = 0; p < this.queues.length; p++) n += this.queues[p]!.length + this.held[p]!;
+    return n;
+  }
+
   stopTimers(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();

@@ -153,6 +153,12 @@ export class MemoryTransport implements Transport {
     return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
   }
 
+  /** `bus.idle()`: what the group has queued, running and waiting for a retry (0 for a group that does not exist). */
+  unfinished(type: string, group: string): number {
+    if (this.closed) throw new ClosedError('memory transport');
+    return this.topics.get(type)?.groups.get(group)?.unfinished() ?? 0;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -8,6 +8,7 @@ import { ClosedError, ConfigError, describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
+import { toRingStats } from '../../native/loader.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
@@ -174,10 +175,15 @@ export class NativeGroup {
 
   private async leaveMain(member: MainMember): Promise<void> {
     this.members = this.members.filter((m) => m !== member);
+    this.leaving.add(member.consumer); // still counted by unfinished() while its handlers drain
     const left = await member.consumer.stop(member.spec.drainTimeoutMs);
     this.handBack(left);
+    this.leaving.delete(member.consumer);
     this.rebalance();
   }
+
+  /** Main-thread consumers of members that are leaving, until what they did not finish is handed back. */
+  private readonly leaving = new Set<PartitionConsumer>();
 
   /**
    * Starts `workers` threads running `handlerModule`; rejects with ConfigError when the module fails to load.
@@ -244,6 +250,8 @@ export class NativeGroup {
       cpu,
     };
     const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine));
+    this.live.add(thread);
+    void thread.stopped.then(() => this.live.delete(thread));
     return { thread, ready: this.watch(thread, handlerModule) };
   }
 
@@ -431,16 +439,17 @@ export class NativeGroup {
     for (const t of member.threads) Atomics.store(t.stop, 0, 1);
     this.core.notify(this.lane);
     const grace = member.spec.drainTimeoutMs + 2000;
-    const lefts = await Promise.all(
+    await Promise.all(
       member.threads.map(async (t) => {
         let timer: NodeJS.Timeout | undefined;
         const left = await Promise.race([t.stopped, new Promise<Pending[]>((r) => (timer = setTimeout(() => r([]), grace)))]);
         clearTimeout(timer);
+        // Handed back as soon as the thread stopped (in the same turn it stopped being counted as live), so
+        // unfinished() never misses them while the thread is terminated.
+        this.handBack(left);
         await t.worker.terminate();
-        return left;
       }),
     );
-    this.handBack(lefts.flat());
     this.rebalance();
   }
 
@@ -491,6 +500,28 @@ export class NativeGroup {
       }
     }
     return out;
+  }
+
+  /** Threads started and not yet ended, of current members and of members still leaving. */
+  private readonly live = new Set<ConsumerThread>();
+
+  /**
+   * `bus.idle()`: events not finished (an upper bound): in the rings, popped and not acknowledged, handed back
+   * and not yet taken, held by main-thread members, and what each live thread says it holds (its shared
+   * count, exact whenever it finds nothing to pop, plus what it parked with us). Under 'drop-oldest' a
+   * worker's pop releases the records before it counts them, so a look just then can miss them.
+   */
+  unfinished(): number {
+    let n = 0;
+    for (let p = 0; p < this.partitions; p++) {
+      const s = toRingStats(this.core.stats(this.lane, p));
+      n += s.size + s.held;
+    }
+    for (const list of this.backlog.values()) n += list.length;
+    for (const m of this.members) if (m.kind === 'main') n += m.consumer.holding();
+    for (const c of this.leaving) n += c.holding();
+    for (const t of this.live) if (t.alive) n += Math.max(0, Atomics.load(t.held, 0)) + t.parked.size;
+    return n;
   }
 
   /** Stops every worker thread at once (transport close). */

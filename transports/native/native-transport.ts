@@ -381,6 +381,12 @@ export class NativeTransport implements Transport {
     return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
   }
 
+  /** `bus.idle()`: events of the group not finished yet, an upper bound (see NativeGroup.unfinished); 0 for a group that does not exist. */
+  unfinished(type: string, group: string): number {
+    if (this.closed) throw new ClosedError('native transport');
+    return this.topics.get(type)?.groups.get(group)?.unfinished() ?? 0;
+  }
+
   /** Exact ring counters of one partition of a (type, group). */
   stats(type: string, partition: number, group: string): RingStats | undefined {
     const lane = this.topics.get(type)?.groups.get(group ?? '')?.lane;

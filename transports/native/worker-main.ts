@@ -85,8 +85,9 @@ async function main(): Promise<void> {
   const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
     port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
   );
-  // The held count only matters when popped records are not held in the ring (drop-oldest).
-  if (!init.settings.hold) consumer.heldCell = new Int32Array(init.held);
+  // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
+  // for bus.idle() (the group's `unfinished`).
+  consumer.heldCell = new Int32Array(init.held);
   consumer.lastCell = new Int32Array(init.last);
   consumer.waitingCell = new Int32Array(init.waiting);
   consumer.waitingMine = new Int32Array(init.mine);

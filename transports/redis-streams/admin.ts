@@ -49,6 +49,8 @@ export interface GroupInfo {
   trimmed: number | undefined;
   /** Events waiting in the group's retry streams. */
   retrying: number;
+  /** Every partition's newest entry was delivered to the group (whether or not `lag` can be told). */
+  caughtUp: boolean;
 }
 
 export interface PendingInfo {
@@ -112,7 +114,8 @@ export class RedisStreamsAdmin {
       }
       for (const row of rows) {
         const name = row.group;
-        const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, trimmed: 0 as number | undefined, retrying: 0 };
+        const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, trimmed: 0 as number | undefined, retrying: 0, caughtUp: true };
+        g.caughtUp &&= row.caughtUp;
         g.consumers = Math.max(g.consumers, row.consumers);
         g.pending += row.pending;
         g.lag = g.lag === undefined || row.lag === undefined ? undefined : g.lag + row.lag;
@@ -128,6 +131,18 @@ export class RedisStreamsAdmin {
       }
     }
     return [...byName.values()];
+  }
+
+  /**
+   * `bus.idle()`: entries of `group` not finished over the type's partitions: not yet delivered (lag; where
+   * Redis cannot count it, 1 until the group was delivered the newest entry), delivered and not acked
+   * (pending), and waiting in the group's retry streams. Counted in stream entries (a batch entry carries many
+   * events); 0 once the group has caught up. 0 for a group that does not exist.
+   */
+  async unfinished(type: string, group: string): Promise<number> {
+    const g = (await this.groups(type)).find((x) => x.group === group);
+    if (g === undefined) return 0;
+    return g.pending + g.retrying + (g.lag ?? (g.caughtUp ? 0 : 1));
   }
 
   /** Pending (delivered, not acked) entries of a group, per consumer. */

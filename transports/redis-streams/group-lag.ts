@@ -15,6 +15,8 @@ export interface GroupPosition {
   lag: number | undefined;
   /** Entries trimmed before the group read them, while it is behind the oldest (undefined: cannot tell). */
   trimmed: number | undefined;
+  /** The group was delivered the stream's newest entry (its last-delivered-id is the stream's last-generated-id). */
+  caughtUp: boolean;
 }
 
 interface Xinfo {
@@ -41,6 +43,7 @@ export async function groupPositions(client: unknown, key: string): Promise<Grou
       // Behind the oldest entry: every entry there is undelivered, and Redis's lag also counts the trimmed.
       lag: behind ? length : redisLag,
       trimmed: behind ? (redisLag === undefined ? undefined : Math.max(0, redisLag - length)) : 0,
+      caughtUp: String(f['last-delivered-id']) === String(stream['last-generated-id']),
     };
   });
 }

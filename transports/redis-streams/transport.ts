@@ -118,6 +118,11 @@ export class RedisStreamsTransport implements Transport {
     return (await this.admin()).deadLetters(type, group, limit);
   }
 
+  /** `bus.idle()`: see RedisStreamsAdmin.unfinished. */
+  async unfinished(type: string, group: string): Promise<number> {
+    return (await this.admin()).unfinished(type, group);
+  }
+
   /** Idempotent: a second call resolves when the first has closed everything, not at once. */
   close(): Promise<void> {
     this.closing ??= this.doClose();
