@@ -259,6 +259,21 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => seen.every((x, i) => x + onMain[i]! >= 1), 5_000, 'every event, the one the thread died on included');
   });
 
+  it('worker consumers: a thread that dies while the subscription is still starting is replaced once it has', async () => {
+    const { logger, errors } = errorLog();
+    const b = await bus({ partitions: 2 }, { logger });
+    const order = new Int32Array(new SharedArrayBuffer(4));
+    const byPartition = new Int32Array(new SharedArrayBuffer(8));
+    await b.subscribe('tick', { group: 'g', workers: 2, handler: fixture('exit-while-starting.mjs'), workerData: { order: order.buffer, byPartition: byPartition.buffer } });
+    expect(errors.filter((e) => /died while its subscription was starting/.test(e.msg))).toHaveLength(1);
+    await waitFor(() => Atomics.load(order, 0) === 3, 5_000, 'the replacement thread to load');
+    await sleep(50); // its partition is assigned once it is ready
+    await b.publishMany('tick', ticks(200));
+    await waitFor(() => byPartition[0] !== 0 && byPartition[1] !== 0, 5_000, 'events on both partitions');
+    // Before: the subscription ran on its one surviving thread, which took both partitions.
+    expect(byPartition[0]).not.toBe(byPartition[1]);
+  });
+
   it('worker consumers: events handed to a thread that stops before it reads them go back to the group', async () => {
     const b = await bus({ partitions: 2, batchSize: 1 });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 8));

@@ -223,6 +223,9 @@ export class NativeGroup {
     const member = new WorkerMember(spec, threads, handlerModule, userData, cpus);
     for (const t of threads) t.member = member;
     this.members.push(member);
+    // A thread that died after it was ready, while the others still loaded (logged then), is replaced now:
+    // the subscription would otherwise run on fewer threads than it asked for.
+    for (const t of [...threads]) if (!t.alive && this.mayRestart(member, { died: 'while starting' })) this.respawn(member, t);
     this.rebalance();
     let closing: Promise<void> | undefined;
     return { close: () => (closing ??= this.leaveWorkers(member)) };
@@ -264,30 +267,40 @@ export class NativeGroup {
     const member = dead.member;
     const { recovered, lost } = taken;
     const group = this.name;
-    if (member === undefined || !this.members.includes(member)) {
-      // Its subscription is closing (or not yet joined): no new thread. The death used to go unsaid here, a
-      // handler killing its thread during close() left no trace; what it held was taken back all the same.
-      this.o.logger.error(
-        { group, recovered, lost },
-        lost > 0
-          ? `native consumer thread died while its subscription was closing; up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them); not replaced`
-          : `native consumer thread died while its subscription was closing; the ${recovered} event(s) it held go to the group's other members; not replaced`,
-      );
+    const heldText = lost > 0 ? `up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them)` : `the ${recovered} event(s) it held go to the group's other members`;
+    if (member === undefined) {
+      // Ready, then dead while the subscription's other threads still load: joinWorkers starts its replacement.
+      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was starting; ${heldText}; replaced once the subscription has started`);
       return;
     }
+    if (!this.members.includes(member)) {
+      // Its subscription is closing: no new thread. The death used to go unsaid here, a handler killing its
+      // thread during close() left no trace; what it held was taken back all the same.
+      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was closing; ${heldText}; not replaced`);
+      return;
+    }
+    if (!this.mayRestart(member, { recovered, lost })) return;
+    this.o.logger.error(
+      { group, recovered, lost },
+      lost > 0 ? `native consumer thread died; ${heldText}; starting a new thread` : `native consumer thread died; the ${recovered} event(s) it held go to the group's other threads; starting a new thread`,
+    );
+    this.respawn(member, dead);
+  }
+
+  /** Whether `member` may start another thread (at most MAX_RESTARTS_PER_MINUTE a minute); counts it if so. */
+  private mayRestart(member: WorkerMember, fields: Record<string, unknown>): boolean {
     const now = Date.now();
     while (member.restarts.length > 0 && now - member.restarts[0]! > 60_000) member.restarts.shift();
     if (member.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
-      this.o.logger.error({ group, recovered, lost, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
-      return;
+      this.o.logger.error({ group: this.name, ...fields, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
+      return false;
     }
     member.restarts.push(now);
-    this.o.logger.error(
-      { group, recovered, lost },
-      lost > 0
-        ? `native consumer thread died; up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them); starting a new thread`
-        : `native consumer thread died; the ${recovered} event(s) it held go to the group's other threads; starting a new thread`,
-    );
+    return true;
+  }
+
+  /** Starts the thread that takes `dead`'s place (and CPU) in `member`. */
+  private respawn(member: WorkerMember, dead: ConsumerThread): void {
     const k = member.threads.indexOf(dead);
     const { thread, ready } = this.startThread(member.spec, member.handlerModule, member.userData, cpuOf(member.cpus, k));
     thread.member = member;
@@ -296,7 +309,7 @@ export class NativeGroup {
       () => this.rebalance(),
       (err: unknown) => {
         thread.finish([]);
-        this.o.logger.error({ group, err: describeError(err) }, 'replacement native consumer thread failed to start');
+        this.o.logger.error({ group: this.name, err: describeError(err) }, 'replacement native consumer thread failed to start');
         // What it was handed went back to the group (see watch): its partitions and those events go to the
         // member's other threads, or to the group's other members when it has none left.
         this.rebalance();
