@@ -11,7 +11,7 @@ import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js'
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { perTestResources } from './fault-harness.js';
-import { events, fastRead, makeBus, orders } from './redis-common.js';
+import { blockedReader, events, fastRead, makeBus, orders } from './redis-common.js';
 
 const { cleanup, server, bus } = perTestResources();
 
@@ -203,6 +203,23 @@ describe('redis-streams: faults', () => {
     const err = await b.publish('order.created', orders(1, 1)[0]!).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as Error).message).toContain(s.url);
+  });
+
+  it('close() returns while Redis is down and the read connection waits between reconnect attempts', async () => {
+    const s = await server();
+    const b = await bus(s.url, { commandTimeoutMs: 500 });
+    const sub = await b.subscribe('order.created', { group: 'g', blockMs: 5000, minIdleMs: 60_000 }, () => undefined);
+    const raw = new Redis(s.url);
+    await blockedReader(raw);
+    raw.disconnect();
+    await s.crash();
+    // The blocking read is owed a reply by a socket that is gone; the reconnect attempts are refused, and the
+    // client waits between them (ioredis status 'reconnecting') nearly all the time.
+    await sleep(300);
+    // Before: disconnecting a client in that state settles none of its commands (ioredis cancels the reconnect and
+    // no 'close' event comes any more to flush them), so the read loop waited for that read forever, and close() too.
+    const outcome = await Promise.race([sub.close().then(() => 'closed'), sleep(5000).then(() => 'hung')]);
+    expect(outcome).toBe('closed');
   });
 
   it('an outage with many writes waiting for the connection: each rejects in time, no listener pile-up', async () => {

@@ -213,6 +213,22 @@ export function corkable(client: Client): Corkable | undefined {
   return typeof c.cork === 'function' && typeof c.uncork === 'function' ? (s as Corkable) : undefined;
 }
 
+/**
+ * Disconnects `client` and, where ioredis would not, fails the commands it still owes a reply. A client between
+ * connection attempts (status 'reconnecting': its socket lost, the next attempt waiting for retryStrategy's
+ * delay) keeps the commands in flight when its socket closed, to resend them; `disconnect()` then cancels the
+ * reconnect, and since no socket is left to emit 'close', nothing ever flushes them (ioredis 5.11: the same for
+ * a Cluster client's offline queue): they stay pending forever. A read connection's blocking XREADGROUP has no
+ * command timeout, so the read loop waited for it forever, and a consumer's close() with it (found by
+ * test/integration/redis-chaos.test.ts: a read connection killed just before close(); pinned in
+ * redis-faults.test.ts with Redis down). Here they are rejected as a closed connection's commands are.
+ */
+export function disconnectNow(client: Client): void {
+  const between = client.status === 'reconnecting';
+  client.disconnect();
+  if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
+}
+
 /** Whether an error is about the connection (rather than a Redis error reply). */
 export function isConnectionProblem(err: unknown): boolean {
   if (!(err instanceof Error)) return false;

@@ -6,7 +6,7 @@
  */
 import type { Cluster, Command, Redis } from 'ioredis';
 import type { AckBatcher } from './ack-batch.js';
-import { corkable, type Client } from './connection.js';
+import { corkable, disconnectNow, type Client } from './connection.js';
 import { noop, type ConsumerContext, type ReadReply } from './consumer-records.js';
 import type { Deliveries } from './deliveries.js';
 import { send, slotOf, wireCommand } from './wire-command.js';
@@ -98,7 +98,9 @@ export class ReadConnections {
   stop(): void {
     clearInterval(this.watchdogTimer);
     for (const r of this.readers) {
-      r.conn?.disconnect();
+      // Not a plain disconnect(): a connection between reconnects would never settle its read, and the read loop,
+      // which close() waits for, would wait for it forever (connection.ts, disconnectNow).
+      if (r.conn !== undefined) disconnectNow(r.conn);
       r.conn = undefined;
     }
   }
@@ -184,7 +186,9 @@ export class ReadConnections {
       r.reading = undefined;
       const old = r.conn;
       r.conn = undefined;
-      old?.disconnect();
+      // The acks corked ahead of the read must settle too, also when the connection is between reconnects
+      // (disconnectNow): left pending, they would hold the ack batcher's drain, and so close(), forever.
+      if (old !== undefined) disconnectNow(old);
       cmd.reject(new Error('read watchdog fired'));
     }
   }
