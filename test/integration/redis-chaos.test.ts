@@ -39,6 +39,7 @@ import { decodeEntry, retryKey, streamKey, type RedisStreamsTransport } from '..
 import { perTestResources } from './fault-harness.js';
 import { events, order, recordingLogger } from './redis-common.js';
 import { chaosHandler, chaosSubscribe, chaosTransport, mix } from './fixtures/redis-chaos-policy.js';
+import { prng } from '../helpers/prng.js';
 
 const { cleanup, server, bus } = perTestResources();
 
@@ -50,17 +51,6 @@ const CHAOS_MS = 16_000;
 const VERBOSE = process.env['EVENTLANE_CHAOS_VERBOSE'] === '1';
 const FIXTURE = fileURLToPath(new URL('./fixtures/redis-chaos-consumer.ts', import.meta.url));
 
-/** mulberry32: a small seeded PRNG, [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Op = 'kill-read' | 'kill-publish' | 'kill-command' | 'pause' | 'kill-child' | 'stall-child' | 'resubscribe' | 'restart';
 

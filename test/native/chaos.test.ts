@@ -1,6 +1,6 @@
 /**
  * Randomized stress ("chaos") test of the native transport's delivery accounting, on the addon and on the JS
- * core. A seeded schedule (printed; `CHAOS_SEED=<n>` repeats one) drives:
+ * core. A seeded schedule (printed; `EVENTLANE_CHAOS_SEED=<n>` repeats one) drives:
  *
  * - block (the default strategy): 4 publishers mixing publish, publishMany and tryPublish, keyed or not, on a
  *   bus sharing a named broker with a consumer bus. Group `w` runs a worker-thread handler module that fails
@@ -22,21 +22,11 @@ import type { DeliveryContext } from '../../src/transport.js';
 import { partitionForKey } from '../../src/partition.js';
 import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, transportOf, type Bus } from './harness.js';
+import { prng } from '../helpers/prng.js';
 
-const SEED = process.env['CHAOS_SEED'] ? Number(process.env['CHAOS_SEED']) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
-console.log(`native chaos test: seed ${SEED} (repeat with CHAOS_SEED=${SEED})`);
+const SEED = process.env['EVENTLANE_CHAOS_SEED'] ? Number(process.env['EVENTLANE_CHAOS_SEED']) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
+console.log(`native chaos test: seed ${SEED} (repeat with EVENTLANE_CHAOS_SEED=${SEED})`);
 
-/** mulberry32: a small seeded PRNG, [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 const derive = (label: string) => [...label].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0, SEED ^ 0x811c9dc5);
 
 // Plan bits per seq (fixtures/chaos-handler.mjs has the same).
