@@ -243,7 +243,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     const b = await bus({ partitions: 1 }, { logger });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 50));
     const gate = new Int32Array(new SharedArrayBuffer(4));
-    const sub = await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('exit-at-gate.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 10 } });
+    const sub = await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 10, exitAtGate: true } });
     await b.publishMany('tick', ticks(50));
     await waitFor(() => seen[9] === 1, 5_000, 'the worker to reach the gated event');
     // The subscription closes while the handler of seq 10 runs; then that handler ends its thread.
