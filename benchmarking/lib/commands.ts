@@ -62,14 +62,15 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
   const loadAtStart = environment(null).loadAvg;
   const runs: ScenarioResult[] = [];
   const progress = new Progress(Boolean(o['quiet']));
+  const nodeOptions: string[] = o['nodeOption'] ?? [];
   const runOpts: RunOptions = {
     fork: o['fork'] !== false,
     keepKeys: Boolean(o['keepKeys']),
     kinds: o['withBaselines'] === false ? ['eventlane'] : undefined,
     iterationTimeoutMs: typeof o['iterationTimeout'] === 'number' ? o['iterationTimeout'] * 1000 : undefined,
-    nodeOptions: (o['nodeOption'] as string[] | undefined) ?? [],
+    nodeOptions,
   };
-  if (!runOpts.fork && runOpts.nodeOptions!.length > 0) {
+  if (!runOpts.fork && nodeOptions.length > 0) {
     throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
   }
   for (const p of plans) {
@@ -92,7 +93,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     schema: SCHEMA,
     generatedAt: new Date().toISOString(),
     command: `npm run benchmark --${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}`,
-    environment: { ...environment(redis), loadAvg: loadAtStart, ...(runOpts.nodeOptions!.length ? { nodeOptions: [...runOpts.nodeOptions!] } : {}) },
+    environment: { ...environment(redis), loadAvg: loadAtStart, ...(nodeOptions.length ? { nodeOptions } : {}) },
     runs,
   };
   output(report, o);

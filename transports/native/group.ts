@@ -267,23 +267,20 @@ export class NativeGroup {
     const member = dead.member;
     const { recovered, lost } = taken;
     const group = this.name;
-    const heldText = lost > 0 ? `up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them)` : `the ${recovered} event(s) it held go to the group's other members`;
+    const held = (to: string): string => (lost > 0 ? `up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them)` : `the ${recovered} event(s) it held go to ${to}`);
     if (member === undefined) {
       // Ready, then dead while the subscription's other threads still load: joinWorkers starts its replacement.
-      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was starting; ${heldText}; replaced once the subscription has started`);
+      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was starting; ${held("the group's other members")}; replaced once the subscription has started`);
       return;
     }
     if (!this.members.includes(member)) {
       // Its subscription is closing: no new thread. The death used to go unsaid here, a handler killing its
       // thread during close() left no trace; what it held was taken back all the same.
-      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was closing; ${heldText}; not replaced`);
+      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was closing; ${held("the group's other members")}; not replaced`);
       return;
     }
     if (!this.mayRestart(member, { recovered, lost })) return;
-    this.o.logger.error(
-      { group, recovered, lost },
-      lost > 0 ? `native consumer thread died; ${heldText}; starting a new thread` : `native consumer thread died; the ${recovered} event(s) it held go to the group's other threads; starting a new thread`,
-    );
+    this.o.logger.error({ group, recovered, lost }, `native consumer thread died; ${held("the group's other threads")}; starting a new thread`);
     this.respawn(member, dead);
   }
 

@@ -101,7 +101,12 @@ export class RedisStreamsAdmin {
   }
 
   /** Consumer groups of a type with pending counts and lag summed over partitions. */
-  async groups(type: string): Promise<GroupInfo[]> {
+  groups(type: string): Promise<GroupInfo[]> {
+    return this.collectGroups(type, undefined);
+  }
+
+  /** `groups`, of every group or of `only` (whose retry streams alone are then asked). */
+  private async collectGroups(type: string, only: string | undefined): Promise<GroupInfo[]> {
     const byName = new Map<string, GroupInfo>();
     for (const p of this.keys(type)) {
       const key = streamKey(this.config.prefix, type, p);
@@ -114,6 +119,7 @@ export class RedisStreamsAdmin {
       }
       for (const row of rows) {
         const name = row.group;
+        if (only !== undefined && name !== only) continue;
         const g = byName.get(name) ?? { group: name, consumers: 0, pending: 0, lag: 0 as number | undefined, trimmed: 0 as number | undefined, retrying: 0, caughtUp: true };
         g.caughtUp &&= row.caughtUp;
         g.consumers = Math.max(g.consumers, row.consumers);
@@ -140,7 +146,7 @@ export class RedisStreamsAdmin {
    * events); 0 once the group has caught up. 0 for a group that does not exist.
    */
   async unfinished(type: string, group: string): Promise<number> {
-    const g = (await this.groups(type)).find((x) => x.group === group);
+    const [g] = await this.collectGroups(type, group);
     if (g === undefined) return 0;
     return g.pending + g.retrying + (g.lag ?? (g.caughtUp ? 0 : 1));
   }
