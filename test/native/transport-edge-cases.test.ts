@@ -213,6 +213,47 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect(late).toEqual([0, 1, 2, 3, 4, 101]);
   });
 
+  it('error: a ring that gains room while a unit is refused does not take it', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const a: number[] = [];
+    await b.subscribe('tick', { group: 'a' }, (e) => void a.push(e.data.seq));
+    await b.subscribe('tick', { group: 'b', drainTimeoutMs: 50 }, async () => void (await gate));
+    await b.subscribe('tick', { group: 'c', drainTimeoutMs: 50 }, async () => void (await gate));
+    for (let i = 0; i < 5; i++) {
+      // b and c each hold the first event in a stuck handler; the other 4 fill their rings.
+      await b.publish('tick', { seq: i });
+      await waitFor(() => a.length === i + 1, 5_000, 'a');
+    }
+    // A consumer of the first full ring (b's) makes room right after the publisher found it full: the core
+    // call that looks is followed, on this thread, by a pop from that ring (as a consumer thread could do).
+    const t = transportOf(b);
+    const core = t.core;
+    const push = core.push.bind(core);
+    let madeRoom = false;
+    core.push = (lane, partition, bytes, lens, chars, n, mode) => {
+      const done = push(lane, partition, bytes, lens, chars, n, mode);
+      if (done < n && !madeRoom) {
+        madeRoom = true;
+        expect(core.pop(lane, Uint32Array.of(partition), 1, 0, 1, new Uint32Array(3), 0, 0)).not.toBeNull();
+      }
+      return done;
+    };
+    try {
+      await expect(b.publish('tick', { seq: 100 })).rejects.toBeInstanceOf(BackpressureError);
+    } finally {
+      delete (core as { push?: unknown }).push;
+    }
+    expect(madeRoom).toBe(true);
+    // Refused means refused everywhere: no ring took it (b's had room by then), each full one counted it.
+    expect(t.stats('tick', 0, 'a')).toMatchObject({ pushed: 5, rejected: 0 });
+    expect(t.stats('tick', 0, 'b')).toMatchObject({ pushed: 5, rejected: 1, size: 3 });
+    expect(t.stats('tick', 0, 'c')).toMatchObject({ pushed: 5, rejected: 1, size: 4 });
+    expect(t.totals('tick')).toMatchObject({ pushed: 15, rejected: 2 });
+    release();
+  });
+
   it('worker consumers: when a replacement thread fails to load, what the dead thread held goes to the other threads', async () => {
     const { logger } = errorLog();
     const b = await bus({ partitions: 2 }, { logger });

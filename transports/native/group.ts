@@ -8,7 +8,7 @@ import { ClosedError, ConfigError, describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
-import { toRingStats } from '../../native/loader.js';
+import { toRingStats, type RingStats } from '../../native/loader.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
@@ -516,6 +516,24 @@ export class NativeGroup {
   private readonly live = new Set<ConsumerThread>();
 
   /**
+   * Per partition: events refused by `error` backpressure because another group's ring had no room while
+   * this one's did not either; the transport refuses such a unit without pushing it anywhere, so the core
+   * never counted it (see NativeTransport.refuseUnlessAllFit).
+   */
+  private readonly refused: number[] = [];
+
+  countRefused(partition: number, n: number): void {
+    this.refused[partition] = (this.refused[partition] ?? 0) + n;
+  }
+
+  /** The exact counters of one of its rings, with the refusals counted outside the core. */
+  ringStats(partition: number): RingStats {
+    const s = toRingStats(this.core.stats(this.lane, partition));
+    s.rejected += this.refused[partition] ?? 0;
+    return s;
+  }
+
+  /**
    * `bus.idle()`: events not finished (an upper bound): in the rings, popped and not acknowledged, handed back
    * and not yet taken, held by main-thread members, and what each live thread says it holds (its shared
    * count, exact whenever it finds nothing to pop, plus what it parked with us). Under 'drop-oldest' a
@@ -524,7 +542,7 @@ export class NativeGroup {
   unfinished(): number {
     let n = 0;
     for (let p = 0; p < this.partitions; p++) {
-      const s = toRingStats(this.core.stats(this.lane, p));
+      const s = this.ringStats(p);
       n += s.size + s.held;
     }
     for (const list of this.backlog.values()) n += list.length;

@@ -20,7 +20,7 @@ import type {
   TransportSubscription,
   WriteResult,
 } from '../../src/transport.js';
-import { createCore, PushMode, toRingStats, type PartitionCore, type RingStats } from '../../native/loader.js';
+import { createCore, PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
 import { History } from './history.js';
@@ -145,9 +145,8 @@ export class NativeTransport implements Transport {
       try {
         batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type), this.source);
         this.checkSizes(batch);
-        const taken = this.mode === PushMode.allOrNothing && topic.groups.size > 1 ? this.allOrNone(topic, unit, batch) : undefined;
+        if (this.mode === PushMode.allOrNothing && topic.groups.size > 1) this.refuseUnlessAllFit(topic, unit, batch);
         for (const group of topic.groups.values()) {
-          if (taken?.has(group)) continue;
           const ring = `${group.lane}:${unit.partition}`;
           const before = this.blocked.get(ring);
           if (before) {
@@ -182,28 +181,22 @@ export class NativeTransport implements Transport {
   }
 
   /**
-   * `error` with several groups: the unit goes to every group's ring or to none. Each ring is probed first
-   * (rings only gain room meanwhile: every push to them comes from this thread); one without room is pushed
-   * for real, which counts the unit there as rejected, or takes it if a consumer made room since the probe
-   * (then, should another ring refuse, that one ring has it). Returns the rings that took it so; throws
-   * BackpressureError when one refused it. A ring still waiting for room for earlier events is left to
-   * write(), which queues the unit behind them.
+   * `error` with several groups: the unit goes to every group's ring or to none. Every ring is probed
+   * before any is written (rings only gain room meanwhile: every push to them comes from this thread, so a
+   * ring that had room still has it when write() pushes). When one has no room, the unit is refused without
+   * touching any ring, and counted as rejected by each ring that lacked room (outside the core: a real push
+   * there to count it could take the unit if a consumer made room since the probe). A ring still waiting
+   * for room for earlier events is left to write(), which queues the unit behind them.
    */
-  private allOrNone(topic: Topic, unit: PublishUnit, batch: EncodedBatch): Set<NativeGroup> | undefined {
-    let taken: Set<NativeGroup> | undefined;
-    let refused: NativeGroup | undefined;
+  private refuseUnlessAllFit(topic: Topic, unit: PublishUnit, batch: EncodedBatch): void {
+    let refused: NativeGroup[] | undefined;
     for (const group of topic.groups.values()) {
       if (this.blocked.has(`${group.lane}:${unit.partition}`)) continue;
-      if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) === batch.n) continue;
-      if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.allOrNothing) === batch.n) {
-        (taken ??= new Set()).add(group);
-        group.kick();
-      } else {
-        refused ??= group;
-      }
+      if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) (refused ??= []).push(group);
     }
-    if (refused) throw this.full(refused, unit);
-    return taken;
+    if (!refused) return;
+    for (const group of refused) group.countRefused(unit.partition, batch.n);
+    throw this.full(refused[0]!, unit);
   }
 
   private full(group: NativeGroup, unit: PublishUnit): BackpressureError {
@@ -389,8 +382,7 @@ export class NativeTransport implements Transport {
 
   /** Exact ring counters of one partition of a (type, group). */
   stats(type: string, partition: number, group: string): RingStats | undefined {
-    const lane = this.topics.get(type)?.groups.get(group ?? '')?.lane;
-    return lane === undefined ? undefined : toRingStats(this.core.stats(lane, partition));
+    return this.topics.get(type)?.groups.get(group ?? '')?.ringStats(partition);
   }
 
   /** Counters summed over every ring of a type (all groups and partitions). */
@@ -400,7 +392,7 @@ export class NativeTransport implements Transport {
     if (!topic) return sum;
     for (const g of topic.groups.values()) {
       for (let p = 0; p < this.config.partitions; p++) {
-        const s = toRingStats(this.core.stats(g.lane, p));
+        const s = g.ringStats(p);
         for (const k of Object.keys(sum) as (keyof RingStats)[]) sum[k] += s[k];
       }
     }
