@@ -4,7 +4,7 @@
  * restart or kill the server always start their own).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +16,17 @@ process.once('exit', () => {
   for (const p of running) p.kill('SIGKILL');
 });
 
-/** Starts `redis-server` with `args`; the process is killed when this one exits, if still running. */
+/**
+ * `setpriv --pdeathsig KILL` (util-linux) when there is one: it execs redis-server (same pid, so signals
+ * sent to the child reach the server) with the kernel asked to SIGKILL it when this process dies, also when
+ * this process is killed and its 'exit' handler never runs (a test run killed by a timeout).
+ */
+const WITH_PARENT = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', '--pdeathsig', 'KILL'] : [];
+
+/** Starts `redis-server` with `args`; the process is killed when this one exits or dies, if still running. */
 export function spawnRedis(args: string[]): ChildProcess {
-  const p = spawn('redis-server', args, { stdio: 'ignore' });
+  const [cmd, ...pre] = [...WITH_PARENT, 'redis-server'];
+  const p = spawn(cmd!, [...pre, ...args], { stdio: 'ignore' });
   p.on('error', () => undefined);
   running.add(p);
   p.once('exit', () => running.delete(p));
@@ -111,6 +119,11 @@ export class RedisServer {
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's process id, while it runs. */
+  get pid(): number | undefined {
+    return isRunning(this.proc) ? this.proc.pid : undefined;
   }
 
   /** Started and not killed or stopped. */
