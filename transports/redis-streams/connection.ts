@@ -222,9 +222,19 @@ export function corkable(client: Client): Corkable | undefined {
  * command timeout, so the read loop waited for it forever, and a consumer's close() with it (found by
  * test/integration/redis-chaos.test.ts: a read connection killed just before close(); pinned in
  * redis-faults.test.ts with Redis down). Here they are rejected as a closed connection's commands are.
+ *
+ * A Cluster client also holds commands in its delay queue: a command whose node connection closed while the
+ * client was 'ready' is sent again after retryDelayOnFailover. When that connection was the last of its pool
+ * (a read connection killed, its node clients all connected), the client goes 'reconnecting' with the read
+ * there, not in the offline queue. disconnect() then leaves the client 'disconnecting' for good (its pool is
+ * empty: no node ends, so neither 'close' nor 'end' comes), and the retry, when it fires, finds the client not
+ * ready and queues the read offline, where nothing settles it. So a Cluster client disconnected here queues
+ * nothing any more: a retry still to come is rejected when it fires (after at most retryDelayOnFailover).
+ * Pinned in test/integration/redis-cluster-disconnect.test.ts.
  */
 export function disconnectNow(client: Client): void {
   const between = client.status === 'reconnecting';
+  if (client instanceof Cluster) client.options.enableOfflineQueue = false;
   client.disconnect();
   if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
 }

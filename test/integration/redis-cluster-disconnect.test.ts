@@ -1,0 +1,144 @@
+/**
+ * Redis Cluster: a subscription's close() returns promptly when its read connections were just killed, while
+ * every node is stalled, and while every node is down; and a killed read connection is replaced.
+ *
+ * A consumer's blocking XREADGROUP has no command timeout (blockMs and the read watchdog bound it; both are set
+ * far beyond the bounds asserted here, so neither can rescue a read that close() leaves unsettled). Two ways an
+ * ioredis 5.11 Cluster read client never settles its read once disconnected, both handled by connection.ts's
+ * disconnectNow:
+ *  - Every node down (last test): the client loses its node connections, its pool drains and it waits between
+ *    reconnect attempts (status 'reconnecting'), the read in its offline queue. disconnect() settles nothing (the
+ *    pool is empty already: no 'close' or 'end' comes to flush that queue); disconnectNow flushes it.
+ *  - Read connections killed, nodes up: the read fails with "Connection is closed." while the client is 'ready'
+ *    and waits in the client's delay queue to be sent again after retryDelayOnFailover (100 ms). A client whose
+ *    pool held no other node client (every one had been connected, so every one was killed) goes 'reconnecting'
+ *    meanwhile. Disconnected then, it stays 'disconnecting' for good, and the retry, when it fires, queues the read
+ *    offline, after any flush. disconnectNow turns the Cluster's offline queue off so that the retry is rejected.
+ *    Whether a client's pool was all connected is chance (ioredis sends the ready check and a PING to random
+ *    masters), hence many partitions (a read client each) and several close() delays inside the retry's 100 ms.
+ */
+import { describe, expect, it } from 'vitest';
+import { ClosedError, ConnectionError, createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
+import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { events, orders } from './redis-common.js';
+
+// A long node timeout: a stalled master stays its slots' master (no failover) while the tests run.
+const cluster = clusterForTests(3, 0, 60_000);
+
+/** One read client per partition: the more clients, the likelier one of them goes 'reconnecting' when killed. */
+const PARTITIONS = 12;
+/** Reads block far longer than any bound asserted here, and the watchdog waits as long again. */
+const SLOW_READS = { group: 'g', blockMs: 20_000, watchdogMs: 20_000, minIdleMs: 60_000 };
+/** How long close() may take: well under blockMs and the watchdog, well over a prompt close. */
+const CLOSE_BOUND_MS = 3000;
+
+function clusterBus(prefix: string): Promise<EventBus<typeof events>> {
+  return createEventBus({
+    service: 'it',
+    events,
+    transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
+  });
+}
+
+/** CLIENT LIST lines, on every node, of this process's read connections (Cluster node and refresher connections alike). */
+async function readConnections(): Promise<{ port: number; id: string; line: string }[]> {
+  const out: { port: number; id: string; line: string }[] = [];
+  for (const s of cluster().servers) {
+    const lines = String(await withRedis(s.port, (c) => c.client('LIST'))).split('\n');
+    for (const line of lines.filter((l) => l.includes(`name=eventlane:read:${process.pid}:`))) out.push({ port: s.port, id: /\bid=(\d+)/.exec(line)![1]!, line });
+  }
+  return out;
+}
+
+/** Waits until every partition's reader is blocked in XREADGROUP. */
+async function readersBlocked(): Promise<void> {
+  await waitFor(async () => (await readConnections()).filter((r) => r.line.includes('cmd=xreadgroup') && / flags=\S*b/.test(r.line)).length === PARTITIONS, 10_000, 'every reader to block in XREADGROUP');
+}
+
+/** CLIENT KILL of every read connection of this process, all of a node's in one write; returns how many were killed. */
+async function killReadConnections(): Promise<number> {
+  const conns = await readConnections();
+  const killed = await Promise.all(
+    cluster().servers.map((s) =>
+      withRedis(s.port, async (c) => {
+        const p = c.pipeline();
+        for (const r of conns.filter((x) => x.port === s.port)) p.client('KILL', 'ID', r.id);
+        return ((await p.exec()) ?? []).filter(([err, n]) => err === null && n === 1).length;
+      }),
+    ),
+  );
+  return killed.reduce((a, b) => a + b, 0);
+}
+
+/** close(), or what is left of it when it takes longer than `ms`. */
+function boundedClose(b: EventBus<typeof events>, ms = CLOSE_BOUND_MS): Promise<string> {
+  return Promise.race([b.close().then(() => 'closed'), sleep(ms).then(() => `still closing after ${ms} ms`)]);
+}
+
+describe('redis-streams: cluster read connections killed or unreachable', () => {
+  // Inside the 100 ms before the killed reads are sent again (held in the delay queue), and after (sent again).
+  it.each([0, 20, 40, 60, 80, 200])('close() %i ms after the read connections were killed returns promptly, leaving none open', async (delayMs) => {
+    const b = await clusterBus(uniquePrefix('cluster-kill-close'));
+    await b.subscribe('order.created', SLOW_READS, () => undefined);
+    await readersBlocked();
+    expect(await killReadConnections()).toBeGreaterThanOrEqual(PARTITIONS);
+    await sleep(delayMs);
+    expect(await boundedClose(b)).toBe('closed');
+    // No retry still to come reconnects after close (the reads are sent again 100 ms after the kill).
+    await sleep(300);
+    expect(await readConnections()).toEqual([]);
+  });
+
+  it('a subscription whose read connections were killed goes on reading on new ones', async () => {
+    const b = await clusterBus(uniquePrefix('cluster-kill-resume'));
+    try {
+      const seen = new Set<number>();
+      await b.subscribe('order.created', { ...SLOW_READS, blockMs: 500 }, (e) => void seen.add(e.data.seq));
+      await b.publishMany('order.created', orders(30));
+      await waitFor(() => seen.size === 30, 10_000, 'the events before the kill');
+      await readersBlocked();
+      expect(await killReadConnections()).toBeGreaterThanOrEqual(PARTITIONS);
+      await b.publishMany('order.created', orders(30, 30));
+      await waitFor(() => seen.size === 60, 10_000, 'the events published after the kill');
+    } finally {
+      await b.close();
+    }
+  });
+
+  // Stalled nodes keep their connections open: no client reconnects, its reads just get no reply.
+  it('every node stalled (SIGSTOP): publish rejects with a typed error, close() returns promptly', async () => {
+    const b = await clusterBus(uniquePrefix('cluster-stalled'));
+    await b.subscribe('order.created', SLOW_READS, () => undefined);
+    await readersBlocked();
+    for (const s of cluster().servers) s.pause();
+    try {
+      const started = Date.now();
+      const err = await b.publish('order.created', orders(1)[0]!).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EventlaneError);
+      expect(Date.now() - started).toBeLessThan(CLOSE_BOUND_MS); // bounded by commandTimeoutMs (1000)
+      expect(await boundedClose(b)).toBe('closed');
+      await expect(b.publish('order.created', orders(1, 1)[0]!)).rejects.toBeInstanceOf(ClosedError);
+    } finally {
+      for (const s of cluster().servers) s.resume();
+    }
+  });
+
+  // Last: it stops every node for good (afterAll then only cleans up their directories).
+  it('every node down, read clients between reconnect attempts: publish rejects with ConnectionError, close() returns promptly', async () => {
+    const b = await clusterBus(uniquePrefix('cluster-down'));
+    await b.subscribe('order.created', SLOW_READS, () => undefined);
+    await readersBlocked();
+    await Promise.all(cluster().servers.map((s) => s.crash()));
+    // Each read client loses its node connections, its pool drains and it goes 'reconnecting', where it stays
+    // but for a few ms per attempt (refused at once), its read in the offline queue.
+    await sleep(500);
+    const started = Date.now();
+    const err = await b.publish('order.created', orders(1)[0]!).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect(Date.now() - started).toBeLessThan(CLOSE_BOUND_MS); // bounded by commandTimeoutMs (1000)
+    expect(await boundedClose(b)).toBe('closed');
+    await expect(b.publish('order.created', orders(1, 1)[0]!)).rejects.toBeInstanceOf(ClosedError);
+  });
+});
