@@ -108,14 +108,21 @@ export class RedisCluster {
   /**
    * Moves the slot of `key`, with its keys, to master `to` (the resharding steps: `beginMigration`, MIGRATE
    * of every key, then SETSLOT NODE on every master). Clients learn of it by a MOVED reply.
+   *
+   * `keysPerMigrate` keys go per MIGRATE (default 100), with `pauseMs` between them while keys remain (default
+   * 0): a pause leaves the slot half moved, as a resharding of large keys does, so the old master answers ASK
+   * for a key already moved and TRYAGAIN for a multi-key command whose keys are on both masters. One move at a
+   * time: two masters migrating to each other at once each wait in MIGRATE for the other (IOERR at its timeout).
    */
-  async migrateSlot(key: string, to: RedisServer): Promise<void> {
+  async migrateSlot(key: string, to: RedisServer, options: { keysPerMigrate?: number; pauseMs?: number } = {}): Promise<void> {
+    const { keysPerMigrate = 100, pauseMs = 0 } = options;
     const { slot, from, dstId } = await this.beginMigration(key, to);
     await withRedis(from.port, async (c) => {
       for (;;) {
-        const keys = (await c.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
+        const keys = (await c.call('CLUSTER', 'GETKEYSINSLOT', slot, keysPerMigrate)) as string[];
         if (keys.length === 0) break;
         await c.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...keys);
+        if (pauseMs > 0 && Number(await c.call('CLUSTER', 'COUNTKEYSINSLOT', slot)) > 0) await new Promise((r) => setTimeout(r, pauseMs));
       }
     });
     for (const m of [to, from, ...(await this.masters()).filter((x) => x !== to && x !== from)]) {
