@@ -131,27 +131,14 @@ export class RedisStreamsAdmin {
   /** One partition's groups (or `only`), each with the length and pending count of its retry stream. */
   private async partitionGroups(type: string, p: number, only: string | undefined): Promise<(GroupPosition & { retrying: number; retryPending: number })[]> {
     const key = streamKey(this.config.prefix, type, p);
-    let rows: GroupPosition[];
-    try {
-      rows = await groupPositions(this.client, key);
-    } catch (err) {
-      if (isMissing(err)) return []; // no such stream yet
-      throw adminError(`XINFO GROUPS ${key}`, err);
-    }
+    const rows = await unlessMissing(groupPositions(this.client, key), [], `XINFO GROUPS ${key}`); // none: no stream yet
     const wanted = only === undefined ? rows : rows.filter((r) => r.group === only);
     return Promise.all(
       wanted.map(async (row) => {
+        // Either may find nothing (no retry stream yet, or no group on it yet): 0.
         const rk = retryKey(this.config.prefix, type, p, row.group);
-        // Each may find nothing (no retry stream yet, or no group on it yet): 0, not an error.
-        const missingAsZero = (command: string) => (err: unknown): number => {
-          if (isMissing(err)) return 0;
-          throw adminError(`${command} ${rk}`, err);
-        };
-        const [retrying, retryPending] = await Promise.all([
-          this.c.xlen!(rk).then(Number, missingAsZero('XLEN')),
-          this.c.xpending!(rk, row.group).then((summary) => Number((summary as [number])[0]), missingAsZero('XPENDING')),
-        ]);
-        return { ...row, retrying, retryPending };
+        const [len, summary] = await Promise.all([unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`), unlessMissing(this.c.xpending!(rk, row.group), [0], `XPENDING ${rk}`)]);
+        return { ...row, retrying: Number(len), retryPending: Number((summary as [number])[0]) };
       }),
     );
   }
@@ -170,19 +157,15 @@ export class RedisStreamsAdmin {
 
   /** Pending (delivered, not acked) entries of a group, per consumer. */
   async pending(type: string, group: string): Promise<PendingInfo> {
+    type Summary = [number, string | null, string | null, [string, string][] | null];
+    const keys = this.keys(type).flatMap((p) => [streamKey(this.config.prefix, type, p), retryKey(this.config.prefix, type, p, group)]);
+    // Every stream at once; one without the stream or the group there counts as nothing.
+    const summaries = await Promise.all(keys.map((key) => unlessMissing(this.c.xpending!(key, group) as Promise<Summary>, undefined, `XPENDING ${key}`)));
     const out: PendingInfo = { total: 0, consumers: {} };
-    for (const p of this.keys(type)) {
-      for (const key of [streamKey(this.config.prefix, type, p), retryKey(this.config.prefix, type, p, group)]) {
-        let summary: [number, string | null, string | null, [string, string][] | null];
-        try {
-          summary = (await this.c.xpending!(key, group)) as typeof summary;
-        } catch (err) {
-          if (isMissing(err)) continue; // no such stream or group there
-          throw adminError(`XPENDING ${key}`, err);
-        }
-        out.total += Number(summary[0]);
-        for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
-      }
+    for (const summary of summaries) {
+      if (summary === undefined) continue;
+      out.total += Number(summary[0]);
+      for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
     }
     return out;
   }
@@ -262,6 +245,14 @@ async function slotOwners(c: Cluster): Promise<Redis[]> {
 function isMissing(err: unknown): boolean {
   const m = err instanceof Error ? err.message : String(err);
   return m.includes('no such key') || m.startsWith('NOGROUP');
+}
+
+/** `reply`, or `fallback` when Redis says the stream or group is not there; any other failure as adminError(`command`). */
+function unlessMissing<T, F>(reply: Promise<T>, fallback: F, command: string): Promise<T | F> {
+  return reply.catch((err: unknown) => {
+    if (isMissing(err)) return fallback;
+    throw adminError(command, err);
+  });
 }
 
 /** A failed admin command as a typed error naming it (the Redis error as `cause`). */
