@@ -51,6 +51,53 @@ describe.each(['native', 'js'] as const)('bus.idle() on native (%s)', (implement
     expect(Atomics.load(c, 0)).toBe(300);
   });
 
+  it('drop-oldest: never reports a worker group idle in the instant between its pop and its count of what it popped', async () => {
+    // Under drop-oldest a worker's pop used to release the records before the thread counted them in its
+    // shared cell, so a look at that instant found nothing anywhere. Here the main thread looks as fast as it
+    // can after each publish: whenever it finds the group idle, every event must have been delivered.
+    const b = await bus({ partitions: 1, capacity: 1024, backpressure: 'drop-oldest' });
+    const counters = new SharedArrayBuffer(12);
+    const c = new Int32Array(counters);
+    await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('count-handler.mjs'), workerData: { counters } });
+    const t = transportOf(b);
+    let early = 0;
+    let looks = 0;
+    for (let round = 1; round <= 1500; round++) {
+      await b.publishMany('tick', ticks(4));
+      for (;;) {
+        looks++;
+        const unfinished = t.unfinished('tick', 'g');
+        const delivered = Atomics.load(c, 0);
+        if (unfinished > 0) continue;
+        if (delivered !== round * 4) early++;
+        break;
+      }
+      while (Atomics.load(c, 0) < round * 4) await new Promise((r) => setImmediate(r));
+    }
+    expect({ early, dropped: t.totals('tick').droppedOldest + t.totals('tick').droppedNewest }).toEqual({ early: 0, dropped: 0 });
+    expect(looks).toBeGreaterThan(1500);
+  }, 60_000);
+
+  it('a worker thread that runs out of events says at once that it holds none (idle() does not wait for its sleep to end)', async () => {
+    // The thread's shared count goes down only every 64 events, and exactly when it finds nothing to pop:
+    // that has to be before it sleeps in the pop (up to 20 ms), not after.
+    const b = await bus({ partitions: 1 });
+    const counters = new SharedArrayBuffer(12);
+    const c = new Int32Array(counters);
+    await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('count-handler.mjs'), workerData: { counters } });
+    const t = transportOf(b);
+    const waits: number[] = [];
+    for (let round = 1; round <= 30; round++) {
+      await b.publishMany('tick', ticks(4));
+      while (Atomics.load(c, 0) < round * 4) await new Promise((r) => setImmediate(r));
+      const from = performance.now();
+      while (t.unfinished('tick', 'g') > 0 && performance.now() - from < 200) await new Promise((r) => setImmediate(r));
+      waits.push(performance.now() - from);
+    }
+    waits.sort((x, y) => x - y);
+    expect(waits[15]).toBeLessThan(10); // the median; 20 ms and more before
+  });
+
   it('rejects with TimeoutError naming the group while a worker handler has not returned', async () => {
     const b = await bus({}, { drainTimeoutMs: 200 });
     const gate = new Int32Array(new SharedArrayBuffer(8));

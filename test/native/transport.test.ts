@@ -260,6 +260,28 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(seen.subarray(0, 300).filter((x) => x > 1).length).toBeLessThan(64); // redelivered: the unacknowledged stretch
   });
 
+  it('worker consumers under drop-oldest: a thread that dies is replaced, what it had popped is reported lost, and its ring keeps flowing', async () => {
+    const { errors, logger } = errorLog();
+    const b = await bus({ partitions: 1, backpressure: 'drop-oldest' }, { logger });
+    const counters = new SharedArrayBuffer(12);
+    const seen = new Int32Array(new SharedArrayBuffer(4 * 1100));
+    await b.subscribe('tick', { group: 'crash', workers: 1, handler: fixture('crash-handler.mjs'), workerData: { counters, seen: seen.buffer, crashAt: 100 } });
+    await b.publishMany('tick', ticks(300));
+    await waitFor(() => errors.some((e) => /starting a new thread/.test(e.msg)), 10_000, 'the crash to be logged');
+    const died = errors.find((e) => /starting a new thread/.test(e.msg))!;
+    // The records it popped left the ring when they were counted: seq 100 and the rest of its batch are lost,
+    // and said to be (up to: the count is an upper bound), none handed back.
+    expect(died.msg).toMatch(/up to \d+ event\(s\) it held are lost/);
+    expect(died.obj['recovered']).toBe(0);
+    expect(died.obj['lost']).toBeGreaterThanOrEqual(1);
+    expect(seen[100]).toBe(0);
+    await b.publishMany('tick', ticks(100, 1000));
+    await waitFor(() => seen.subarray(1000, 1100).every((x) => x === 1), 10_000, 'events after the crash');
+    await b.idle({ timeoutMs: 10_000 });
+    const t = transportOf(b).totals('tick');
+    expect({ size: t.size, held: t.held }).toEqual({ size: 0, held: 0 });
+  });
+
   it('worker consumers: an event waiting for a retry when its thread dies is delivered by the next one', async () => {
     const b = await bus({ partitions: 1 }, { logger: errorLog().logger });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 40));

@@ -102,8 +102,10 @@ export class PartitionConsumer {
   /**
    * Worker threads: a shared cell where the thread publishes how many events it holds (popped or handed
    * over and not finished). Increases are published at once (pop, retry, hand-over), decreases every 64
-   * events, so the cell is an upper bound; read by the main thread if the thread dies. Only set without
-   * `hold` (drop-oldest): otherwise what the thread held is taken back, not counted as lost.
+   * events, so the cell is an upper bound; read by bus.idle() (the group's `unfinished`) and, under
+   * drop-oldest, by the main thread if the thread dies (what it lost; otherwise what it held is taken back).
+   * Set in every worker thread, and only there: a worker under drop-oldest pops with `hold` as well (see
+   * `countThenAck`).
    */
   heldCell: Int32Array | undefined;
   /**
@@ -154,6 +156,15 @@ export class PartitionConsumer {
     return this.batch.length - this.batchIdx + this.redo.length + this.timers.size + this.inFlight;
   }
 
+  /**
+   * Drop-oldest worker: the `k` records just popped (held in the ring, the batch before them all finished)
+   * are counted in the shared cell, then acknowledged, so every look sees them in one place or the other.
+   */
+  private countThenAck(k: number): void {
+    Atomics.store(this.heldCell!, 0, this.holding() + k);
+    this.core.ack(this.lane, this.batchPart, this.info[2]!, k);
+  }
+
   private publishHeld(): void {
     if (this.heldCell !== undefined) Atomics.store(this.heldCell, 0, this.holding());
   }
@@ -202,12 +213,19 @@ export class PartitionConsumer {
     }
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
-      let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, this.s.hold);
+      // A worker under drop-oldest pops with `hold` too, and acknowledges at once, once its shared cell counts
+      // what it popped (`countThenAck`): a pop that released the records itself left an instant in which
+      // neither the ring nor the cell showed them, and bus.idle() could see the group finished.
+      const hold = this.s.hold || this.heldCell !== undefined;
+      let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, hold);
       if (text === null && this.waitingCell !== undefined && waitUs > 0) {
-        // Nothing there: count in as waiting for the pop that may sleep (a publish() then leaves at once).
+        // Nothing there: say what is still held (the cell's decreases are otherwise published every 64
+        // events: bus.idle() would wait for this pop to time out), and count in as waiting for the pop that
+        // may sleep (a publish() then leaves at once).
+        this.publishHeld();
         this.setWaiting(1);
         try {
-          text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, this.s.hold);
+          text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, hold);
         } finally {
           this.setWaiting(-1);
         }
@@ -220,6 +238,7 @@ export class PartitionConsumer {
       this.batch = [];
       this.batchIdx = 0;
       this.batchPart = this.info[1]!;
+      if (!this.s.hold && hold) this.countThenAck(this.info[0]!);
       if (this.s.hold) {
         this.batchHeld = { partition: this.batchPart, first: this.info[2]!, count: this.info[0]!, acked: 0, next: 0, done: undefined };
         this.held.add(this.batchHeld);

@@ -320,7 +320,9 @@ export class NativeGroup {
    * The death counts against the event whose handler started last in that thread (with concurrency 1, the
    * one it died on): that event is delivered again with a higher attempt, and dead-lettered once threads
    * died on it `maxDeliveries` times, so an event that kills its handler's thread cannot take them all
-   * down. Without `hold` (drop-oldest) the records it popped are gone: `lost` is its last published count.
+   * down. Without `hold` (drop-oldest) the records it popped are gone, but for a batch it died with between
+   * its pop and its ack (see PartitionConsumer.countThenAck), taken back here too: `lost` is its last
+   * published count less what was taken back.
    */
   private recover(dead: ConsumerThread): { recovered: number; lost: number } {
     const items: Pending[] = [...dead.parked.values()];
@@ -329,7 +331,7 @@ export class NativeGroup {
     // still held in that partition's ring (see PartitionConsumer.started).
     const last = dead.last;
     let culprit = last[0]! >= 0 ? String.fromCharCode(...last.subarray(1, 1 + Math.min(last[0]!, MAX_ID_UNITS))) : undefined;
-    if (this.o.hold && !this.core.closed) {
+    if (!this.core.closed) {
       // (A closed core: the transport is closing and stops its threads; nothing to give back to.)
       for (const p of dead.owned) {
         const got = this.core.takeHeld(this.lane, p);
@@ -536,8 +538,8 @@ export class NativeGroup {
   /**
    * `bus.idle()`: events not finished (an upper bound): in the rings, popped and not acknowledged, handed back
    * and not yet taken, held by main-thread members, and what each live thread says it holds (its shared
-   * count, exact whenever it finds nothing to pop, plus what it parked with us). Under 'drop-oldest' a
-   * worker's pop releases the records before it counts them, so a look just then can miss them.
+   * count, exact whenever it finds nothing to pop, plus what it parked with us). Records a thread pops are
+   * counted in its cell before they leave the ring (under 'drop-oldest' too), so no look misses them.
    */
   unfinished(): number {
     let n = 0;
