@@ -3,6 +3,8 @@
  * state (topics, groups, rings), as buses would share a real broker. Unnamed state is private to its
  * transport. Reference-counted: the last `release` tells the caller to tear the state down.
  */
+import type { DeadLetter } from './transport.js';
+
 export class SharedBrokers<T> {
   private readonly byName = new Map<string, { state: T; refs: number }>();
 
@@ -26,4 +28,14 @@ export class SharedBrokers<T> {
     this.byName.delete(name);
     return true;
   }
+}
+
+/**
+ * `Transport.deadLetters` of an in-process broker: the dead letters its groups of a type keep (all groups,
+ * or the one named), oldest first, at most `limit`.
+ */
+export function deadLettersOf(groups: Iterable<{ readonly name: string; readonly deadLetters: readonly DeadLetter[] }>, group: string | undefined, limit: number): DeadLetter[] {
+  const all: DeadLetter[] = [];
+  for (const g of groups) if (group === undefined || g.name === group) all.push(...g.deadLetters);
+  return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
 }

@@ -21,7 +21,7 @@ import type {
   WriteResult,
 } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
-import { SharedBrokers } from '../../src/shared-brokers.js';
+import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
 import { ConsumerGroup, Tagged, type Item } from './consumer-group.js';
 
 export const memoryConfigSchema = z
@@ -146,11 +146,7 @@ export class MemoryTransport implements Transport {
   }
 
   async deadLetters(type: string, group?: string, limit = 1000): Promise<DeadLetter[]> {
-    const topic = this.topics.get(type);
-    if (!topic) return [];
-    const all: DeadLetter[] = [];
-    for (const g of topic.groups.values()) if (group === undefined || g.name === group) all.push(...g.deadLetters);
-    return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
+    return deadLettersOf(this.topics.get(type)?.groups.values() ?? [], group, limit);
   }
 
   /** `bus.idle()`: what the group has queued, running and waiting for a retry (0 for a group that does not exist). */

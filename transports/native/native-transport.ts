@@ -6,7 +6,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
-import { SharedBrokers } from '../../src/shared-brokers.js';
+import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { BackpressureError, ClosedError, ConfigError, EventlaneError, NativeError, PayloadTooLargeError, TimeoutError } from '../../src/errors.js';
 import type {
@@ -367,11 +367,7 @@ export class NativeTransport implements Transport {
   }
 
   async deadLetters(type: string, group?: string, limit = 1000): Promise<DeadLetter[]> {
-    const topic = this.topics.get(type);
-    if (!topic) return [];
-    const all: DeadLetter[] = [];
-    for (const g of topic.groups.values()) if (group === undefined || g.name === group) all.push(...g.deadLetters);
-    return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
+    return deadLettersOf(this.topics.get(type)?.groups.values() ?? [], group, limit);
   }
 
   /** `bus.idle()`: events of the group not finished yet, an upper bound (see NativeGroup.unfinished); 0 for a group that does not exist. */
