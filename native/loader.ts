@@ -50,8 +50,8 @@ export interface LatencyFloorResult {
   unique: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor. */
-const BINDING_ABI = 5;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse. */
+const BINDING_ABI = 6;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));

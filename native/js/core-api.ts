@@ -23,6 +23,11 @@ export const PushMode = {
    * every producer of the ring is the calling thread (room only grows meanwhile).
    */
   probe: 4,
+  /**
+   * Accept nothing and count all `n` as `rejected` (`error` with several groups: the unit was refused
+   * because another group's ring had no room). Returns 0.
+   */
+  refuse: 5,
 } as const;
 
 /** Counter snapshot of one partition ring, from `stats()`: exact, in records. */

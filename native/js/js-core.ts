@@ -263,6 +263,11 @@ export class JsCore implements PartitionCore {
       total += lens[i]!;
     }
     if (total > bytes.byteLength) throw new RangeError('byteLens exceed the bytes given');
+    if (mode === PushMode.refuse) {
+      ring.counters[4]! += n;
+      return 0;
+    }
+    if (!(mode >= PushMode.partial && mode <= PushMode.probe)) throw new RangeError(`push: unknown mode ${mode}`);
     const { ctl, slots, arena, cap, arenaBytes } = ring;
     const mask = cap - 1;
     let done = 0;

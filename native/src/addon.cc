@@ -200,6 +200,14 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       return env.Undefined();
     }
     if (mode == kProbe) return Napi::Number::New(env, ring.Fits(lens, n) ? n : 0);
+    if (mode == kRefuse) {
+      ring.counters().rejected.fetch_add(n, std::memory_order_relaxed);
+      return Napi::Number::New(env, 0);
+    }
+    if (mode < kPartial || mode > kDropNewest) {
+      Napi::RangeError::New(env, "push: unknown mode " + std::to_string(mode)).ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
     const uint8_t* src = bytes.Data();
     uint32_t done = 0;
     size_t srcOff = 0;
@@ -469,7 +477,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
   exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
   exports.Set("latencyFloor", Napi::Function::New(env, LatencyFloorJs, "latencyFloor"));
-  exports.Set("abi", Napi::Number::New(env, 5));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 6));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

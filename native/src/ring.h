@@ -67,6 +67,7 @@ enum PushMode : int {
   kEvictOldest = 2,  // drop-oldest: evict the oldest records until everything fits
   kDropNewest = 3,   // drop-newest: accept the prefix that fits, count the rest as dropped
   kProbe = 4,        // try-publish check: whether all would fit now; nothing claimed, nothing counted
+  kRefuse = 5,       // error strategy, refused for another ring: nothing claimed, all counted as rejected
 };
 
 // A claimed range of slots and arena bytes, to be filled and then committed.

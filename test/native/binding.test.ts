@@ -253,6 +253,18 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(push(c, err, 0, recs(6), PushMode.allOrNothing)).toBe(6);
     expect(push(c, err, 0, recs(3, 6), PushMode.allOrNothing)).toBe(0);
     expect(toRingStats(c.stats(err, 0))).toMatchObject({ pushed: 6, rejected: 3, size: 6 });
+    // refuse: counted as rejected, nothing written, whether or not there is room.
+    expect(push(c, err, 0, recs(2, 9), PushMode.refuse)).toBe(0);
+    expect(popAll(c, err)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(push(c, err, 0, recs(4, 11), PushMode.refuse)).toBe(0);
+    expect(toRingStats(c.stats(err, 0))).toMatchObject({ pushed: 6, popped: 6, rejected: 9, size: 0 });
+  });
+
+  it('throws a RangeError for an unknown push mode, writing and counting nothing', () => {
+    const c = core(8);
+    const lane = c.createLane(1);
+    for (const mode of [-1, 6, 99]) expect(() => push(c, lane, 0, recs(2), mode)).toThrow(/unknown mode/);
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ pushed: 0, rejected: 0, droppedNewest: 0, size: 0 });
   });
 
   it('rejects a record larger than half the arena with ERR_PAYLOAD_TOO_LARGE', () => {

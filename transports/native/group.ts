@@ -517,22 +517,9 @@ export class NativeGroup {
   /** Threads started and not yet ended, of current members and of members still leaving. */
   private readonly live = new Set<ConsumerThread>();
 
-  /**
-   * Per partition: events refused by `error` backpressure because another group's ring had no room while
-   * this one's did not either; the transport refuses such a unit without pushing it anywhere, so the core
-   * never counted it (see NativeTransport.refuseUnlessAllFit).
-   */
-  private readonly refused: number[] = [];
-
-  countRefused(partition: number, n: number): void {
-    this.refused[partition] = (this.refused[partition] ?? 0) + n;
-  }
-
-  /** The exact counters of one of its rings, with the refusals counted outside the core. */
+  /** The exact counters of one of its rings. */
   ringStats(partition: number): RingStats {
-    const s = toRingStats(this.core.stats(this.lane, partition));
-    s.rejected += this.refused[partition] ?? 0;
-    return s;
+    return toRingStats(this.core.stats(this.lane, partition));
   }
 
   /**

@@ -184,9 +184,9 @@ export class NativeTransport implements Transport {
    * `error` with several groups: the unit goes to every group's ring or to none. Every ring is probed
    * before any is written (rings only gain room meanwhile: every push to them comes from this thread, so a
    * ring that had room still has it when write() pushes). When one has no room, the unit is refused without
-   * touching any ring, and counted as rejected by each ring that lacked room (outside the core: a real push
-   * there to count it could take the unit if a consumer made room since the probe). A ring still waiting
-   * for room for earlier events is left to write(), which queues the unit behind them.
+   * writing to any ring, and counted as rejected by each ring that lacked room (`PushMode.refuse`: a real
+   * push there to count it could take the unit if a consumer made room since the probe). A ring still
+   * waiting for room for earlier events is left to write(), which queues the unit behind them.
    */
   private refuseUnlessAllFit(topic: Topic, unit: PublishUnit, batch: EncodedBatch): void {
     let refused: NativeGroup[] | undefined;
@@ -195,7 +195,7 @@ export class NativeTransport implements Transport {
       if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) (refused ??= []).push(group);
     }
     if (!refused) return;
-    for (const group of refused) group.countRefused(unit.partition, batch.n);
+    for (const group of refused) this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.refuse);
     throw this.full(refused[0]!, unit);
   }
 
