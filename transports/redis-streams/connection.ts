@@ -240,6 +240,15 @@ export function disconnectNow(client: Client): void {
 }
 
 /** Whether an error is about the connection (rather than a Redis error reply). */
+/**
+ * A write Redis refused for now, or that never reached it: a connection problem, or a server-side state that
+ * passes (OOM at maxmemory, a replica or a loading server, a failover, a busy script, a failing RDB save).
+ * Retrying the same write later can succeed; other refusals (WRONGTYPE, NOPERM) will not.
+ */
+export function isTransientWriteError(err: unknown): boolean {
+  return isConnectionProblem(err) || (err instanceof Error && /^(OOM|READONLY|LOADING|TRYAGAIN|BUSY|MASTERDOWN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/.test(err.message));
+}
+
 export function isConnectionProblem(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const m = err.message;

@@ -13,10 +13,26 @@ import { decodeEntry, Malformed } from './codec.js';
 import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
 import { trimmedPending } from './housekeeping.js';
 import type { Reroute } from './reroute.js';
+import { isTransientWriteError } from './connection.js';
+
+/** An entry not held for its handlers whose retry/DLQ write is outstanding (`sideOp`): kept this consumer's by the keepalive. */
+export interface Pinned {
+  claimedAt: number;
+  /** Found no longer pending on this consumer (another reclaimed it): its write is not tried again. */
+  lost: boolean;
+}
+
+/** Waits between tries of a retry/DLQ write Redis refused for now: doubling from the first, up to the last. */
+const REWRITE_FIRST_MS = 50;
+const REWRITE_MAX_MS = 2000;
 
 export class Deliveries {
   /** Entries read and not yet acked, per stream index, by entry id. */
   readonly held: Map<string, Entry>[] = [];
+  /** Entries whose retry/DLQ write is outstanding and that no handler holds, per stream index, by entry id. */
+  readonly pinned: Map<string, Pinned>[] = [];
+  /** Retry/DLQ writes waiting to be tried again (Redis refused them for now): warned of when the first starts waiting. */
+  private rewriting = 0;
   heldEntries = 0;
   heldEvents = 0;
   /** Events per entry, learnt from reads (sizes the reads' COUNT). */
@@ -51,6 +67,7 @@ export class Deliveries {
     this.avgEvents = ctx.config.entryMode === 'event' ? 1 : 4000;
     for (const s of ctx.streams) {
       this.held.push(new Map());
+      this.pinned.push(new Map());
       this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: s.partition });
     }
   }
@@ -103,7 +120,7 @@ export class Deliveries {
       const raw = entries[k]!;
       const id = raw[0];
       const held = this.held[idx]!;
-      if (held.has(id)) continue; // already running here (pending re-read after a reconnect)
+      if (held.has(id) || this.pinned[idx]!.has(id)) continue; // already here (pending re-read after a reconnect)
       const fields = raw[1];
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
@@ -113,7 +130,7 @@ export class Deliveries {
       }
       const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData);
       if (decoded instanceof Malformed) {
-        this.sideOp(this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
+        this.sideOp(() => this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
         continue;
       }
       let attempt = decoded.attempt;
@@ -121,13 +138,13 @@ export class Deliveries {
       if (delivered !== undefined && delivered > 1) {
         attempt += delivered - 1;
         if (attempt > this.ctx.spec.maxDeliveries) {
-          this.sideOp(this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
+          this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
           continue;
         }
         if (decoded.events.length > 1) {
           // A batch entry whose consumer died: split it into per-event retry entries, so an event
           // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
-          this.sideOp(this.reroute.split(idx, id, decoded.events, attempt), idx, id);
+          this.sideOp(() => this.reroute.split(idx, id, decoded.events, attempt), idx, id);
           continue;
         }
       }
@@ -241,38 +258,65 @@ export class Deliveries {
     // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
     // again there, so no retry entry or dead letter from here.
     if (entry.abandoned) return;
-    const p = this.reroute.failed(entry, i, err);
     this.sideOps++;
-    p.then(
-      () => {
-        this.sideOps--;
+    void this.persist(() => this.reroute.failed(entry, i, err), () => !entry.abandoned, entry.id).then((written) => {
+      this.sideOps--;
+      if (written) {
         if (--entry.remaining === 0) this.complete(entry);
-        this.checkIdle();
-      },
-      (e: unknown) => {
-        this.sideOps--;
+      } else if (!entry.abandoned) {
         // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
-        this.ctx.logger.warn({ err: describeError(e), id: entry.id }, 'could not move a failed event to retry/DLQ; entry left pending');
-        if (!entry.abandoned) this.abandon(entry);
-        this.checkIdle();
-      },
-    );
+        this.abandon(entry);
+      }
+      this.checkIdle();
+    });
   }
 
-  private sideOp(p: Promise<unknown>, idx: number, id: string): void {
+  /** A retry/DLQ write for a whole entry no handler holds (malformed, crash loop, split): acked once written. */
+  private sideOp(write: () => Promise<unknown>, idx: number, id: string): void {
     this.sideOps++;
-    p.then(
-      () => {
-        this.sideOps--;
-        this.acks.ack(idx, id);
-        this.checkIdle();
-      },
-      (e: unknown) => {
-        this.sideOps--;
-        this.ctx.logger.warn({ err: describeError(e), id }, 'dead-letter write failed; entry left pending');
-        this.checkIdle();
-      },
-    );
+    const pin: Pinned = { claimedAt: Date.now(), lost: false };
+    this.pinned[idx]!.set(id, pin);
+    void this.persist(write, () => !pin.lost, id).then((written) => {
+      this.sideOps--;
+      if (this.pinned[idx]!.get(id) === pin) this.pinned[idx]!.delete(id);
+      if (written) this.acks.ack(idx, id);
+      this.checkIdle();
+    });
+  }
+
+  /**
+   * Runs a retry/DLQ write until it succeeds. One Redis refuses for now (OOM at maxmemory, a failover, a lost
+   * connection: `isTransientWriteError`) is tried again, waiting longer each time, while the subscription is
+   * open and `mine()` (the entry is still this consumer's: the keepalive keeps it so). Leaving the entry
+   * pending instead would have it reclaimed after minIdleMs with its delivery count raised, as if a consumer
+   * had died on it: a long enough refusal (say, Redis full for a minute) then dead-lettered whole batch
+   * entries, events their handlers had finished included. False when it gave up: the entry stays pending.
+   */
+  private async persist(write: () => Promise<unknown>, mine: () => boolean, id: string): Promise<boolean> {
+    let waiting = false;
+    try {
+      for (let delay = REWRITE_FIRST_MS; ; delay = Math.min(delay * 2, REWRITE_MAX_MS)) {
+        try {
+          await write();
+          return true;
+        } catch (e) {
+          if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
+            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
+            return false;
+          }
+          if (!waiting) {
+            waiting = true;
+            if (this.rewriting++ === 0) {
+              this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; they are tried again and their entries kept pending on this consumer');
+            }
+          }
+        }
+        await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), this.ctx.closeSignal]);
+        if (this.ctx.closing || !mine()) return false;
+      }
+    } finally {
+      if (waiting && --this.rewriting === 0) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes are no longer waiting');
+    }
   }
 
   /** Resolves when the entries started are done (acked, or re-routed) or abandoned, or at close. */

@@ -1,5 +1,6 @@
 /**
- * Keeping a Redis Streams subscription's held entries its own: on an interval, entries held past a third
+ * Keeping a Redis Streams subscription's held entries its own (and those whose retry/DLQ write Redis refused
+ * for now and is tried again): on an interval, entries held past a third
  * of minIdleMs have their idle time reset (XCLAIM JUSTID, where still this consumer's: owned-claim.ts) so
  * no other consumer reclaims them while their handlers run; those found taken by another are abandoned
  * here. At close, entries never started get back the delivery count they came with.
@@ -21,17 +22,19 @@ export class Keepalive {
    * leaves it to that one (`lose`).
    */
   run(): void {
-    if (this.deliveries.heldEntries === 0) return;
     const now = Date.now();
     const threshold = now - Math.floor(this.ctx.opts.minIdleMs / 3);
     const byStream = new Map<number, string[]>();
-    for (const e of this.deliveries.held.flatMap((m) => [...m.values()])) {
-      if (e.claimedAt > threshold) continue;
+    const due = (idx: number, id: string, e: { claimedAt: number }): void => {
+      if (e.claimedAt > threshold) return;
       e.claimedAt = now;
-      let ids = byStream.get(e.stream);
-      if (!ids) byStream.set(e.stream, (ids = []));
-      ids.push(e.id);
-    }
+      let ids = byStream.get(idx);
+      if (!ids) byStream.set(idx, (ids = []));
+      ids.push(id);
+    };
+    // Entries held for their handlers, and entries whose retry/DLQ write is being tried again (Deliveries.pinned).
+    this.deliveries.held.forEach((m) => m.forEach((e) => due(e.stream, e.id, e)));
+    this.deliveries.pinned.forEach((m, idx) => m.forEach((p, id) => due(idx, id, p)));
     for (const [idx, ids] of byStream) {
       claimOwned(this.ctx.command, this.ctx.streams[idx]!.key, this.ctx.spec.group, this.ctx.spec.consumer, ids, undefined, this.noScripts).then(
         (lost) => this.lose(idx, lost),
@@ -57,6 +60,8 @@ export class Keepalive {
     let entries = 0;
     let events = 0;
     for (const id of ids) {
+      const pin = this.deliveries.pinned[idx]!.get(id);
+      if (pin !== undefined) pin.lost = true; // its write is not tried again: the entry's new owner handles it
       const e = held.get(id);
       if (e === undefined || e.abandoned) continue; // finished here meanwhile
       entries++;

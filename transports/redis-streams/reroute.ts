@@ -2,7 +2,8 @@
  * Where a Redis Streams subscription sends events it does not finish by handling them: the group's retry
  * stream of the partition (a failed event with attempts left, due after its backoff; each event of a
  * redelivered batch entry) and the partition's DLQ stream (XADD with the error, attempts, original id and
- * group; the raw fields of a malformed entry). Each call sends the XADDs and returns their promise.
+ * group; the raw fields of a malformed entry). Each call sends the XADDs and returns their promise; what
+ * it did is logged once they succeeded (Deliveries may call it again after a failure).
  */
 import { backoffDelay } from '../../src/backoff.js';
 import type { EventEnvelope } from '../../src/envelope.js';
@@ -22,9 +23,9 @@ export class Reroute {
     const s = this.ctx.streams[entry.stream]!;
     const error = describeError(err);
     if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
-      const p = this.deadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined);
-      this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered');
-      return p;
+      return this.deadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined).then(() =>
+        this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered'),
+      );
     }
     return this.retry(s.partition, ev, attempt + 1, Date.now() + backoffDelay(spec.backoff, attempt), entry.id, error);
   }
@@ -32,22 +33,25 @@ export class Reroute {
   /** A malformed entry: DLQ with the reason and the raw fields. */
   malformed(idx: number, id: string, fields: string[], reason: string): Promise<unknown> {
     const s = this.ctx.streams[idx]!;
-    this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'malformed entry dead-lettered');
-    return this.deadLetter(s.partition, id, s.key, 1, reason, undefined, fieldsToObject(fields));
+    return this.deadLetter(s.partition, id, s.key, 1, reason, undefined, fieldsToObject(fields)).then(() =>
+      this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'malformed entry dead-lettered'),
+    );
   }
 
   /** A whole entry (crash loop): every event to the DLQ. */
   crashLoop(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string): Promise<unknown> {
     const s = this.ctx.streams[idx]!;
-    this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'entry dead-lettered');
-    return Promise.all(events.map((ev) => this.deadLetter(s.partition, id, s.key, attempts, reason, ev, undefined)));
+    return Promise.all(events.map((ev) => this.deadLetter(s.partition, id, s.key, attempts, reason, ev, undefined))).then(() =>
+      this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'entry dead-lettered'),
+    );
   }
 
   /** A redelivered batch entry: a retry entry per event, due at once, so each is handled (and dead-lettered) alone. */
   split(idx: number, id: string, events: EventEnvelope[], attempt: number): Promise<unknown> {
     const s = this.ctx.streams[idx]!;
-    this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries');
-    return Promise.all(events.map((ev) => this.retry(s.partition, ev, attempt, 0, id, 'redelivered: the consumer holding it died or timed out')));
+    return Promise.all(events.map((ev) => this.retry(s.partition, ev, attempt, 0, id, 'redelivered: the consumer holding it died or timed out'))).then(() =>
+      this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries'),
+    );
   }
 
   private retry(partition: number, ev: EventEnvelope, attempt: number, due: number, origin: string, error: string): Promise<string> {
