@@ -138,13 +138,16 @@ export class Deliveries {
       if (delivered !== undefined && delivered > 1) {
         attempt += delivered - 1;
         if (attempt > this.ctx.spec.maxDeliveries) {
-          this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, `delivered ${delivered} times without an ack (consumers died while handling it)`), idx, id);
+          const written = new Set<number>();
+          const reason = `delivered ${delivered} times without an ack (consumers died while handling it)`;
+          this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, reason, written), idx, id);
           continue;
         }
         if (decoded.events.length > 1) {
           // A batch entry whose consumer died: split it into per-event retry entries, so an event
           // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
-          this.sideOp(() => this.reroute.split(idx, id, decoded.events, attempt), idx, id);
+          const written = new Set<number>();
+          this.sideOp(() => this.reroute.split(idx, id, decoded.events, attempt, written), idx, id);
           continue;
         }
       }

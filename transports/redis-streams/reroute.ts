@@ -38,18 +38,24 @@ export class Reroute {
     );
   }
 
-  /** A whole entry (crash loop): every event to the DLQ. */
-  crashLoop(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string): Promise<unknown> {
+  /**
+   * A whole entry (crash loop): every event to the DLQ. `written` (kept by the caller across calls) marks the
+   * events whose write succeeded, so a call after a partial failure writes only the others.
+   */
+  crashLoop(idx: number, id: string, events: EventEnvelope[], attempts: number, reason: string, written = new Set<number>()): Promise<unknown> {
     const s = this.ctx.streams[idx]!;
-    return Promise.all(events.map((ev) => this.deadLetter(s.partition, id, s.key, attempts, reason, ev, undefined))).then(() =>
+    return eachOnce(events, written, (ev) => this.deadLetter(s.partition, id, s.key, attempts, reason, ev, undefined)).then(() =>
       this.ctx.logger.warn({ group: this.ctx.spec.group, stream: s.key, id, reason }, 'entry dead-lettered'),
     );
   }
 
-  /** A redelivered batch entry: a retry entry per event, due at once, so each is handled (and dead-lettered) alone. */
-  split(idx: number, id: string, events: EventEnvelope[], attempt: number): Promise<unknown> {
+  /**
+   * A redelivered batch entry: a retry entry per event, due at once, so each is handled (and dead-lettered)
+   * alone. `written` as for `crashLoop`.
+   */
+  split(idx: number, id: string, events: EventEnvelope[], attempt: number, written = new Set<number>()): Promise<unknown> {
     const s = this.ctx.streams[idx]!;
-    return Promise.all(events.map((ev) => this.retry(s.partition, ev, attempt, 0, id, 'redelivered: the consumer holding it died or timed out'))).then(() =>
+    return eachOnce(events, written, (ev) => this.retry(s.partition, ev, attempt, 0, id, 'redelivered: the consumer holding it died or timed out')).then(() =>
       this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, id, events: events.length }, 'redelivered batch entry split into per-event retry entries'),
     );
   }
@@ -81,4 +87,11 @@ export class Reroute {
     const trim = config.dlqMaxLen > 0 ? ['MAXLEN', '~', config.dlqMaxLen] : [];
     return this.ctx.cmd.xadd(key, ...trim, '*', ...fields);
   }
+}
+
+/** Writes each event not in `written` yet, marking those written; rejects if any write failed (after all settled). */
+async function eachOnce(events: EventEnvelope[], written: Set<number>, write: (ev: EventEnvelope) => Promise<unknown>): Promise<void> {
+  const results = await Promise.allSettled(events.map((ev, k) => (written.has(k) ? undefined : write(ev).then(() => void written.add(k)))));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
