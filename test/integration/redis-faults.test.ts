@@ -152,6 +152,30 @@ describe('redis-streams: faults', () => {
     await waitFor(() => seen.size === 30, 10_000, 'events after killing all connections');
   });
 
+  it('an XACK Redis refuses for a while (READONLY: a replica until a failover ends) is sent again: the entry is not redelivered', async () => {
+    const s = await server();
+    const b = await bus(s.url, { partitions: 1 });
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const deadMaster = await freePort();
+    const handled = new Map<number, number>();
+    // minIdleMs far beyond the test: only this consumer's own XACK can clear the entry. The last handler turns
+    // the server into a replica of a master that is not there: it keeps its data and refuses writes (XACK
+    // included) with READONLY until it is a master again.
+    await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 60_000 }, async (e) => {
+      handled.set(e.data.seq, (handled.get(e.data.seq) ?? 0) + 1);
+      if (e.data.seq === 99) await raw.call('REPLICAOF', '127.0.0.1', String(deadMaster));
+    });
+    await b.publishMany('order.created', orders(100)); // one batch entry
+    await waitFor(() => handled.size === 100, 5000, 'the entry handled');
+    await sleep(1000);
+    const key = streamKey((b.transport as RedisStreamsTransport).config.prefix, 'order.created', 0);
+    expect(((await raw.xpending(key, 'g')) as [number])[0]).toBe(1); // its XACK was refused
+    await raw.call('REPLICAOF', 'NO', 'ONE');
+    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'the entry acked');
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+  });
+
   it('the read watchdog replaces a connection whose blocking read never returns', async () => {
     const s = await server();
     const warnings: string[] = [];

@@ -1,12 +1,19 @@
 /**
  * Acknowledgement batching of a Redis Streams subscription: ids finished are gathered per stream and go out
  * as one variadic XACK per stream, at the end of the turn (on the command connection) or ahead of a reader's
- * next blocking read (on its connection). Acked retry-stream entries are deleted (XDEL).
+ * next blocking read (on its connection). Acked retry-stream entries are deleted (XDEL). An XACK that
+ * failed on a lost or stalled connection (or a failover) is sent again, waiting longer each time, while the
+ * subscription is open: left alone, its entries were reclaimed after minIdleMs and their events (a whole
+ * batch entry's) handled again.
  */
 import { describeError } from '../../src/errors.js';
-import type { Client } from './connection.js';
+import { isTransientWriteError, type Client } from './connection.js';
 import type { ConsumerContext, StreamInfo } from './consumer-records.js';
 import { sendWire } from './wire-command.js';
+
+/** Waits before an XACK that failed is sent again: doubling from the first, up to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2000;
 
 export class AckBatcher {
   /** A flush is due at the end of this turn: a reader about to block may send the acks first. */
@@ -14,6 +21,13 @@ export class AckBatcher {
   private inFlight = 0;
   private idle: (() => void) | undefined;
   private readonly flushNow = (): void => this.flush();
+  /** A flush of XACKs to send again (`retryLater`), and the wait before the next. */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay = RETRY_FIRST_MS;
+  /** Acks waiting to be sent again (warned of when the first starts waiting). */
+  private retrying = false;
+  /** Per stream: ids whose XACK failed and is to be sent again. A pending re-read meanwhile must skip them. */
+  private readonly resending = new Map<StreamInfo, Set<string>>();
 
   constructor(private readonly ctx: ConsumerContext) {}
 
@@ -37,14 +51,62 @@ export class AckBatcher {
     s.acks = [];
     this.inFlight++;
     ids.unshift(s.key, this.ctx.spec.group);
-    sendWire<number>(conn, 'xack', ids, [s.key]).then(s.retry ? () => this.deleteAcked(s, ids) : this.settled, (e: unknown) => {
-      this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
-      this.settled();
-    });
+    sendWire<number>(conn, 'xack', ids, [s.key]).then(
+      () => {
+        this.acked(s, ids);
+        if (s.retry) this.deleteAcked(s, ids);
+        else this.settled();
+      },
+      (e: unknown) => {
+        if (isTransientWriteError(e) && !this.ctx.closing) {
+          let again = this.resending.get(s);
+          if (again === undefined) this.resending.set(s, (again = new Set()));
+          for (let k = 2; k < ids.length; k++) {
+            s.acks.push(ids[k]!);
+            again.add(ids[k]!);
+          }
+          if (!this.retrying) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
+          this.retrying = true;
+          this.retryLater();
+        } else {
+          this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
+        }
+        this.settled();
+      },
+    );
+  }
+
+  /** Sends the acks gathered again after a wait (doubling up to RETRY_MAX_MS), unless a flush is scheduled already. */
+  private retryLater(): void {
+    if (this.retryTimer !== undefined) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (!this.ctx.closing) this.flush();
+    }, this.retryDelay);
+    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+  }
+
+  /** Whether entry `id` of stream `s` is finished here and its XACK is waiting to be sent again. */
+  resends(s: StreamInfo, id: string): boolean {
+    return this.resending.get(s)?.has(id) ?? false;
+  }
+
+  private acked(s: StreamInfo, ids: string[]): void {
+    const again = this.resending.get(s);
+    if (again !== undefined) {
+      for (let k = 2; k < ids.length; k++) again.delete(ids[k]!);
+      if (again.size === 0) this.resending.delete(s);
+    }
+    if (!this.retrying) return;
+    this.retrying = false;
+    this.retryDelay = RETRY_FIRST_MS;
+    this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
   }
 
   /** Flushes what is gathered; resolves when every XACK sent (and its XDEL) has settled. */
   async drain(): Promise<void> {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.flush();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.idle = resolve));
   }

@@ -120,7 +120,9 @@ export class Deliveries {
       const raw = entries[k]!;
       const id = raw[0];
       const held = this.held[idx]!;
-      if (held.has(id) || this.pinned[idx]!.has(id)) continue; // already here (pending re-read after a reconnect)
+      // Already here (a pending re-read after a reconnect): held, its retry/DLQ write outstanding, or finished
+      // with its XACK to be sent again.
+      if (held.has(id) || this.pinned[idx]!.has(id) || this.acks.resends(s, id)) continue;
       const fields = raw[1];
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.
