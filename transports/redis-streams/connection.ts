@@ -239,7 +239,6 @@ export function disconnectNow(client: Client): void {
   if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
 }
 
-/** Whether an error is about the connection (rather than a Redis error reply). */
 /**
  * A write Redis refused for now, or that never reached it: a connection problem, or a server-side state that
  * passes (OOM at maxmemory, a replica or a loading server, a failover, a busy script, a failing RDB save).
@@ -249,6 +248,7 @@ export function isTransientWriteError(err: unknown): boolean {
   return isConnectionProblem(err) || (err instanceof Error && /^(OOM|READONLY|LOADING|TRYAGAIN|BUSY|MASTERDOWN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/.test(err.message));
 }
 
+/** Whether an error is about the connection (rather than a Redis error reply). */
 export function isConnectionProblem(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const m = err.message;
