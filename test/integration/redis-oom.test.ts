@@ -41,6 +41,8 @@ describe('redis-streams: Redis out of memory', () => {
     const N = 2000;
     for (let i = 0; i < N; i += 100) await a.publishMany('order.created', orders(100, i)); // 40 batch entries
 
+    const oomReplies = async (): Promise<number> => Number(/errorstat_OOM:count=(\d+)/.exec(String(await admin.info('errorstats')))?.[1] ?? 0);
+    const oomBefore = await oomReplies();
     await admin.config('SET', 'maxmemory', '1');
     const refused = await a.publish('order.created', order(N)).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(TransportError);
@@ -49,6 +51,11 @@ describe('redis-streams: Redis out of memory', () => {
     await sleep(3000);
     const finishedWhileFull = [...handled.keys()].length;
     expect(await a.deadLetters('order.created', { group: 'g' })).toHaveLength(0); // no DLQ write got through
+    // Refused writes: each failed event's first try, the refused publish, and one probe per wait per consumer
+    // (about 6 in 3 s); not every failed event trying again on its own (~6 tries each in 3 s).
+    const failing = orders(N).filter((o) => o.seq % 50 === 0 || o.seq % 7 === 0).length;
+    const refusedWrites = (await oomReplies()) - oomBefore;
+    expect(refusedWrites).toBeLessThan(failing + 40);
     await admin.config('SET', 'maxmemory', '0');
 
     await a.idle({ timeoutMs: 30_000 });

@@ -31,8 +31,11 @@ export class Deliveries {
   readonly held: Map<string, Entry>[] = [];
   /** Entries whose retry/DLQ write is outstanding and that no handler holds, per stream index, by entry id. */
   readonly pinned: Map<string, Pinned>[] = [];
-  /** Retry/DLQ writes waiting to be tried again (Redis refused them for now): warned of when the first starts waiting. */
-  private rewriting = 0;
+  /**
+   * While Redis refuses retry/DLQ writes for now: the one write tried again (`probe`), resolving true once it
+   * went through. Other refused writes wait for it instead of each trying on its own.
+   */
+  private probing: Promise<boolean> | undefined;
   heldEntries = 0;
   heldEvents = 0;
   /** Events per entry, learnt from reads (sizes the reads' COUNT). */
@@ -291,36 +294,56 @@ export class Deliveries {
 
   /**
    * Runs a retry/DLQ write until it succeeds. One Redis refuses for now (OOM at maxmemory, a failover, a lost
-   * connection: `isTransientWriteError`) is tried again, waiting longer each time, while the subscription is
-   * open and `mine()` (the entry is still this consumer's: the keepalive keeps it so). Leaving the entry
-   * pending instead would have it reclaimed after minIdleMs with its delivery count raised, as if a consumer
-   * had died on it: a long enough refusal (say, Redis full for a minute) then dead-lettered whole batch
-   * entries, events their handlers had finished included. False when it gave up: the entry stays pending.
+   * connection: `isTransientWriteError`) is tried again while the subscription is open and `mine()` (the
+   * entry is still this consumer's: the keepalive keeps it so): the first refused write becomes the probe,
+   * tried again 50 ms later, then waiting twice as long each time up to 2 s; writes refused meanwhile wait
+   * for the probe, then try again themselves (so Redis sees one refused write per wait, not one per failed
+   * event). Leaving the entry pending instead would have it reclaimed after minIdleMs with its delivery count
+   * raised, as if a consumer had died on it: a long enough refusal (say, Redis full for a minute) then
+   * dead-lettered whole batch entries, events their handlers had finished included. False when it gave up:
+   * the entry stays pending.
    */
   private async persist(write: () => Promise<unknown>, mine: () => boolean, id: string): Promise<boolean> {
-    let waiting = false;
-    try {
-      for (let delay = REWRITE_FIRST_MS; ; delay = Math.min(delay * 2, REWRITE_MAX_MS)) {
-        try {
-          await write();
-          return true;
-        } catch (e) {
-          if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
-            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
-            return false;
-          }
-          if (!waiting) {
-            waiting = true;
-            if (this.rewriting++ === 0) {
-              this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; they are tried again and their entries kept pending on this consumer');
-            }
-          }
-        }
-        await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), this.ctx.closeSignal]);
+    for (;;) {
+      if (this.probing !== undefined) {
+        await this.probing;
         if (this.ctx.closing || !mine()) return false;
       }
-    } finally {
-      if (waiting && --this.rewriting === 0) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes are no longer waiting');
+      try {
+        await write();
+        return true;
+      } catch (e) {
+        if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
+          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
+          return false;
+        }
+        if (this.probing === undefined) {
+          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)');
+          const probe = this.probe(write, mine);
+          this.probing = probe;
+          const written = await probe;
+          this.probing = undefined;
+          if (written) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes go through again');
+          return written;
+        }
+      }
+    }
+  }
+
+  /** `persist`'s probe: tries `write` again after growing waits until it goes through (true) or is given up (false). */
+  private async probe(write: () => Promise<unknown>, mine: () => boolean): Promise<boolean> {
+    for (let delay = REWRITE_FIRST_MS; ; delay = Math.min(delay * 2, REWRITE_MAX_MS)) {
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), this.ctx.closeSignal]);
+      if (this.ctx.closing || !mine()) return false;
+      try {
+        await write();
+        return true;
+      } catch (e) {
+        if (!isTransientWriteError(e)) {
+          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e) }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
+          return false;
+        }
+      }
     }
   }
 
