@@ -6,14 +6,11 @@
  * subscription is open: left alone, its entries were reclaimed after minIdleMs and their events (a whole
  * batch entry's) handled again.
  */
+import { backoffDelay } from '../../src/backoff.js';
 import { describeError } from '../../src/errors.js';
-import { isTransientWriteError, type Client } from './connection.js';
+import { isTransientWriteError, TRANSIENT_RETRY, type Client } from './connection.js';
 import type { ConsumerContext, StreamInfo } from './consumer-records.js';
 import { sendWire } from './wire-command.js';
-
-/** Waits before an XACK that failed is sent again: doubling from the first, up to the last. */
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 2000;
 
 export class AckBatcher {
   /** A flush is due at the end of this turn: a reader about to block may send the acks first. */
@@ -21,12 +18,13 @@ export class AckBatcher {
   private inFlight = 0;
   private idle: (() => void) | undefined;
   private readonly flushNow = (): void => this.flush();
-  /** A flush of XACKs to send again (`retryLater`), and the wait before the next. */
+  /** A flush of XACKs to send again (`retryLater`), and how many were sent again since acks last went through. */
   private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelay = RETRY_FIRST_MS;
-  /** Acks waiting to be sent again (warned of when the first starts waiting). */
-  private retrying = false;
-  /** Per stream: ids whose XACK failed and is to be sent again. A pending re-read meanwhile must skip them. */
+  private retries = 0;
+  /**
+   * Per stream: ids whose XACK failed and is to be sent again (empty when acks go through). A pending re-read
+   * meanwhile must skip them.
+   */
   private readonly resending = new Map<StreamInfo, Set<string>>();
 
   constructor(private readonly ctx: ConsumerContext) {}
@@ -59,14 +57,13 @@ export class AckBatcher {
       },
       (e: unknown) => {
         if (isTransientWriteError(e) && !this.ctx.closing) {
+          if (this.resending.size === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
           let again = this.resending.get(s);
           if (again === undefined) this.resending.set(s, (again = new Set()));
           for (let k = 2; k < ids.length; k++) {
             s.acks.push(ids[k]!);
             again.add(ids[k]!);
           }
-          if (!this.retrying) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
-          this.retrying = true;
           this.retryLater();
         } else {
           this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
@@ -76,14 +73,13 @@ export class AckBatcher {
     );
   }
 
-  /** Sends the acks gathered again after a wait (doubling up to RETRY_MAX_MS), unless a flush is scheduled already. */
+  /** Sends the acks gathered again after a wait (TRANSIENT_RETRY), unless a flush is scheduled already. */
   private retryLater(): void {
     if (this.retryTimer !== undefined) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       if (!this.ctx.closing) this.flush();
-    }, this.retryDelay);
-    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+    }, backoffDelay(TRANSIENT_RETRY, ++this.retries));
   }
 
   /** Whether entry `id` of stream `s` is finished here and its XACK is waiting to be sent again. */
@@ -91,15 +87,15 @@ export class AckBatcher {
     return this.resending.get(s)?.has(id) ?? false;
   }
 
+  /** An XACK went through: its ids are no longer to be sent again. */
   private acked(s: StreamInfo, ids: string[]): void {
     const again = this.resending.get(s);
-    if (again !== undefined) {
-      for (let k = 2; k < ids.length; k++) again.delete(ids[k]!);
-      if (again.size === 0) this.resending.delete(s);
-    }
-    if (!this.retrying) return;
-    this.retrying = false;
-    this.retryDelay = RETRY_FIRST_MS;
+    if (again === undefined) return;
+    for (let k = 2; k < ids.length; k++) again.delete(ids[k]!);
+    if (again.size > 0) return;
+    this.resending.delete(s);
+    if (this.resending.size > 0) return;
+    this.retries = 0;
     this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
   }
 

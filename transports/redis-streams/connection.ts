@@ -4,6 +4,7 @@
  */
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConnectionError, TimeoutError } from '../../src/errors.js';
+import type { BackoffOptions } from '../../src/transport.js';
 import type { ResolvedConfig } from './config.js';
 
 export type Client = Redis | Cluster;
@@ -238,6 +239,12 @@ export function disconnectNow(client: Client): void {
   client.disconnect();
   if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
 }
+
+/**
+ * Waits before a write `isTransientWriteError` refused is tried again (`backoffDelay` of the attempt that
+ * failed): 50 ms, doubling up to 2 s. XACKs and a subscription's retry/DLQ writes use it.
+ */
+export const TRANSIENT_RETRY: BackoffOptions = { initialMs: 50, maxMs: 2000, multiplier: 2, jitter: 0 };
 
 /**
  * A write Redis refused for now, or that never reached it: a connection problem, or a server-side state that

@@ -13,7 +13,8 @@ import { decodeEntry, Malformed } from './codec.js';
 import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
 import { trimmedPending } from './housekeeping.js';
 import type { Reroute } from './reroute.js';
-import { isTransientWriteError } from './connection.js';
+import { isTransientWriteError, TRANSIENT_RETRY } from './connection.js';
+import { backoffDelay } from '../../src/backoff.js';
 
 /** An entry not held for its handlers whose retry/DLQ write is outstanding (`sideOp`): kept this consumer's by the keepalive. */
 export interface Pinned {
@@ -22,20 +23,16 @@ export interface Pinned {
   lost: boolean;
 }
 
-/** Waits between tries of a retry/DLQ write Redis refused for now: doubling from the first, up to the last. */
-const REWRITE_FIRST_MS = 50;
-const REWRITE_MAX_MS = 2000;
-
 export class Deliveries {
   /** Entries read and not yet acked, per stream index, by entry id. */
   readonly held: Map<string, Entry>[] = [];
   /** Entries whose retry/DLQ write is outstanding and that no handler holds, per stream index, by entry id. */
   readonly pinned: Map<string, Pinned>[] = [];
   /**
-   * While Redis refuses retry/DLQ writes for now: the one write tried again (`probe`), resolving true once it
-   * went through. Other refused writes wait for it instead of each trying on its own.
+   * While Redis refuses retry/DLQ writes for now: settles when the write tried again for all (the probe, see
+   * `persist`) went through or was given up. Other refused writes wait for it instead of each trying on its own.
    */
-  private probing: Promise<boolean> | undefined;
+  private probing: Promise<void> | undefined;
   heldEntries = 0;
   heldEvents = 0;
   /** Events per entry, learnt from reads (sizes the reads' COUNT). */
@@ -304,45 +301,36 @@ export class Deliveries {
    * the entry stays pending.
    */
   private async persist(write: () => Promise<unknown>, mine: () => boolean, id: string): Promise<boolean> {
-    for (;;) {
-      if (this.probing !== undefined) {
-        await this.probing;
-        if (this.ctx.closing || !mine()) return false;
+    /** Set while this write is the probe: ends the others' wait. */
+    let endProbe: (() => void) | undefined;
+    let written = false;
+    try {
+      for (let probes = 0; ; ) {
+        let waited = true;
+        if (endProbe !== undefined) await Promise.race([new Promise((resolve) => setTimeout(resolve, backoffDelay(TRANSIENT_RETRY, ++probes))), this.ctx.closeSignal]);
+        else if (this.probing !== undefined) await this.probing;
+        else waited = false;
+        if (waited && (this.ctx.closing || !mine())) return false;
+        try {
+          await write();
+          written = true;
+          return true;
+        } catch (e) {
+          if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
+            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
+            return false;
+          }
+          if (endProbe === undefined && this.probing === undefined) {
+            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)');
+            this.probing = new Promise<void>((resolve) => (endProbe = resolve));
+          }
+        }
       }
-      try {
-        await write();
-        return true;
-      } catch (e) {
-        if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
-          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
-          return false;
-        }
-        if (this.probing === undefined) {
-          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)');
-          const probe = this.probe(write, mine);
-          this.probing = probe;
-          const written = await probe;
-          this.probing = undefined;
-          if (written) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes go through again');
-          return written;
-        }
-      }
-    }
-  }
-
-  /** `persist`'s probe: tries `write` again after growing waits until it goes through (true) or is given up (false). */
-  private async probe(write: () => Promise<unknown>, mine: () => boolean): Promise<boolean> {
-    for (let delay = REWRITE_FIRST_MS; ; delay = Math.min(delay * 2, REWRITE_MAX_MS)) {
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), this.ctx.closeSignal]);
-      if (this.ctx.closing || !mine()) return false;
-      try {
-        await write();
-        return true;
-      } catch (e) {
-        if (!isTransientWriteError(e)) {
-          this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e) }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
-          return false;
-        }
+    } finally {
+      if (endProbe !== undefined) {
+        this.probing = undefined;
+        endProbe();
+        if (written) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes go through again');
       }
     }
   }
