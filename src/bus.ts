@@ -19,6 +19,7 @@ import {
   ClosedError,
   ConfigError,
   PayloadTooLargeError,
+  PublishPartialError,
   SerializationError,
   TimeoutError,
   UnknownEventError,
@@ -234,7 +235,14 @@ export class EventBus<M extends EventMap> {
   ): Promise<void> {
     const meta = new EventMeta(t.name, Date.now(), options); // one publish time for the whole call
     const pending: Promise<void>[] = [];
-    let last: Promise<void> | undefined;
+    // Which of `pending` carries each event, for the indexes of a part-way failure. A unit's promise is
+    // per lane, and a lane's later unit never hands back an earlier one: one last promise per partition.
+    // With one partition a unit carries a run of events, so only where each starts is kept (`starts`):
+    // nothing per event on the path of the common case (a per-event store cost publishMany(1000) ~7%).
+    const starts: number[] = [];
+    const carrier = t.partitions > 1 ? new Int32Array(values.length) : undefined;
+    const lastOf: (Promise<void> | undefined)[] = new Array(t.partitions).fill(undefined);
+    const lastAt = new Int32Array(t.partitions);
     const slice = this.config.batching.maxEvents;
     for (let start = 0; start < values.length; start += slice) {
       if (start > 0 && this.batcher.saturated) await this.batcher.writable();
@@ -247,15 +255,22 @@ export class EventBus<M extends EventMap> {
         const ev = this.make(t, values[i], json, meta, keys ? keys[i] : fixedKey);
         values[i] = undefined;
         jsons[i] = undefined;
-        const p = this.batcher.addFitted(t.lanes[ev.partition]!, ev, sizes[i]!);
-        if (p !== last) {
+        const part = ev.partition;
+        const p = this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!);
+        if (p !== lastOf[part]) {
           p.catch(noop); // settled below; marked handled so an early failure is not "unhandled"
-          pending.push(p);
-          last = p;
+          lastOf[part] = p;
+          lastAt[part] = pending.push(p) - 1;
+          starts.push(i);
         }
+        if (carrier !== undefined) carrier[i] = lastAt[part]!;
       }
     }
-    await Promise.all(pending);
+    try {
+      await Promise.all(pending);
+    } catch {
+      throw partialFailure(t.name, carrier ?? runCarriers(starts, values.length), await Promise.allSettled(pending));
+    }
   }
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
@@ -565,4 +580,29 @@ export async function createEventBus<M extends EventMap>(config: EventBusConfig<
     await transport.close();
     throw err;
   }
+}
+
+/** Per event, the unit carrying it, when unit `k` carries events `starts[k]` up to the next unit's start. */
+function runCarriers(starts: readonly number[], n: number): Int32Array {
+  const carrier = new Int32Array(n);
+  for (let k = 0; k < starts.length; k++) carrier.fill(k, starts[k]!, k + 1 < starts.length ? starts[k + 1]! : n);
+  return carrier;
+}
+
+/**
+ * The error of a `publishMany` call once every unit carrying its events has settled: the transport's own
+ * error when none was written, else a `PublishPartialError` naming the indexes not written.
+ */
+function partialFailure(type: string, carrier: Int32Array, settled: PromiseSettledResult<void>[]): Error {
+  const failed: number[] = [];
+  const errors: Error[] = [];
+  for (let i = 0; i < carrier.length; i++) {
+    const r = settled[carrier[i]!]!;
+    if (r.status === 'fulfilled') continue;
+    failed.push(i);
+    const err = r.reason as Error;
+    if (!errors.includes(err)) errors.push(err);
+  }
+  if (failed.length === carrier.length) return errors[0]!;
+  return new PublishPartialError(type, failed, carrier.length - failed.length, errors);
 }

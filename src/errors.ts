@@ -16,6 +16,7 @@ export type EventlaneErrorCode =
   | 'ERR_TRANSPORT'
   | 'ERR_CONNECTION'
   | 'ERR_REPLICATION'
+  | 'ERR_PUBLISH_PARTIAL'
   | 'ERR_DECODE'
   | 'ERR_HANDLER'
   | 'ERR_UNKNOWN_TRANSPORT'
@@ -150,6 +151,33 @@ export class ReplicationError extends EventlaneError {
     options: EventlaneErrorOptions = {},
   ) {
     super('ERR_REPLICATION', message, { retryable: true, ...options });
+  }
+}
+
+/**
+ * A `publishMany` call of which the transport accepted some events and refused others. `failed` lists
+ * the indexes (into the payloads array, ascending) of the events not confirmed as written; every other
+ * event of the call was written. Publishing `failed.map((i) => payloads[i])` again retries exactly those
+ * (an event whose write timed out may have been stored anyway: at least once). `cause` is the failure of
+ * the lowest failed index, `errors` every distinct failure. A call of which no event was written rejects
+ * with the transport's error itself, as `publish` does.
+ */
+export class PublishPartialError extends EventlaneError {
+  constructor(
+    type: string,
+    /** Indexes of the payloads not confirmed as written, ascending. */
+    readonly failed: readonly number[],
+    /** How many events of the call were written. */
+    readonly accepted: number,
+    /** Every distinct failure, in the order of the first index it failed. */
+    readonly errors: readonly Error[],
+  ) {
+    const first = errors[0]!;
+    super(
+      'ERR_PUBLISH_PARTIAL',
+      `publishMany("${type}"): ${failed.length} of ${failed.length + accepted} events were not written (${first.message}); the other ${accepted} were. error.failed lists the indexes to publish again.`,
+      { cause: first, retryable: errors.every((e) => isRetryable(e)) },
+    );
   }
 }
 

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ClosedError, ConnectionError, TransportError } from '../../src/index.js';
+import { ClosedError, ConnectionError, PublishPartialError, TransportError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { sleep } from '../helpers/wait.js';
@@ -30,6 +30,13 @@ async function killPublishConnection(port: number, seq: number): Promise<void> {
     expect(line, 'the publish connection').toBeDefined();
     await c.client('KILL', 'ID', /id=(\d+)/.exec(line!)![1]!);
   });
+}
+
+/** The `seq` of every event in a stream entry's fields, batch or per-event (docs/wire-format.md). */
+function seqsOf(fields: string[]): number[] {
+  const at = fields.indexOf('payloads');
+  if (at >= 0) return (JSON.parse(fields[at + 1]!) as { seq: number }[]).map((d) => d.seq);
+  return [(JSON.parse(fields[fields.indexOf('data') + 1]!) as { seq: number }).seq];
 }
 
 describe('redis-streams: publish faults', () => {
@@ -207,5 +214,68 @@ describe('redis-streams: publish faults', () => {
     const stored = await withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!).seq as number));
     // Before: a unit (one tick's publishes) rejected as a whole though Redis had stored its first events.
     expect(stored).toEqual([0, ...ok]);
+  });
+
+  it('publishMany refused for one partition (WRONGTYPE): PublishPartialError names exactly the payloads not written, and publishing them again completes the call', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('manypart');
+    const b = await bus(s.url, { partitions: 2 }, prefix);
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    const payloads = Array.from({ length: 300 }, (_, i) => order(i));
+    const keyOf = (d: { seq: number }) => (d.seq % 3 === 0 ? k1 : k0);
+    const err = await b.publishMany('order.created', payloads, { key: keyOf }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    const partial = err as PublishPartialError;
+    const refused = payloads.flatMap((d, i) => (d.seq % 3 === 0 ? [i] : []));
+    expect(partial.failed).toEqual(refused);
+    expect(partial.accepted).toBe(200);
+    expect(partial.code).toBe('ERR_PUBLISH_PARTIAL');
+    expect(partial.retryable).toBe(true);
+    expect(partial.cause).toBeInstanceOf(TransportError);
+    expect(partial.message).toContain('WRONGTYPE');
+    // Every other event is in Redis, in order; the refused ones go through once the key is fixed.
+    const stored = async (p: number) => ((await raw.xrange(streamKey(prefix, 'order.created', p), '-', '+')) as [string, string[]][]).flatMap(([, f]) => seqsOf(f));
+    expect(await stored(0)).toEqual(payloads.flatMap((d) => (d.seq % 3 === 0 ? [] : [d.seq])));
+    await raw.del(streamKey(prefix, 'order.created', 1));
+    await b.publishMany('order.created', partial.failed.map((i) => payloads[i]!), { key: keyOf });
+    expect(await stored(1)).toEqual(refused);
+  });
+
+  it('publishMany of which nothing was written rejects with the transport error itself', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('manynone');
+    const b = await bus(s.url, { partitions: 2 }, prefix);
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const err = await b.publishMany('order.created', Array.from({ length: 50 }, (_, i) => order(i)), { key: keyFor(1, 2) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as Error).message).toContain('WRONGTYPE');
+  });
+
+  it('per-event entries: publishMany part-refused by Redis (OOM) lists exactly the events Redis did not store', async () => {
+    const s = await server();
+    const prefix = uniquePrefix('manyoom');
+    const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
+    await b.publish('order.created', order(0));
+    await withRedis(s.port, async (c) => {
+      const used = Number(/used_memory:(\d+)/.exec((await c.info('memory')) as string)![1]);
+      await c.config('SET', 'maxmemory', String(used + 256 * 1024));
+    });
+    const payloads = Array.from({ length: 2000 }, (_, i) => ({ ...order(i + 1), orderId: `o-${i + 1}-${'x'.repeat(500)}` }));
+    const err = await b.publishMany('order.created', payloads).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    const partial = err as PublishPartialError;
+    expect(partial.message).toContain('OOM');
+    expect(partial.failed.length).toBeGreaterThan(0);
+    const failed = new Set(partial.failed);
+    const written = payloads.flatMap((d, i) => (failed.has(i) ? [] : [d.seq]));
+    expect(written.length).toBe(partial.accepted);
+    const stored = await withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).flatMap(([, f]) => seqsOf(f)));
+    expect(stored).toEqual([0, ...written]);
   });
 });

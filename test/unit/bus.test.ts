@@ -5,8 +5,10 @@ import {
   createEventBus,
   defineEvents,
   PayloadTooLargeError,
+  PublishPartialError,
   registerTransport,
   SerializationError,
+  TransportError,
   UnknownTransportError,
   ValidationError,
   type PublishUnit,
@@ -275,5 +277,54 @@ describe('batching.maxBytes when the transport encodes at write time', () => {
     expect(Math.max(...counts)).toBeLessThanOrEqual(10);
     expect(Math.max(...bytes)).toBeLessThanOrEqual(10_000);
     expect(Math.min(...bytes)).toBeGreaterThan(0);
+  });
+});
+
+describe('publishMany failing part-way', () => {
+  const evs = defineEvents({ n: z.object({ i: z.number().int() }) });
+
+  it.each([1, 3])('names exactly the payloads of the failed units, across slices (%i partitions, round-robin)', async (partitions) => {
+    const lost: number[] = [];
+    let writes = 0;
+    registerTransport(`part-fail-${partitions}`, async () => ({
+      ...writeOnly('part-fail', 2, () => {}),
+      partitionsFor: () => partitions,
+      // Every third write fails its unit of the last partition; the other units of that write are accepted.
+      async write(units: readonly PublishUnit[]) {
+        await new Promise((r) => setTimeout(r, 1));
+        const failing = writes++ % 3 === 0;
+        if (!failing) return undefined;
+        return units.map((u) => {
+          if (u.partition !== partitions - 1) return undefined;
+          for (const e of u.events) lost.push((e.data as { i: number }).i);
+          return new TransportError(`refused write ${writes}`);
+        });
+      },
+    }));
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: `part-fail-${partitions}` }, batching: { maxEvents: 64 } });
+    const payloads = Array.from({ length: 1_000 }, (_, i) => ({ i }));
+    const err = await bus.publishMany('n', payloads).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    const partial = err as PublishPartialError;
+    expect(lost.length).toBeGreaterThan(0);
+    expect(partial.failed).toEqual([...lost].sort((a, b) => a - b));
+    expect(partial.accepted).toBe(1_000 - lost.length);
+    expect(partial.errors.map((e) => e.message)).toContain((partial.cause as Error).message);
+    expect(partial.message).toMatch(/publishMany\("n"\): \d+ of 1000 events were not written \(refused write \d+\); the other \d+ were/);
+    await bus.close();
+  });
+
+  it('a failure that is not retryable makes the error not retryable', async () => {
+    registerTransport('part-fail-final', async () => ({
+      ...writeOnly('part-fail-final', 1, () => {}),
+      partitionsFor: () => 2,
+      async write(units: readonly PublishUnit[]) {
+        return units.map((u) => (u.partition === 0 ? undefined : new ConfigError('no such stream')));
+      },
+    }));
+    const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'part-fail-final' } });
+    const err = await bus.publishMany('n', [{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }]).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_PUBLISH_PARTIAL', failed: [1, 3], accepted: 2, retryable: false });
+    await bus.close();
   });
 });
