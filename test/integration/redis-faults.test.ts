@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { perTestResources } from './fault-harness.js';
@@ -174,6 +175,40 @@ describe('redis-streams: faults', () => {
     await raw.call('REPLICAOF', 'NO', 'ONE');
     await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'the entry acked');
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('an XACK not yet answered when the reader reconnects and re-reads its pending entries: the entry is not handled again', async () => {
+    const s = await server();
+    // The consumer reaches Redis through a proxy that can hold its command connection's traffic (its XACKs).
+    const proxy = await TcpProxy.start(s.port);
+    cleanup.push(() => proxy.stop());
+    const b = await bus(proxy.url, { partitions: 1, commandTimeoutMs: 10_000 });
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const handled = new Map<number, number>();
+    let finish!: () => void;
+    const last = new Promise<void>((resolve) => (finish = resolve));
+    await b.subscribe('order.created', { group: 'g', blockMs: 1000, minIdleMs: 60_000 }, async (e) => {
+      handled.set(e.data.seq, (handled.get(e.data.seq) ?? 0) + 1);
+      if (e.data.seq === 99) await last;
+    });
+    await b.publishMany('order.created', orders(100)); // one batch entry, acked when its last event is done
+    await waitFor(() => handled.size === 100, 5000, 'the entry handled');
+    await sleep(100); // the reader is inside XREADGROUP BLOCK
+    proxy.hold(/eventlane:command:/);
+    finish();
+    await waitFor(() => proxy.heldText.includes('xack'), 2000, 'the XACK held on its way');
+    // The reader's connection dies: it reconnects and, once the blocking read it resent returns (blockMs),
+    // re-reads its pending entries, the XACK still unanswered.
+    const readers = String(await raw.client('LIST')).split('\n').filter((l) => l.includes('name=eventlane:read'));
+    for (const l of readers) await raw.client('KILL', 'ID', /id=(\d+)/.exec(l)![1]!);
+    await sleep(1800);
+    proxy.release();
+    const key = streamKey((b.transport as RedisStreamsTransport).config.prefix, 'order.created', 0);
+    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'the entry acked');
+    await sleep(300);
+    // Before: the pending re-read delivered the whole entry again (all 100 events handled twice).
+    expect([...handled.values()].filter((n) => n > 1)).toEqual([]);
   });
 
   it('the read watchdog replaces a connection whose blocking read never returns', async () => {

@@ -26,6 +26,11 @@ export class AckBatcher {
    * meanwhile must skip them.
    */
   private readonly resending = new Map<StreamInfo, Set<string>>();
+  /**
+   * XACKs sent and not answered yet (their arguments: key, group, ids). A pending re-read on another
+   * connection can be answered first and return their entries, still pending in Redis.
+   */
+  private readonly sending = new Set<string[]>();
 
   constructor(private readonly ctx: ConsumerContext) {}
 
@@ -49,13 +54,16 @@ export class AckBatcher {
     s.acks = [];
     this.inFlight++;
     ids.unshift(s.key, this.ctx.spec.group);
+    this.sending.add(ids);
     sendWire<number>(conn, 'xack', ids, [s.key]).then(
       () => {
+        this.sending.delete(ids);
         this.acked(s, ids);
         if (s.retry) this.deleteAcked(s, ids);
         else this.settled();
       },
       (e: unknown) => {
+        this.sending.delete(ids);
         if (isTransientWriteError(e) && !this.ctx.closing) {
           if (this.resending.size === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
           let again = this.resending.get(s);
@@ -82,9 +90,14 @@ export class AckBatcher {
     }, backoffDelay(TRANSIENT_RETRY, ++this.retries));
   }
 
-  /** Whether entry `id` of stream `s` is finished here and its XACK is waiting to be sent again. */
-  resends(s: StreamInfo, id: string): boolean {
-    return this.resending.get(s)?.has(id) ?? false;
+  /**
+   * Whether entry `id` of stream `s` is finished here and its XACK not through yet: gathered, sent and not
+   * answered, or waiting to be sent again. A pending re-read must not deliver it again.
+   */
+  acking(s: StreamInfo, id: string): boolean {
+    if (this.resending.get(s)?.has(id) || s.acks.includes(id)) return true;
+    for (const ids of this.sending) if (ids[0] === s.key && ids.indexOf(id, 2) >= 0) return true;
+    return false;
   }
 
   /** An XACK went through: its ids are no longer to be sent again. */

@@ -152,7 +152,8 @@ export class RedisConsumer implements TransportSubscription {
               const idx = this.keyIndex.get(key)!;
               r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
               // Redeliveries: their delivery counts give the attempt and stop crash loops.
-              this.deliveries.accept(idx, entries, await this.reclaimer.deliveryCounts(idx, entries), started);
+              const fresh = this.deliveries.notHere(idx, entries);
+              if (fresh.length > 0) this.deliveries.accept(idx, fresh, await this.reclaimer.deliveryCounts(idx, fresh), started);
             }
           }
           await this.deliveries.finished(started);

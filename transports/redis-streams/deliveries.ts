@@ -110,6 +110,22 @@ export class Deliveries {
     this.queue.clear();
   }
 
+  /**
+   * Whether entry `id` of stream `idx` is already here (a pending re-read after a reconnect, a reclaim): held,
+   * its retry/DLQ write outstanding, or finished with its XACK not through yet.
+   */
+  private here(idx: number, id: string): boolean {
+    return this.held[idx]!.has(id) || this.pinned[idx]!.has(id) || this.acks.acking(this.ctx.streams[idx]!, id);
+  }
+
+  /**
+   * The entries of a redelivery (pending re-read, reclaim) not already here, taken as the reply arrives: an
+   * XACK answered while the caller then awaits delivery counts would make a finished entry look new.
+   */
+  notHere(idx: number, entries: RawEntry[]): RawEntry[] {
+    return entries.filter((e) => !this.here(idx, e[0]));
+  }
+
   /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
   accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined, started?: Entry[]): void {
     const s = this.ctx.streams[idx]!;
@@ -120,9 +136,8 @@ export class Deliveries {
       const raw = entries[k]!;
       const id = raw[0];
       const held = this.held[idx]!;
-      // Already here (a pending re-read after a reconnect): held, its retry/DLQ write outstanding, or finished
-      // with its XACK to be sent again.
-      if (held.has(id) || this.pinned[idx]!.has(id) || this.acks.resends(s, id)) continue;
+      // A new entry ('>' read) cannot be here yet; a redelivery may be (see `here`).
+      if (deliveries === undefined ? held.has(id) : this.here(idx, id)) continue;
       const fields = raw[1];
       if (fields === null) {
         // Deleted or trimmed while pending: nothing to deliver.

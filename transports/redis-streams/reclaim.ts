@@ -81,7 +81,7 @@ export class Reclaimer {
     s.cursor = reply[0];
     // Redis 7 drops entries trimmed while pending from the PEL and names them here.
     if (!s.retry && reply[2] !== undefined) s.trimmedUnreported += reply[2].length;
-    const entries = reply[1].filter((e) => e !== null && !held.has(e[0]));
+    const entries = this.deliveries.notHere(idx, reply[1].filter((e) => e !== null));
     if (entries.length === 0) return false;
     const deliveries = await this.deliveryCounts(idx, entries);
     this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, count: entries.length }, 'reclaimed idle pending entries');
