@@ -12,6 +12,7 @@
  * Per event the hot path is an array push and a few counter updates: one promise per unit (a
  * (type, partition) lane within a batch), one timer or microtask per batch.
  */
+import { emptyArray } from './arrays.js';
 import { Deque } from './deque.js';
 import { BackpressureError, ClosedError, EventlaneError, TransportError } from './errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
@@ -57,20 +58,6 @@ const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[
  * closed. A reaction on a settled promise runs in the same microtask queue, in the same order.
  */
 const RESOLVED = Promise.resolve();
-
-/**
- * The arrays and objects a batch is made of that outlive a young-generation GC under load are not made
- * by literals. V8 tracks where literals are made and, once most from one site outlived a scavenge (as
- * batches do with 10,000 concurrent publishers), allocates that site's later ones in the old generation.
- * A dead one there, uncollected until a full GC, keeps every event it held alive through each scavenge,
- * so every event was promoted: measured on noop with 10,000 concurrent publishers, 1 to 5 processes in 5
- * ran at 0.66-0.84M/s instead of ~2.9M/s, with scavenges of ~5 ms instead of ~0.15 ms. Copies of an empty
- * array (`slice`) and class instances are never allocated that way.
- */
-function emptyArray<T>(): T[] {
-  return (NO_ITEMS as T[]).slice();
-}
-const NO_ITEMS: unknown[] = [];
 
 class Unit implements PublishUnit {
   events: OutgoingEvent[] = emptyArray();

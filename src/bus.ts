@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import type { z } from 'zod';
 import { Batcher, Lane } from './batcher.js';
+import { BulkCall } from './bulk-call.js';
 import {
   batcherOptions,
   busConfigSchema,
@@ -19,7 +20,6 @@ import {
   ClosedError,
   ConfigError,
   PayloadTooLargeError,
-  PublishPartialError,
   SerializationError,
   TimeoutError,
   UnknownEventError,
@@ -196,13 +196,7 @@ export class EventBus<M extends EventMap> {
     // 2x faster at 16k+ events, slower below a few thousand where they die young anyway).
     const retained = n > 4096;
     try {
-      for (let i = 0; i < n; i++) {
-        values[i] = this.parse(t, payloads[i], i);
-        const json = this.parsedJson;
-        jsons[i] = retained && json !== undefined ? flat(json) : json;
-        sizes[i] = this.parsedSize;
-        if (keys) keys[i] = keyFn!(payloads[i]!, i);
-      }
+      this.parseAll(t, payloads, values, jsons, sizes, keys, keyFn, retained);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -221,6 +215,30 @@ export class EventBus<M extends EventMap> {
   }
 
   /**
+   * Validates (and where needed encodes) every payload of a publishMany call; throws at the first bad one.
+   * Nothing before the loop needs type feedback (see `queueSlice`): this runs once per call, and its first
+   * run is over before V8 keeps feedback for what it did before its loop.
+   */
+  private parseAll(
+    t: TypeState,
+    payloads: readonly unknown[],
+    values: unknown[],
+    jsons: (string | undefined)[],
+    sizes: Float64Array,
+    keys: (string | undefined)[] | undefined,
+    keyFn: ((data: any, i: number) => string | undefined) | undefined,
+    retained: boolean,
+  ): void {
+    for (let i = 0; i < payloads.length; i++) {
+      values[i] = this.parse(t, payloads[i], i);
+      const json = this.parsedJson;
+      jsons[i] = retained && json !== undefined ? flat(json) : json;
+      sizes[i] = this.parsedSize;
+      if (keys) keys[i] = keyFn!(payloads[i], i);
+    }
+  }
+
+  /**
    * Queues validated events in batch-sized slices, yielding while every write slot is busy, so a call
    * with 100,000 events does not keep 100,000 envelopes alive at once.
    */
@@ -234,15 +252,7 @@ export class EventBus<M extends EventMap> {
     options: Omit<PublishOptions, 'key'> | undefined,
   ): Promise<void> {
     const meta = new EventMeta(t.name, Date.now(), options); // one publish time for the whole call
-    const pending: Promise<void>[] = [];
-    // Which of `pending` carries each event, for the indexes of a part-way failure. A unit's promise is
-    // per lane, and a lane's later unit never hands back an earlier one: one last promise per partition.
-    // With one partition a unit carries a run of events, so only where each starts is kept (`starts`):
-    // nothing per event on the path of the common case (a per-event store cost publishMany(1000) ~7%).
-    const starts: number[] = [];
-    const carrier = t.partitions > 1 ? new Int32Array(values.length) : undefined;
-    const lastOf: (Promise<void> | undefined)[] = new Array(t.partitions).fill(undefined);
-    const lastAt = new Int32Array(t.partitions);
+    const call = new BulkCall(values.length, t.partitions);
     const slice = this.config.batching.maxEvents;
     for (let start = 0; start < values.length; start += slice) {
       if (start > 0 && this.batcher.saturated) await this.batcher.writable();
@@ -250,26 +260,36 @@ export class EventBus<M extends EventMap> {
       // Backpressure per slice, not per event: a call larger than maxPendingEvents paces itself.
       const room = this.batcher.room(end - start);
       if (room !== undefined) await room;
-      for (let i = start; i < end; i++) {
-        const json = jsons[i];
-        const ev = this.make(t, values[i], json, meta, keys ? keys[i] : fixedKey);
-        values[i] = undefined;
-        jsons[i] = undefined;
-        const part = ev.partition;
-        const p = this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!);
-        if (p !== lastOf[part]) {
-          p.catch(noop); // settled below; marked handled so an early failure is not "unhandled"
-          lastOf[part] = p;
-          lastAt[part] = pending.push(p) - 1;
-          starts.push(i);
-        }
-        if (carrier !== undefined) carrier[i] = lastAt[part]!;
-      }
+      this.queueSlice(t, values, jsons, sizes, keys, fixedKey, meta, call, start, end);
     }
-    try {
-      await Promise.all(pending);
-    } catch {
-      throw partialFailure(t.name, carrier ?? runCarriers(starts, values.length), await Promise.allSettled(pending));
+    return call.settled(t.name);
+  }
+
+  /**
+   * Queues events `start` to `end` of a publishMany call. Its own function, as is `parseAll`: a long loop
+   * in a function that runs once per call is compiled on the fly (OSR) before the code after it ever ran,
+   * and V8's optimized code then gave up at that code (no type feedback) on the next call: the second
+   * large publishMany of a process (a benchmark's measured round) ran its loop in the interpreter until
+   * compiled again.
+   */
+  private queueSlice(
+    t: TypeState,
+    values: unknown[],
+    jsons: (string | undefined)[],
+    sizes: Float64Array,
+    keys: (string | undefined)[] | undefined,
+    fixedKey: string | undefined,
+    meta: EventMeta,
+    call: BulkCall,
+    start: number,
+    end: number,
+  ): void {
+    for (let i = start; i < end; i++) {
+      const ev = this.make(t, values[i], jsons[i], meta, keys ? keys[i] : fixedKey);
+      values[i] = undefined;
+      jsons[i] = undefined;
+      const part = ev.partition;
+      call.track(i, part, this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!));
     }
   }
 
@@ -580,29 +600,4 @@ export async function createEventBus<M extends EventMap>(config: EventBusConfig<
     await transport.close();
     throw err;
   }
-}
-
-/** Per event, the unit carrying it, when unit `k` carries events `starts[k]` up to the next unit's start. */
-function runCarriers(starts: readonly number[], n: number): Int32Array {
-  const carrier = new Int32Array(n);
-  for (let k = 0; k < starts.length; k++) carrier.fill(k, starts[k]!, k + 1 < starts.length ? starts[k + 1]! : n);
-  return carrier;
-}
-
-/**
- * The error of a `publishMany` call once every unit carrying its events has settled: the transport's own
- * error when none was written, else a `PublishPartialError` naming the indexes not written.
- */
-function partialFailure(type: string, carrier: Int32Array, settled: PromiseSettledResult<void>[]): Error {
-  const failed: number[] = [];
-  const errors: Error[] = [];
-  for (let i = 0; i < carrier.length; i++) {
-    const r = settled[carrier[i]!]!;
-    if (r.status === 'fulfilled') continue;
-    failed.push(i);
-    const err = r.reason as Error;
-    if (!errors.includes(err)) errors.push(err);
-  }
-  if (failed.length === carrier.length) return errors[0]!;
-  return new PublishPartialError(type, failed, carrier.length - failed.length, errors);
 }

@@ -1,6 +1,9 @@
+import { emptyObjectArray } from './arrays.js';
+
 /** A FIFO queue over an array with a moving head; amortised O(1) push/shift without per-item nodes. */
 export class Deque<T> {
-  private items: (T | undefined)[] = [];
+  // Objects from the start (see emptyObjectArray): a new bus's queues keep the shape the first one's had.
+  private items: (T | undefined)[] = emptyObjectArray();
   private head = 0;
 
   get length(): number {
@@ -46,7 +49,7 @@ export class Deque<T> {
   }
 
   clear(): void {
-    this.items = [];
+    this.items = emptyObjectArray();
     this.head = 0;
   }
 }

@@ -78,17 +78,24 @@ export class IdGenerator {
   step(now: number): number {
     const s = this.seq++;
     const block = Math.floor(s / 1024);
-    if (now > this.lastMs) {
-      this.lastMs = now;
-      this.prefix = base32(now, 10) + this.node;
-      this.headBlock = -1;
-    }
-    if (block !== this.headBlock) {
-      this.headBlock = block;
-      // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
-      this.current = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
-    }
+    if (block !== this.headBlock || now > this.lastMs) this.rebuild(now, s, block);
     return s & 1023;
+  }
+
+  /**
+   * The head for a new block of 1024 ids or a clock that moved on. One path for both, every store made
+   * each time: a store that ran only when the clock moved ran once per publishMany call (one publish time
+   * for the whole call), before V8 kept type feedback for it, and the optimized publish loop of the next
+   * call gave up there ("insufficient type feedback"), running on in the interpreter until compiled again.
+   * The clock never goes back here (a clock set back keeps the last time), so ids keep increasing.
+   */
+  private rebuild(now: number, s: number, block: number): void {
+    const ms = now > this.lastMs ? now : this.lastMs;
+    this.lastMs = ms;
+    this.prefix = base32(ms, 10) + this.node;
+    this.headBlock = block;
+    // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
+    this.current = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
   }
 
   next(now: number): string {
