@@ -32,11 +32,33 @@ async function killPublishConnection(port: number, seq: number): Promise<void> {
   });
 }
 
+/** Sets `maxmemory` to what the server uses now plus 256 KB: writes beyond that are refused with OOM. */
+async function roomFor256KbMore(port: number): Promise<void> {
+  await withRedis(port, async (c) => {
+    const used = Number(/used_memory:(\d+)/.exec((await c.info('memory')) as string)![1]);
+    await c.config('SET', 'maxmemory', String(used + 256 * 1024));
+  });
+}
+
 /** The `seq` of every event in a stream entry's fields, batch or per-event (docs/wire-format.md). */
 function seqsOf(fields: string[]): number[] {
   const at = fields.indexOf('payloads');
   if (at >= 0) return (JSON.parse(fields[at + 1]!) as { seq: number }[]).map((d) => d.seq);
   return [(JSON.parse(fields[fields.indexOf('data') + 1]!) as { seq: number }).seq];
+}
+
+/**
+ * A bus of `order.created` over 2 partitions whose partition 1 stream key holds a string: Redis refuses
+ * every write there (WRONGTYPE) and takes partition 0's.
+ */
+async function partitionOneRefused(name: string) {
+  const s = await server();
+  const prefix = uniquePrefix(name);
+  const b = await bus(s.url, { partitions: 2 }, prefix);
+  const raw = new Redis(s.url);
+  cleanup.push(() => raw.disconnect());
+  await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+  return { b, raw, prefix };
 }
 
 describe('redis-streams: publish faults', () => {
@@ -164,12 +186,7 @@ describe('redis-streams: publish faults', () => {
   });
 
   it('an error reply for one partition rejects only that partition\'s events, with TransportError', async () => {
-    const s = await server();
-    const prefix = uniquePrefix('wrongtype');
-    const b = await bus(s.url, { partitions: 2 }, prefix);
-    const raw = new Redis(s.url);
-    cleanup.push(() => raw.disconnect());
-    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const { b, raw, prefix } = await partitionOneRefused('wrongtype');
     const k0 = keyFor(0, 2);
     const k1 = keyFor(1, 2);
     const outcomes = await Promise.all(
@@ -200,11 +217,7 @@ describe('redis-streams: publish faults', () => {
     const prefix = uniquePrefix('oompart');
     const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
     await b.publish('order.created', order(0));
-    // Room for some of the burst's XADDs, not all: Redis refuses the rest of the pipeline with OOM.
-    await withRedis(s.port, async (c) => {
-      const used = Number(/used_memory:(\d+)/.exec((await c.info('memory')) as string)![1]);
-      await c.config('SET', 'maxmemory', String(used + 256 * 1024));
-    });
+    await roomFor256KbMore(s.port); // some of the burst's XADDs, not all: Redis refuses the rest with OOM
     const padded = (i: number) => ({ ...order(i), orderId: `o-${i}-${'x'.repeat(500)}` });
     const outcomes = await Promise.all(Array.from({ length: 2000 }, (_, i) => b.publish('order.created', padded(i + 1)).then(() => 'ok', (e: unknown) => e)));
     const ok = outcomes.flatMap((o, i) => (o === 'ok' ? [i + 1] : []));
@@ -217,12 +230,7 @@ describe('redis-streams: publish faults', () => {
   });
 
   it('publishMany refused for one partition (WRONGTYPE): PublishPartialError names exactly the payloads not written, and publishing them again completes the call', async () => {
-    const s = await server();
-    const prefix = uniquePrefix('manypart');
-    const b = await bus(s.url, { partitions: 2 }, prefix);
-    const raw = new Redis(s.url);
-    cleanup.push(() => raw.disconnect());
-    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const { b, raw, prefix } = await partitionOneRefused('manypart');
     const k0 = keyFor(0, 2);
     const k1 = keyFor(1, 2);
     const payloads = Array.from({ length: 300 }, (_, i) => order(i));
@@ -246,12 +254,7 @@ describe('redis-streams: publish faults', () => {
   });
 
   it('publishMany of which nothing was written rejects with the transport error itself', async () => {
-    const s = await server();
-    const prefix = uniquePrefix('manynone');
-    const b = await bus(s.url, { partitions: 2 }, prefix);
-    const raw = new Redis(s.url);
-    cleanup.push(() => raw.disconnect());
-    await raw.set(streamKey(prefix, 'order.created', 1), 'not a stream');
+    const { b, raw, prefix } = await partitionOneRefused('manynone');
     const err = await b.publishMany('order.created', Array.from({ length: 50 }, (_, i) => order(i)), { key: keyFor(1, 2) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransportError);
     expect((err as Error).message).toContain('WRONGTYPE');
@@ -262,10 +265,7 @@ describe('redis-streams: publish faults', () => {
     const prefix = uniquePrefix('manyoom');
     const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
     await b.publish('order.created', order(0));
-    await withRedis(s.port, async (c) => {
-      const used = Number(/used_memory:(\d+)/.exec((await c.info('memory')) as string)![1]);
-      await c.config('SET', 'maxmemory', String(used + 256 * 1024));
-    });
+    await roomFor256KbMore(s.port);
     const payloads = Array.from({ length: 2000 }, (_, i) => ({ ...order(i + 1), orderId: `o-${i + 1}-${'x'.repeat(500)}` }));
     const err = await b.publishMany('order.created', payloads).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PublishPartialError);
