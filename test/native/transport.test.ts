@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError, TimeoutError } from '../../src/index.js';
+import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError, PublishPartialError, TimeoutError } from '../../src/index.js';
 import { currentThreadCpus } from '../../transports/native/index.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, ticks, transportOf, type Bus } from './harness.js';
@@ -65,6 +65,19 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     release();
     await waitFor(() => seen.length === 4, 5000, '4 events');
     expect(seen).toEqual([100, 101, 102, 103]);
+  });
+
+  it('error: a publishMany of several units the ring takes part of rejects with PublishPartialError naming the refused payloads', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { batching: { maxEvents: 2 } });
+    const { seen, release } = await stuckConsumer(b);
+    const err = await b.publishMany('tick', ticks(10)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    expect(err).toMatchObject({ failed: [4, 5, 6, 7, 8, 9], accepted: 4, retryable: true });
+    expect((err as PublishPartialError).cause).toBeInstanceOf(BackpressureError);
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, rejected: 6 });
+    release();
+    await waitFor(() => seen.length === 4, 5000, '4 events');
+    expect(seen).toEqual([0, 1, 2, 3]);
   });
 
   it('block: waits for room without freezing the event loop, and loses nothing', async () => {
