@@ -18,14 +18,12 @@ export class AckBatcher {
   private inFlight = 0;
   private idle: (() => void) | undefined;
   private readonly flushNow = (): void => this.flush();
-  /** A flush of XACKs to send again (`retryLater`), and how many were sent again since acks last went through. */
+  /**
+   * A flush of XACKs to send again (`retryLater`), and how many waits since an XACK last went through (0: acks
+   * go through). The ids to send again are back among the gathered ones (`StreamInfo.acks`).
+   */
   private retryTimer: NodeJS.Timeout | undefined;
   private retries = 0;
-  /**
-   * Per stream: ids whose XACK failed and is to be sent again (empty when acks go through). A pending re-read
-   * meanwhile must skip them.
-   */
-  private readonly resending = new Map<StreamInfo, Set<string>>();
   /**
    * XACKs sent and not answered yet (their arguments: key, group, ids). A pending re-read on another
    * connection can be answered first and return their entries, still pending in Redis.
@@ -58,20 +56,18 @@ export class AckBatcher {
     sendWire<number>(conn, 'xack', ids, [s.key]).then(
       () => {
         this.sending.delete(ids);
-        this.acked(s, ids);
+        if (this.retries > 0) {
+          this.retries = 0;
+          this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
+        }
         if (s.retry) this.deleteAcked(s, ids);
         else this.settled();
       },
       (e: unknown) => {
         this.sending.delete(ids);
         if (isTransientWriteError(e) && !this.ctx.closing) {
-          if (this.resending.size === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
-          let again = this.resending.get(s);
-          if (again === undefined) this.resending.set(s, (again = new Set()));
-          for (let k = 2; k < ids.length; k++) {
-            s.acks.push(ids[k]!);
-            again.add(ids[k]!);
-          }
+          if (this.retries === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
+          for (let k = 2; k < ids.length; k++) s.acks.push(ids[k]!);
           this.retryLater();
         } else {
           this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
@@ -91,25 +87,13 @@ export class AckBatcher {
   }
 
   /**
-   * Whether entry `id` of stream `s` is finished here and its XACK not through yet: gathered, sent and not
-   * answered, or waiting to be sent again. A pending re-read must not deliver it again.
+   * Whether entry `id` of stream `s` is finished here and its XACK not through yet: gathered (also to be sent
+   * again after a failure) or sent and not answered. A pending re-read must not deliver it again.
    */
   acking(s: StreamInfo, id: string): boolean {
-    if (this.resending.get(s)?.has(id) || s.acks.includes(id)) return true;
+    if (s.acks.includes(id)) return true;
     for (const ids of this.sending) if (ids[0] === s.key && ids.indexOf(id, 2) >= 0) return true;
     return false;
-  }
-
-  /** An XACK went through: its ids are no longer to be sent again. */
-  private acked(s: StreamInfo, ids: string[]): void {
-    const again = this.resending.get(s);
-    if (again === undefined) return;
-    for (let k = 2; k < ids.length; k++) again.delete(ids[k]!);
-    if (again.size > 0) return;
-    this.resending.delete(s);
-    if (this.resending.size > 0) return;
-    this.retries = 0;
-    this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
   }
 
   /** Flushes what is gathered; resolves when every XACK sent (and its XDEL) has settled. */
