@@ -49,7 +49,7 @@ export class BulkCall {
       p.catch(noop); // awaited by the bus; marked handled so an early failure is not "unhandled"
       this.lastOf[part] = p;
       this.lastAt[part] = this.pending.push(p) - 1;
-      this.starts.push(i);
+      if (this.carrier === undefined) this.starts.push(i);
     }
     if (this.carrier !== undefined) this.carrier[i] = this.lastAt[part]!;
   }
