@@ -9,7 +9,8 @@ SCALE="${1:-20}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 CXX="${CXX:-g++}"
-COMMON=(-std=c++17 -O1 -g -fno-omit-frame-pointer -pthread -Inative/src native/test/stress.cc)
+# A 64-byte streaming-copy threshold: the concurrent phases' batches are copied with streaming stores too.
+COMMON=(-std=c++17 -O1 -g -fno-omit-frame-pointer -pthread -DEVENTLANE_STREAM_COPY_MIN=64 -Inative/src native/test/stress.cc)
 
 echo "== ThreadSanitizer"
 "$CXX" "${COMMON[@]}" -fsanitize=thread -o "$OUT/stress-tsan"

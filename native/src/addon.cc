@@ -230,7 +230,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
         }
         break;
       }
-      memcpy(ring.arena() + res.dst, src + srcOff, res.bytes);
+      ring.Fill(res, src + srcOff);
       ring.Commit(res);
       done += res.count;
       srcOff += res.bytes;

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "stream-copy.h"
+
 namespace eventlane {
 
 constexpr size_t kCacheLine = 64;
@@ -151,6 +153,9 @@ class Ring {
       }
     }
   }
+
+  // Copies a reservation's record bytes (consecutive at `src`) into the arena; then `Commit`.
+  void Fill(const Reservation& res, const uint8_t* src) { StreamCopy(arena_.get() + res.dst, src, res.bytes); }
 
   // Publishes a filled reservation, in claim order.
   void Commit(const Reservation& res) {

@@ -16,6 +16,10 @@
 //   went round (one thread, operations in random order): a late ack changes nothing.
 // Phase 7: TakeHeld meets a slot that shows the offset of one record and the length of another: it reads
 //   nothing outside the arena and skips that record.
+// Phase 9 (StreamCopy, the arena copy of large batches): every size up to a few hundred bytes past the
+//   threshold, at every source and destination alignment, between guard bytes: exact copy, guards untouched.
+//   The sanitizer script builds this file with a low EVENTLANE_STREAM_COPY_MIN, so the concurrent phases
+//   above copy their batches with streaming stores too.
 // Phase 8 (latency floor, latency-floor.h): the benchmark's C++ sender and consumer threads, short runs with
 //   1 and 4 consumers, sleeping and spinning, pinned where 2+ CPUs are allowed: every event arrives once, each
 //   latency finite and >= 0.
@@ -105,7 +109,7 @@ void PushBatch(Lane& lane, uint32_t ring, const std::vector<uint32_t>& lens, con
       onFull(r, left);
       continue;
     }
-    std::memcpy(r.arena() + res.dst, text.data() + off, res.bytes);
+    r.Fill(res, reinterpret_cast<const uint8_t*>(text.data()) + off);
     r.Commit(res);
     lane.Notify(ring);
     done += res.count;
@@ -515,6 +519,32 @@ void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin) {
   std::printf("  consumers=%u spinUs=%u pinned=%d: %llu events\n", consumers, spinUs, pin ? 1 : 0, (unsigned long long)r.unique);
 }
 
+// Phase 9: StreamCopy at every alignment and size around and past its threshold.
+void StreamCopies() {
+  std::mt19937 rng(9);
+  const size_t maxN = kStreamCopyMinBytes + 300;
+  std::vector<uint8_t> src(maxN + 32), dst(maxN + 64);
+  for (auto& b : src) b = uint8_t(rng());
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n < 260; n++) sizes.push_back(n);
+  for (size_t n = kStreamCopyMinBytes > 4 ? kStreamCopyMinBytes - 4 : 0; n <= maxN; n++) sizes.push_back(n);
+  for (size_t n : sizes) {
+    for (size_t sa = 0; sa < 16; sa += 5) {
+      for (size_t da = 0; da < 16; da++) {
+        std::fill(dst.begin(), dst.end(), uint8_t(0xA5));
+        StreamCopy(dst.data() + 16 + da, src.data() + sa, n);
+        for (size_t i = 0; i < 16 + da; i++) {
+          if (dst[i] != 0xA5) return Fail("StreamCopy wrote before its destination", long(n), long(da));
+        }
+        if (std::memcmp(dst.data() + 16 + da, src.data() + sa, n) != 0) return Fail("StreamCopy copied wrong bytes", long(n), long(da));
+        for (size_t i = 16 + da + n; i < dst.size(); i++) {
+          if (dst[i] != 0xA5) return Fail("StreamCopy wrote past its destination", long(n), long(da));
+        }
+      }
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const int scale = argc > 1 ? std::atoi(argv[1]) : 1;
   std::printf("phase 1: block, multi-producer rings, exactly once in order\n");
@@ -539,6 +569,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10 * scale; i++) LateAcks(20000, uint32_t(i + 1));
   std::printf("phase 7: TakeHeld meets a slot being reused\n");
   TornSlot();
+  std::printf("phase 9: StreamCopy (threshold %zu bytes)\n", kStreamCopyMinBytes);
+  StreamCopies();
   std::printf("phase 8: latency floor threads\n");
   Floor(1, 0, 1000 * scale, false);
   Floor(4, 0, 1000 * scale, false);
