@@ -40,6 +40,22 @@ async function roomFor256KbMore(port: number): Promise<void> {
   });
 }
 
+/**
+ * A per-event-entry bus (one partition) whose Redis holds event 0 and has room for ~256 KB more, and 2,000
+ * orders padded to ~550 bytes (seq 1..2000): some of a burst of them fit, Redis refuses the rest with OOM.
+ * `stored()` reads back the seqs of the stream, in order.
+ */
+async function perEventNearlyFull(name: string) {
+  const s = await server();
+  const prefix = uniquePrefix(name);
+  const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
+  await b.publish('order.created', order(0));
+  await roomFor256KbMore(s.port);
+  const payloads = Array.from({ length: 2000 }, (_, i) => ({ ...order(i + 1), orderId: `o-${i + 1}-${'x'.repeat(500)}` }));
+  const stored = () => withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).flatMap(([, f]) => seqsOf(f)));
+  return { b, payloads, stored };
+}
+
 /** The `seq` of every event in a stream entry's fields, batch or per-event (docs/wire-format.md). */
 function seqsOf(fields: string[]): number[] {
   const at = fields.indexOf('payloads');
@@ -213,20 +229,14 @@ describe('redis-streams: publish faults', () => {
   });
 
   it("per-event entries: Redis refusing part of a unit (OOM) rejects exactly the publishes it did not store", async () => {
-    const s = await server();
-    const prefix = uniquePrefix('oompart');
-    const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
-    await b.publish('order.created', order(0));
-    await roomFor256KbMore(s.port); // some of the burst's XADDs, not all: Redis refuses the rest with OOM
-    const padded = (i: number) => ({ ...order(i), orderId: `o-${i}-${'x'.repeat(500)}` });
-    const outcomes = await Promise.all(Array.from({ length: 2000 }, (_, i) => b.publish('order.created', padded(i + 1)).then(() => 'ok', (e: unknown) => e)));
+    const { b, payloads, stored } = await perEventNearlyFull('oompart');
+    const outcomes = await Promise.all(payloads.map((d) => b.publish('order.created', d).then(() => 'ok', (e: unknown) => e)));
     const ok = outcomes.flatMap((o, i) => (o === 'ok' ? [i + 1] : []));
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.length).toBeLessThan(2000);
     for (const o of outcomes) if (o !== 'ok') expect(String((o as Error).message)).toContain('OOM');
-    const stored = await withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).map(([, f]) => JSON.parse(f[f.indexOf('data') + 1]!).seq as number));
     // Before: a unit (one tick's publishes) rejected as a whole though Redis had stored its first events.
-    expect(stored).toEqual([0, ...ok]);
+    expect(await stored()).toEqual([0, ...ok]);
   });
 
   it('publishMany refused for one partition (WRONGTYPE): PublishPartialError names exactly the payloads not written, and publishing them again completes the call', async () => {
@@ -261,12 +271,7 @@ describe('redis-streams: publish faults', () => {
   });
 
   it('per-event entries: publishMany part-refused by Redis (OOM) lists exactly the events Redis did not store', async () => {
-    const s = await server();
-    const prefix = uniquePrefix('manyoom');
-    const b = await bus(s.url, { partitions: 1, entryMode: 'event' }, prefix);
-    await b.publish('order.created', order(0));
-    await roomFor256KbMore(s.port);
-    const payloads = Array.from({ length: 2000 }, (_, i) => ({ ...order(i + 1), orderId: `o-${i + 1}-${'x'.repeat(500)}` }));
+    const { b, payloads, stored } = await perEventNearlyFull('manyoom');
     const err = await b.publishMany('order.created', payloads).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PublishPartialError);
     const partial = err as PublishPartialError;
@@ -275,7 +280,6 @@ describe('redis-streams: publish faults', () => {
     const failed = new Set(partial.failed);
     const written = payloads.flatMap((d, i) => (failed.has(i) ? [] : [d.seq]));
     expect(written.length).toBe(partial.accepted);
-    const stored = await withRedis(s.port, async (c) => ((await c.xrange(streamKey(prefix, 'order.created', 0), '-', '+')) as [string, string[]][]).flatMap(([, f]) => seqsOf(f)));
-    expect(stored).toEqual([0, ...written]);
+    expect(await stored()).toEqual([0, ...written]);
   });
 });
