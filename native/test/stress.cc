@@ -569,13 +569,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10 * scale; i++) LateAcks(20000, uint32_t(i + 1));
   std::printf("phase 7: TakeHeld meets a slot being reused\n");
   TornSlot();
-  std::printf("phase 9: StreamCopy (threshold %zu bytes)\n", kStreamCopyMinBytes);
-  StreamCopies();
   std::printf("phase 8: latency floor threads\n");
   Floor(1, 0, 1000 * scale, false);
   Floor(4, 0, 1000 * scale, false);
   Floor(1, 50, 1000 * scale, false);
   if (ThreadCpus().size() >= 2) Floor(2, 0, 1000 * scale, true);
+  std::printf("phase 9: StreamCopy (threshold %zu bytes)\n", kStreamCopyMinBytes);
+  StreamCopies();
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;
