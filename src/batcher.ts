@@ -15,7 +15,12 @@
 import { emptyArray } from './arrays.js';
 import { Deque } from './deque.js';
 import { BackpressureError, ClosedError, EventlaneError, TransportError } from './errors.js';
-import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
+import type { EventRun, OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
+
+/** A run the batcher can split where it crosses a batch or unit bound (`Run` of outgoing.ts). */
+export interface SplittableRun extends EventRun {
+  slice(from: number, to: number): SplittableRun;
+}
 
 export interface BatcherOptions {
   maxEvents: number;
@@ -61,6 +66,7 @@ const RESOLVED = Promise.resolve();
 
 class Unit implements PublishUnit {
   events: OutgoingEvent[] = emptyArray();
+  run: EventRun | undefined = undefined;
   /** Events carried (kept after `release`). */
   count = 0;
   bytes = 0;
@@ -79,6 +85,7 @@ class Unit implements PublishUnit {
 
   release(): void {
     this.events = RELEASED;
+    this.run = undefined;
   }
 }
 
@@ -185,6 +192,49 @@ export class Batcher {
   addFitted(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));
     return this.push(lane, event, size);
+  }
+
+  /**
+   * Queues a run of a slice `room` made space for (`sizes[at + i]` is event i's size) as one unit, or as
+   * several where it crosses the bound of a batch or unit (`maxEvents`, `maxUnitEvents`, `maxBytes`, as
+   * `push` splits single events). Calls `track(from, to, promise)` for each unit, with the run's events it
+   * carries and the promise that settles with its fate.
+   */
+  addRun(lane: Lane, run: SplittableRun, sizes: Float64Array, at: number, track: (from: number, to: number, p: Promise<void>) => void): void {
+    if (this.closed) return track(0, run.count, Promise.reject(new ClosedError('publisher')));
+    const n = run.count;
+    const { maxEvents, maxUnitEvents, maxBytes } = this.opts;
+    for (let from = 0; from < n; ) {
+      const open = this.open;
+      const most = Math.min(n, from + Math.min(maxUnitEvents, Math.max(1, maxEvents - open.events)));
+      let to = from;
+      let bytes = 0;
+      while (to < most) {
+        const size = sizes[at + to]!;
+        if (bytes > 0 && bytes + size > maxBytes) break; // the unit is full (push starts a new unit there)
+        bytes += size;
+        to++;
+        if (open.bytes + bytes >= maxBytes) break; // the batch is full (push seals it there)
+      }
+      const unit = new Unit(lane.type, lane.partition);
+      unit.run = from === 0 && to === n ? run : run.slice(from, to);
+      unit.count = to - from;
+      unit.bytes = bytes;
+      open.units.push(unit);
+      // Single events published after the run go into a unit after it.
+      lane.unit = undefined;
+      open.events += to - from;
+      open.bytes += bytes;
+      this.pending += to - from;
+      track(from, to, unit.promise);
+      from = to;
+      if (open.events >= maxEvents || open.bytes >= maxBytes) {
+        this.seal();
+        this.flush();
+      } else if (!this.scheduled) {
+        this.schedule();
+      }
+    }
   }
 
   /**

@@ -14,6 +14,8 @@ export class BulkCall {
   readonly jsons: (string | undefined)[];
   readonly sizes: Float64Array;
   readonly keys: (string | undefined)[] | undefined;
+  /** Whether some payload was encoded at publish (`jsons` holds a string). */
+  encoded = false;
   /** The units' promises, in the order first met. */
   readonly pending: Promise<void>[] = emptyObjectArray();
   /** With one partition: the index of the first event each unit carries (a unit carries a run of events). */
@@ -41,6 +43,12 @@ export class BulkCall {
     this.carrier = partitions > 1 ? new Int32Array(size) : undefined;
     this.lastOf = new Array(partitions).fill(undefined);
     this.lastAt = new Array<number>(partitions).fill(0);
+  }
+
+  /** Events `from..to` (a run), queued in partition `part`, settle with `p`. */
+  trackRun(from: number, to: number, part: number, p: Promise<void>): void {
+    this.track(from, part, p);
+    if (this.carrier !== undefined) this.carrier.fill(this.lastAt[part]!, from + 1, to);
   }
 
   /** Event `i`, queued in partition `part`, settles with `p`. */

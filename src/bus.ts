@@ -34,7 +34,7 @@ import { compileValidator, INVALID, type Validator } from './validator.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
-import { EventMeta, Outgoing } from './outgoing.js';
+import { EventMeta, Outgoing, Run } from './outgoing.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 import type {
   EventBusConfig,
@@ -76,6 +76,8 @@ export class EventBus<M extends EventMap> {
   private readonly bulkCalls = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
   private readonly maxEventBytes: number;
+  /** The transport takes a publishMany call's events of one lane as runs (`TransportCapabilities.runs`). */
+  private readonly runs: boolean;
 
   /** @internal use {@link createEventBus} */
   constructor(
@@ -96,6 +98,7 @@ export class EventBus<M extends EventMap> {
     this.closing = undefined;
     const caps = transport.capabilities;
     this.maxEventBytes = caps.maxEventBytes;
+    this.runs = caps.runs === true;
     const limited = caps.maxEventBytes < Number.MAX_SAFE_INTEGER;
     for (const name of events.names) {
       const partitions = transport.partitionsFor(name);
@@ -221,6 +224,7 @@ export class EventBus<M extends EventMap> {
       call.values[i] = this.parse(t, payloads[i], i);
       const json = this.parsedJson;
       call.jsons[i] = retained && json !== undefined ? flat(json) : json;
+      if (json !== undefined) call.encoded = true;
       call.sizes[i] = this.parsedSize;
       if (call.keys) call.keys[i] = keyFn!(payloads[i], i);
     }
@@ -256,6 +260,7 @@ export class EventBus<M extends EventMap> {
    * compiled again.
    */
   private queueSlice(t: TypeState, call: BulkCall, fixedKey: string | undefined, meta: EventMeta, start: number, end: number): void {
+    if (this.runs && call.keys === undefined && (t.partitions === 1 || fixedKey !== undefined)) return this.queueRun(t, call, fixedKey, meta, start, end);
     const { values, jsons, sizes, keys } = call;
     for (let i = start; i < end; i++) {
       const ev = this.make(t, values[i], jsons[i], meta, keys ? keys[i] : fixedKey);
@@ -264,6 +269,22 @@ export class EventBus<M extends EventMap> {
       const part = ev.partition;
       call.track(i, part, this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!));
     }
+  }
+
+  /**
+   * `queueSlice` for a slice whose events all go to one lane, to a transport that reads runs: one `Run`
+   * with consecutive ids instead of an event object each (the ids, partition and order are those the
+   * per-event path gives).
+   */
+  private queueRun(t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, start: number, end: number): void {
+    const part = t.partitions > 1 ? partitionForKey(key!, t.partitions) : 0;
+    const firstSeq = this.ids.reserve(meta.time, end - start);
+    const values = call.values.slice(start, end);
+    const jsons = call.encoded ? call.jsons.slice(start, end) : undefined;
+    call.values.fill(undefined, start, end);
+    if (jsons !== undefined) call.jsons.fill(undefined, start, end);
+    const run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, values, jsons);
+    this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p) => call.trackRun(start + from, start + to, part, p));
   }
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {

@@ -94,8 +94,26 @@ export class IdGenerator {
     this.lastMs = ms;
     this.prefix = base32(ms, 10) + this.node;
     this.headBlock = block;
-    // sequence: 6 chars for bits above 20, 2 for bits 10..19; the last 2 (bits 0..9) are added per id
-    this.current = flat(this.prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[block & 1023]!);
+    this.current = idHeadAt(this.prefix, s);
+  }
+
+  /**
+   * Reserves `n` consecutive ids (n >= 1) for a run of events published at `now`, without making any:
+   * returns the first one's sequence number. Id `s` of the run is `idHeadAt(idPrefix, s) + idTail(s & 1023)`,
+   * with `idPrefix` as it is after this call. Later ids, of `step` or `reserve`, sort after all of them.
+   */
+  reserve(now: number, n: number): number {
+    const s = this.seq;
+    this.seq = s + n;
+    const last = s + n - 1;
+    // Always rebuilt: one clock time for the whole run, and `step` continues from the run's last block.
+    this.rebuild(now, last, Math.floor(last / 1024));
+    return s;
+  }
+
+  /** The first 16 characters (time and process) of the ids the last `step` or `reserve` made. */
+  get idPrefix(): string {
+    return this.prefix;
   }
 
   next(now: number): string {
@@ -106,6 +124,14 @@ export class IdGenerator {
 
 /** Characters in an id's head (`IdGenerator.head`); the id is the head and `idTail(low)`. */
 export const ID_HEAD_LENGTH = 24;
+
+/**
+ * The head (all but the last two characters) of the id with sequence number `s` under `prefix` (time and
+ * process, `IdGenerator.idPrefix`): 6 characters for the bits of `s` above 20, 2 for bits 10..19.
+ */
+export function idHeadAt(prefix: string, s: number): string {
+  return flat(prefix + base32(Math.floor(s / 1048576), 6) + PAIRS[Math.floor(s / 1024) & 1023]!);
+}
 
 /** The last two characters of an id made by `IdGenerator.step` (which returned `low`). */
 export function idTail(low: number): string {

@@ -8,8 +8,8 @@
  * the id is kept as its generator made it, a shared 24-character head and the index of a two-character
  * tail: the id string is built only when something asks for it, and `writeIdBytes` writes ids without it.
  */
-import { ID_HEAD_LENGTH, idTail, type EventHeaders, type PublishOptions } from './envelope.js';
-import type { OutgoingEvent } from './transport.js';
+import { ID_HEAD_LENGTH, idHeadAt, idTail, type EventHeaders, type PublishOptions } from './envelope.js';
+import type { EventRun, OutgoingEvent } from './transport.js';
 
 /** What the events of one publish call share. */
 export class EventMeta {
@@ -76,6 +76,67 @@ export class Outgoing implements OutgoingEvent {
 }
 
 /**
+ * Events `values[0..count)` of a publishMany call queued as one run (`EventRun`): the ids are consecutive
+ * sequence numbers under one prefix, so a run keeps no object per event.
+ */
+export class Run implements EventRun {
+  declare readonly meta: EventMeta;
+  declare readonly key: string | undefined;
+  declare readonly partition: number;
+  declare readonly idPrefix: string;
+  declare readonly firstSeq: number;
+  declare readonly values: readonly unknown[];
+  declare readonly jsons: readonly (string | undefined)[] | undefined;
+  constructor(meta: EventMeta, key: string | undefined, partition: number, idPrefix: string, firstSeq: number, values: readonly unknown[], jsons: readonly (string | undefined)[] | undefined) {
+    const self = this as { -readonly [K in keyof Run]: Run[K] };
+    self.meta = meta;
+    self.key = key;
+    self.partition = partition;
+    self.idPrefix = idPrefix;
+    self.firstSeq = firstSeq;
+    self.values = values;
+    self.jsons = jsons;
+  }
+  get count(): number {
+    return this.values.length;
+  }
+  get type(): string {
+    return this.meta.type;
+  }
+  get time(): number {
+    return this.meta.time;
+  }
+  get correlationId(): string | undefined {
+    return this.meta.correlationId;
+  }
+  get causationId(): string | undefined {
+    return this.meta.causationId;
+  }
+  get headers(): EventHeaders | undefined {
+    return this.meta.headers;
+  }
+  id(i: number): string {
+    const s = this.firstSeq + i;
+    return idHeadAt(this.idPrefix, s) + idTail(s & 1023);
+  }
+  /** Events `from..to` as a run of their own (their ids unchanged). */
+  slice(from: number, to: number): Run {
+    return new Run(this.meta, this.key, this.partition, this.idPrefix, this.firstSeq + from, this.values.slice(from, to), this.jsons?.slice(from, to));
+  }
+  events(): OutgoingEvent[] {
+    const n = this.values.length;
+    const out: OutgoingEvent[] = new Array(n);
+    let head = '';
+    for (let i = 0; i < n; i++) {
+      const s = this.firstSeq + i;
+      if (i === 0 || (s & 1023) === 0) head = idHeadAt(this.idPrefix, s);
+      out[i] = new Outgoing(this.meta, head, s & 1023, this.key, this.values[i], this.jsons?.[i], this.partition);
+    }
+    return out;
+  }
+}
+
+/**
  * An event (and its meta) kept for the life of the process, so that their hidden classes are never
  * collected. Optimized code holds the maps it checks weakly: a full GC that finds no live object of a
  * map throws away every function optimized against it ("weak objects" in `--trace-deopt`). Without these,
@@ -83,7 +144,10 @@ export class Outgoing implements OutgoingEvent {
  * path back to the interpreter, to be compiled again on the next burst. Built through the same
  * constructors, with values of the same representations, as the events published, so they share maps.
  */
-export const MAP_ANCHORS: readonly object[] = [new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0)];
+export const MAP_ANCHORS: readonly object[] = [
+  new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0),
+  new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined),
+];
 
 /** Width of the ids `writeIdBytes` writes. */
 export const ID_BYTES = ID_HEAD_LENGTH + 2;
@@ -132,19 +196,7 @@ function loadHead(head: string): boolean {
  * characters (the bytes written are then meaningless: write it as text).
  */
 export function writeId(ev: OutgoingEvent, out: Uint8Array, view: DataView, o: number): boolean {
-  if (ev instanceof Outgoing) {
-    if (ev.idHead !== lastHead && !loadHead(ev.idHead)) return false;
-    view.setUint32(o, w0);
-    view.setUint32(o + 4, w1);
-    view.setUint32(o + 8, w2);
-    view.setUint32(o + 12, w3);
-    view.setUint32(o + 16, w4);
-    view.setUint32(o + 20, w5);
-    const t = 2 * ev.idLow;
-    out[o + 24] = TAIL_BYTES[t]!;
-    out[o + 25] = TAIL_BYTES[t + 1]!;
-    return true;
-  }
+  if (ev instanceof Outgoing) return writeHeadId(ev.idHead, ev.idLow, out, view, o);
   const id = ev.id;
   if (id.length !== ID_BYTES) return false;
   for (let k = 0; k < ID_BYTES; k++) {
@@ -152,6 +204,24 @@ export function writeId(ev: OutgoingEvent, out: Uint8Array, view: DataView, o: n
     if (c > 0x7f) return false;
     out[o + k] = c;
   }
+  return true;
+}
+
+/**
+ * Writes the id `head + idTail(low)` at `o` as `ID_BYTES` ASCII bytes (see `writeId`); false when `head` is
+ * not ASCII of the head's width. Fastest when one head string object is passed for consecutive ids.
+ */
+export function writeHeadId(head: string, low: number, out: Uint8Array, view: DataView, o: number): boolean {
+  if (head !== lastHead && !loadHead(head)) return false;
+  view.setUint32(o, w0);
+  view.setUint32(o + 4, w1);
+  view.setUint32(o + 8, w2);
+  view.setUint32(o + 12, w3);
+  view.setUint32(o + 16, w4);
+  view.setUint32(o + 20, w5);
+  const t = 2 * low;
+  out[o + 24] = TAIL_BYTES[t]!;
+  out[o + 25] = TAIL_BYTES[t + 1]!;
   return true;
 }
 

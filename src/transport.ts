@@ -30,6 +30,33 @@ export interface OutgoingEvent {
 }
 
 /**
+ * Consecutive events of one `publishMany` call in one lane, handed to a transport that reads runs
+ * (`TransportCapabilities.runs`) without an `OutgoingEvent` object per event. They share type, time, key
+ * and options; event `i` (0 <= i < count) carries the payload `values[i]` (encoded as `jsons[i]` when the bus
+ * encoded it at publish) and the id `idHeadAt(idPrefix, firstSeq + i) + idTail((firstSeq + i) & 1023)`
+ * (`id(i)`; src/envelope.ts). `events()` builds the `OutgoingEvent`s, for paths that want them.
+ */
+export interface EventRun {
+  readonly type: string;
+  readonly time: number;
+  readonly key: string | undefined;
+  readonly correlationId: string | undefined;
+  readonly causationId: string | undefined;
+  readonly headers: EventHeaders | undefined;
+  readonly partition: number;
+  readonly count: number;
+  readonly values: readonly unknown[];
+  /** Undefined when no event of the run was encoded at publish. */
+  readonly jsons: readonly (string | undefined)[] | undefined;
+  /** Time and process part of every id of the run (16 characters). */
+  readonly idPrefix: string;
+  /** Sequence number of the first event's id. */
+  readonly firstSeq: number;
+  id(i: number): string;
+  events(): OutgoingEvent[];
+}
+
+/**
  * Events of one (type, partition) lane collected by the batcher. A unit succeeds or fails as a whole,
  * so the bus can settle every publish promise with the fate of its own event (a transport that cannot
  * fail a unit as a whole makes units of one event: `TransportCapabilities.maxUnitEvents`).
@@ -38,6 +65,11 @@ export interface PublishUnit {
   readonly type: string;
   readonly partition: number;
   readonly events: OutgoingEvent[];
+  /**
+   * Set when the unit carries a run of a `publishMany` call (only for a transport with
+   * `capabilities.runs`): the events are then in `run`, and `events` is empty.
+   */
+  readonly run?: EventRun | undefined;
   /**
    * Size of the unit's payloads as counted toward `batching.maxBytes`: `json.length` of events encoded at
    * publish, else the schema's compiled size estimate (0 where the schema has none). A sizing hint only.
@@ -150,6 +182,11 @@ export interface TransportCapabilities {
    * every publish promise settles with the fate of its own event.
    */
   readonly maxUnitEvents?: number;
+  /**
+   * The transport reads `PublishUnit.run`: the bus may hand it a `publishMany` call's events of one lane as
+   * a run, with no `OutgoingEvent` per event (the `events` of such a unit are empty).
+   */
+  readonly runs?: boolean;
 }
 
 /** What every transport implements. */

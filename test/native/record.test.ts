@@ -5,7 +5,9 @@ import { compileJsonWriter } from '../../src/json-writer.js';
 import { compileSerializer } from '../../src/serializer.js';
 import { compileJsonReader, readerPlan, type JsonReader } from '../../src/json-reader.js';
 import type { EventEnvelope } from '../../src/envelope.js';
-import { decodeRecords, encodeEvents } from '../../transports/native/record.js';
+import { IdGenerator } from '../../src/envelope.js';
+import { EventMeta, Run } from '../../src/outgoing.js';
+import { decodeRecords, encodeEvents, encodeRun } from '../../transports/native/record.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
   return { id: String(i).padStart(26, '0'), type: 't', time: 1_700_000_000_000 + i, key: undefined, data, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined, ...extra };
@@ -58,6 +60,33 @@ describe('native record encoding', () => {
     expect(viaWriter.lens).toEqual(viaText.lens);
     expect(viaWriter.chars).toEqual(viaText.chars);
     expect(viaWriter.bytes.equals(viaText.bytes)).toBe(true);
+  });
+
+  it('writes a run (publishMany) as the records of its events, whatever the text, ids and options', () => {
+    const schema = z.object({ s: z.string(), n: z.number() });
+    const serialize = compileSerializer(schema)!;
+    const writer = compileJsonWriter(schema)!;
+    const texts = ['plain', 'quote"d', 'é', '😀 wide', 'x'.repeat(5000), ''];
+    const values = Array.from({ length: 2500 }, (_, i) => ({ s: texts[i % texts.length]!, n: i % 3 === 0 ? i / 7 : -i }));
+    const jsons = values.map((v, i) => (i % 17 === 0 ? serialize(v) : undefined));
+    const copy = (b: ReturnType<typeof encodeEvents>) => ({ bytes: Buffer.from(b.bytes), lens: Array.from(b.lens.subarray(0, b.n)), chars: Array.from(b.chars.subarray(0, b.n)) });
+    const cases: [string, EventMeta, string | undefined, (string | undefined)[] | undefined, string | undefined][] = [
+      ['plain', new EventMeta('t', 1_700_000_000_000, undefined), undefined, undefined, undefined],
+      ['encoded at publish', new EventMeta('t', 1_700_000_000_000, undefined), undefined, jsons, undefined],
+      ['key and options', new EventMeta('t', 1_700_000_000_000, { correlationId: 'c', headers: { a: 'b' } }), 'k', undefined, undefined],
+      ['another service', new EventMeta('t', 1_700_000_000_000, undefined), undefined, undefined, 'other'],
+      ['a time outside the header', new EventMeta('t', 5, undefined), undefined, undefined, undefined],
+    ];
+    for (const [what, meta, key, js, source] of cases) {
+      const g = new IdGenerator();
+      (g as unknown as { seq: number }).seq = 1_047_000; // crosses 2^10 and 2^20 sequence boundaries
+      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js);
+      const viaRun = copy(encodeRun(run, serialize, writer, source));
+      const viaEvents = copy(encodeEvents(run.events(), serialize, writer, source));
+      expect(viaRun.lens, what).toEqual(viaEvents.lens);
+      expect(viaRun.chars, what).toEqual(viaEvents.chars);
+      expect(viaRun.bytes.equals(viaEvents.bytes), what).toBe(true);
+    }
   });
 
   it('decodes payloads with the reader it is given, in place in the batch text, eagerly or on first access', () => {

@@ -24,7 +24,7 @@ import { createCore, PushMode, type PartitionCore, type RingStats } from '../../
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
 import { History } from './history.js';
-import { copyBatch, encodeEvents, type EncodedBatch } from './record.js';
+import { copyBatch, encodeEvents, encodeRun, type EncodedBatch } from './record.js';
 
 const MODE = {
   block: PushMode.partial,
@@ -100,7 +100,7 @@ export class NativeTransport implements Transport {
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     const limit = Math.floor(this.core.arenaBytes / 4);
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit) };
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true };
     this.mode = MODE[config.backpressure];
     this.source = ctx.service === broker.service ? undefined : ctx.service;
   }
@@ -143,7 +143,7 @@ export class NativeTransport implements Transport {
       const topic = this.topic(unit.type);
       let batch: EncodedBatch;
       try {
-        batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type), this.source);
+        batch = this.encode(unit);
         this.checkSizes(batch);
         if (this.mode === PushMode.allOrNothing && topic.groups.size > 1) this.refuseUnlessAllFit(topic, unit, batch);
         for (const group of topic.groups.values()) {
@@ -178,6 +178,14 @@ export class NativeTransport implements Transport {
     }
     if (waits) return Promise.all(waits).then(() => results);
     return results;
+  }
+
+  /** The unit's records, in scratch memory valid until the next encode. */
+  private encode(unit: PublishUnit): EncodedBatch {
+    const serialize = this.ctx.serializer(unit.type);
+    const writer = this.ctx.jsonWriter?.(unit.type);
+    const run = unit.run;
+    return run !== undefined ? encodeRun(run, serialize, writer, this.source) : encodeEvents(unit.events, serialize, writer, this.source);
   }
 
   /**
@@ -215,7 +223,7 @@ export class NativeTransport implements Transport {
     if (this.closed) throw new ClosedError('native transport');
     const topic = this.topic(unit.type);
     try {
-      const batch = encodeEvents(unit.events, this.ctx.serializer(unit.type), this.ctx.jsonWriter?.(unit.type), this.source);
+      const batch = this.encode(unit);
       this.checkSizes(batch);
       for (const group of topic.groups.values()) {
         if (this.blocked.has(`${group.lane}:${unit.partition}`)) return false;

@@ -9,8 +9,9 @@
  * so framing is read without parsing; worker consumers decode the payload lazily, on first `event.data`.
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
-import type { OutgoingEvent } from '../../src/transport.js';
-import { ID_BYTES, writeId } from '../../src/outgoing.js';
+import type { EventRun, OutgoingEvent } from '../../src/transport.js';
+import { idHeadAt, idTail } from '../../src/envelope.js';
+import { ID_BYTES, writeHeadId, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import type { JsonReader } from '../../src/json-reader.js';
 
@@ -174,6 +175,56 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
     o = start + bytes;
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
+}
+
+/**
+ * `encodeEvents` for a run (`PublishUnit.run`): the same records, written from the run's columns. A run
+ * with extras (key, options, a source) or no compiled writer goes through its events.
+ */
+export function encodeRun(run: EventRun, serialize: (data: unknown) => string, writer?: JsonWriter, source?: string): EncodedBatch {
+  if (writer === undefined || source !== undefined || !plainRun(run)) return encodeEvents(run.events(), serialize, writer, source);
+  const n = run.count;
+  if (lensBuf.length < n) {
+    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
+    charsBuf = new Uint32Array(lensBuf.length);
+  }
+  const lens = lensBuf;
+  const chars = charsBuf;
+  const { values, jsons, idPrefix, firstSeq } = run;
+  let head = '';
+  let o = 0;
+  for (let i = 0; i < n; i++) {
+    const s = firstSeq + i;
+    const low = s & 1023;
+    if (i === 0 || low === 0) head = idHeadAt(idPrefix, s);
+    const start = o;
+    let end: number = NEEDS_STRING;
+    if (jsons === undefined || jsons[i] === undefined) {
+      for (;;) {
+        end = start + HEADER > scratch.length ? NO_ROOM : writeHeadId(head, low, scratch, scratchView, start) ? writeTime(start + ID_LEN) : NEEDS_STRING;
+        if (end >= 0) end = writer(values[i], scratch, end);
+        if (end !== NO_ROOM) break;
+        growScratch(scratch.length * 2, start);
+      }
+    }
+    if (end >= 0) {
+      lens[i] = chars[i] = end - start; // ASCII: bytes = UTF-16 units
+      o = end;
+      continue;
+    }
+    // Text path (a payload encoded at publish, or one the writer declined).
+    const rec = head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i]));
+    const bytes = writeText(rec, start);
+    lens[i] = bytes;
+    chars[i] = rec.length;
+    o = start + bytes;
+  }
+  return { bytes: scratch.subarray(0, o), lens, chars, n };
+}
+
+/** Whether a run's records are the fixed header and the payload alone (`plainHeader` for each event); leaves `timeText` current. */
+function plainRun(run: EventRun): boolean {
+  return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
 }
 
 /** `<id><time>0` at `o` (the time of the last `timeText`); NEEDS_STRING when the id is not 26 ASCII characters, or NO_ROOM. */
