@@ -234,3 +234,17 @@ export function writeIdBytes(events: readonly OutgoingEvent[], out: Uint8Array, 
   for (let i = 0, o = at; i < events.length; i++, o += ID_BYTES) if (!writeId(events[i]!, out, view, o)) return false;
   return true;
 }
+
+/** `writeIdBytes` for the ids of a run (`EventRun`), without building them. */
+export function writeRunIdBytes(run: EventRun, out: Uint8Array, at: number): boolean {
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const { firstSeq, idPrefix } = run;
+  let head = '';
+  for (let i = 0, o = at; i < run.count; i++, o += ID_BYTES) {
+    const s = firstSeq + i;
+    const low = s & 1023;
+    if (i === 0 || low === 0) head = idHeadAt(idPrefix, s);
+    if (!writeHeadId(head, low, out, view, o)) return false;
+  }
+  return true;
+}

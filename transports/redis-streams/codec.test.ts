@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compileJsonWriter } from '../../src/json-writer.js';
+import { IdGenerator, type EventEnvelope } from '../../src/envelope.js';
+import { EventMeta, Run } from '../../src/outgoing.js';
+import { compileSerializer } from '../../src/serializer.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import { BatchEncoder, decodeEntry, Malformed, pushEventFields } from './codec.js';
 import { encodeCommand } from './wire-command.js';
@@ -102,6 +105,31 @@ describe('redis-streams codec', () => {
           expect(fields.at(-1)).toBe(JSON.stringify(events.map((e) => e.data)));
         }
       }
+    }
+  });
+
+  it('a run (publishMany) is encoded as the same request as its events, and decodes to them', () => {
+    const schema = z.object({ i: z.number(), text: z.string() });
+    const serialize = compileSerializer(schema)!;
+    const writer = compileJsonWriter(schema)!;
+    const values = Array.from({ length: 1500 }, (_, i) => ({ i: i * 1.5, text: i % 3 === 0 ? 'héllo ✓ 😀' : 'p'.repeat(i % 50) }));
+    const jsons = values.map((v, i) => (i % 7 === 0 ? serialize(v) : undefined));
+    const cases: [EventMeta, string | undefined, (string | undefined)[] | undefined][] = [
+      [new EventMeta('order.created', 1_700_000_000_000, undefined), undefined, undefined],
+      [new EventMeta('order.created', 1_700_000_000_000, undefined), undefined, jsons],
+      [new EventMeta('order.created', 1_700_000_000_000, { correlationId: 'c', causationId: 'x', headers: { a: 'b' } }), 'k', undefined],
+    ];
+    for (const [meta, key, js] of cases) {
+      const g = new IdGenerator();
+      (g as unknown as { seq: number }).seq = 1_048_000; // crosses 2^10 and 2^20 sequence boundaries
+      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js);
+      for (const bytes of [1, 100_000]) {
+        const viaRun = new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, bytes, serialize, writer);
+        const viaEvents = new BatchEncoder().request(['k', '*'], 'order.created', 'svc', run.events(), bytes, serialize, writer);
+        expect(viaRun.equals(viaEvents)).toBe(true);
+      }
+      const d = decodeEntry('1-0', entryFields(new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, 0, serialize, writer)), 'x') as { events: EventEnvelope[] };
+      expect(d.events.map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data])).toEqual(run.events().map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data]));
     }
   });
 

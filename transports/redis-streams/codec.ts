@@ -4,10 +4,10 @@
  * one). Consuming decodes a batch entry with one `JSON.parse` of its payloads.
  */
 import type { EventEnvelope } from '../../src/envelope.js';
-import type { OutgoingEvent } from '../../src/transport.js';
+import type { EventRun, OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import { parseJsonSlice, type JsonReader } from '../../src/json-reader.js';
-import { writeIdBytes } from '../../src/outgoing.js';
+import { writeIdBytes, writeRunIdBytes } from '../../src/outgoing.js';
 import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
 
 export const WIRE_VERSION = '1';
@@ -55,15 +55,32 @@ export class BatchEncoder {
         run = 0;
       }
       run++;
-      if (ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || ev.headers !== undefined) {
-        meta = (meta === undefined ? '{' : meta + ',') + '"' + i + '":' + encodeMeta(ev);
-      }
+      if (hasMeta(ev)) meta = (meta === undefined ? '{' : meta + ',') + '"' + i + '":' + encodeMeta(ev);
     }
     times += n > 0 ? t + ',' + run + ']' : ']';
     // The ids as bytes, without building their strings; a JSON array when some id is not 26 ASCII characters.
-    if (idScratch.length < n * ID_WIDTH) idScratch = Buffer.allocUnsafeSlow(Math.max(n * ID_WIDTH, idScratch.length * 2));
-    const fixed = writeIdBytes(events, idScratch, 0);
+    const fixed = writeIdBytes(events, idRoom(n), 0);
     const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(events.map((e) => e.id));
+    return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => this.payloads(w, n, events, undefined, undefined, bytes, serialize, writer));
+  }
+
+  /** `request` for a run of a publishMany call (`PublishUnit.run`): one time, shared options, consecutive ids. */
+  requestRun(head: readonly WireArg[], type: string, source: string, run: EventRun, bytes: number, serialize: Encode, writer?: JsonWriter): Buffer {
+    const n = run.count;
+    const times = '[' + run.time + ',' + n + ']';
+    let meta: string | undefined;
+    if (hasMeta(run)) {
+      const m = encodeMeta(run);
+      meta = '{';
+      for (let i = 0; i < n; i++) meta += (i > 0 ? ',"' : '"') + i + '":' + m;
+    }
+    const fixed = writeRunIdBytes(run, idRoom(n), 0);
+    const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(Array.from({ length: n }, (_, i) => run.id(i)));
+    return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => this.payloads(w, n, undefined, run.values, run.jsons, bytes, serialize, writer));
+  }
+
+  /** The request around the payloads, which `payloads` writes at its place. */
+  private assemble(head: readonly WireArg[], type: string, source: string, n: number, ids: WireArg, fixed: boolean, times: string, meta: string | undefined, bytes: number, payloads: (w: RespWriter) => void): Buffer {
     const idsLen = argBytes(ids);
     const fields: WireArg[] = ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n, 'idw', fixed ? ID_WIDTH : 0];
     const more: WireArg[] = ['times', times];
@@ -86,7 +103,7 @@ export class BatchEncoder {
     // gap by moving everything before it (the request so far, a few hundred bytes plus the ids).
     const lengthAt = w.off;
     w.off += LENGTH_ROOM;
-    this.payloads(w, events, bytes, serialize, writer);
+    payloads(w);
     const len = w.off - lengthAt - LENGTH_ROOM;
     const gap = LENGTH_ROOM - (1 + digits(len) + 2);
     w.reserve(2);
@@ -102,29 +119,40 @@ export class BatchEncoder {
    * `[json,json,...]` as UTF-8 at the writer's offset: each event's existing JSON, else its payload
    * written by the compiled writer, else its string encoding.
    */
-  private payloads(w: RespWriter, events: readonly OutgoingEvent[], bytes: number, serialize: Encode, writer: JsonWriter | undefined): void {
-    const n = events.length;
+  private payloads(
+    w: RespWriter,
+    n: number,
+    /** The events, or else a run's payloads and their JSON */
+    events: readonly OutgoingEvent[] | undefined,
+    values: readonly unknown[] | undefined,
+    jsons: readonly (string | undefined)[] | undefined,
+    bytes: number,
+    serialize: Encode,
+    writer: JsonWriter | undefined,
+  ): void {
     const start = w.off;
     w.reserve(1);
     w.buf[w.off++] = 0x5b; // [
     for (let i = 0; i < n; i++) {
-      const ev = events[i]!;
+      const ev = events?.[i];
+      const data = ev !== undefined ? ev.data : values![i];
+      const encoded = ev !== undefined ? ev.json : jsons?.[i];
       if (i > 0) {
         w.reserve(1);
         w.buf[w.off++] = 0x2c; // ,
       }
-      if (ev.json === undefined && writer !== undefined) {
-        let end = writer(ev.data, w.buf, w.off);
+      if (encoded === undefined && writer !== undefined) {
+        let end = writer(data, w.buf, w.off);
         while (end === NO_ROOM) {
           w.reserve(w.buf.length - w.off + 1); // doubles
-          end = writer(ev.data, w.buf, w.off);
+          end = writer(data, w.buf, w.off);
         }
         if (end >= 0) {
           w.off = end;
           continue;
         }
       }
-      const json = ev.json ?? serialize(ev.data);
+      const json = encoded ?? serialize(data);
       // Worst case 3 bytes per UTF-16 unit; measured only when that might not fit.
       if (w.off + json.length * 3 > w.buf.length) w.reserve(Buffer.byteLength(json) + Math.max(0, bytes - (w.off - start)));
       w.off += (w.buf as DirectBuffer).utf8Write(json, w.off);
@@ -134,7 +162,20 @@ export class BatchEncoder {
   }
 }
 
-function encodeMeta(ev: OutgoingEvent): string {
+/** The options an event (or a run) carries besides its payload. */
+type MetaOf = Pick<OutgoingEvent, 'key' | 'correlationId' | 'causationId' | 'headers'>;
+
+function hasMeta(ev: MetaOf): boolean {
+  return ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || ev.headers !== undefined;
+}
+
+/** `idScratch` with room for `n` ids. */
+function idRoom(n: number): Buffer {
+  if (idScratch.length < n * ID_WIDTH) idScratch = Buffer.allocUnsafeSlow(Math.max(n * ID_WIDTH, idScratch.length * 2));
+  return idScratch;
+}
+
+function encodeMeta(ev: MetaOf): string {
   const m: Record<string, unknown> = {};
   if (ev.key !== undefined) m['key'] = ev.key;
   if (ev.correlationId !== undefined) m['correlationId'] = ev.correlationId;

@@ -7,7 +7,7 @@
  */
 import type { ChainableCommander, Command } from 'ioredis';
 import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
-import type { PublishUnit, WriteResult } from '../../src/transport.js';
+import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
@@ -239,18 +239,27 @@ export class Publisher {
   /** The common shapes (one lane per write; an awaited single publish). */
   private sendOne(client: Client, t: TypeInfo, unit: PublishUnit): Promise<WriteResult> {
     const args: WireArg[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
-    const evs = unit.events;
-    if (evs.length === 1) {
+    if (countOf(unit) === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
-      pushEventFields(args as (string | number)[], evs[0]!, this.source, this.serializer(unit.type));
+      pushEventFields(args as (string | number)[], eventsOf(unit)[0]!, this.source, this.serializer(unit.type));
       return this.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!)));
     }
     if (this.config.entryMode === 'batch') {
-      const cmd = rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, this.serializer(unit.type), this.writer(unit.type)), t.routes[unit.partition]!);
+      const cmd = rawCommand('xadd', this.batchRequest(args, unit), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
       return this.bounded(this.replicated(client, t, unit.partition, cmd));
     }
     return this.sendMany([unit]);
+  }
+
+  /** The XADD of a batch entry of the unit's events (`args`: key, trimming, `*`), as RESP bytes. */
+  private batchRequest(args: readonly WireArg[], unit: PublishUnit): Buffer {
+    const serialize = this.serializer(unit.type);
+    const writer = this.writer(unit.type);
+    const run = unit.run;
+    return run !== undefined
+      ? this.encoder.requestRun(args, unit.type, this.source, run, unit.bytes, serialize, writer)
+      : this.encoder.request(args, unit.type, this.source, unit.events, unit.bytes, serialize, writer);
   }
 
   /** Sends `cmd`: its outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
@@ -306,17 +315,18 @@ export class Publisher {
       const client = this.pool[t.conns[unit.partition]!]!;
       sent?.push([]);
       const minId = this.minId(t, now);
-      const evs = unit.events;
       const serialize = this.serializer(unit.type);
-      if (!perEvent || evs.length === 1) {
+      const n = countOf(unit);
+      if (!perEvent || n === 1) {
         const args: WireArg[] = this.xaddArgs(t, unit.partition, minId);
         const route = t.routes[unit.partition]!;
-        if (evs.length === 1) {
-          pushEventFields(args as (string | number)[], evs[0]!, this.source, serialize);
+        if (n === 1) {
+          pushEventFields(args as (string | number)[], eventsOf(unit)[0]!, this.source, serialize);
           issue(client, wireCommand('xadd', args, route));
-        } else issue(client, rawCommand('xadd', this.encoder.request(args, unit.type, this.source, evs, unit.bytes, serialize, this.writer(unit.type)), route));
+        } else issue(client, rawCommand('xadd', this.batchRequest(args, unit), route));
         counts[u] = 1;
       } else {
+        const evs = eventsOf(unit);
         for (let i = 0; i < evs.length; i++) {
           const args = this.xaddArgs(t, unit.partition, minId);
           pushEventFields(args, evs[i]!, this.source, serialize);
@@ -451,4 +461,13 @@ export class Publisher {
     }
     return new TransportError(`XADD to ${this.connector.address} failed: ${msg}`, { cause: err });
   }
+}
+
+/** Events a unit carries (a run's built on demand). */
+function countOf(unit: PublishUnit): number {
+  return unit.run !== undefined ? unit.run.count : unit.events.length;
+}
+
+function eventsOf(unit: PublishUnit): readonly OutgoingEvent[] {
+  return unit.run !== undefined ? unit.run.events() : unit.events;
 }
