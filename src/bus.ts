@@ -260,7 +260,7 @@ export class EventBus<M extends EventMap> {
    * compiled again.
    */
   private queueSlice(t: TypeState, call: BulkCall, fixedKey: string | undefined, meta: EventMeta, start: number, end: number): void {
-    if (this.runs && call.keys === undefined && (t.partitions === 1 || fixedKey !== undefined)) return this.queueRun(t, call, fixedKey, meta, start, end);
+    if (this.runs && call.keys === undefined) return this.queueRuns(t, call, fixedKey, meta, start, end);
     const { values, jsons, sizes, keys } = call;
     for (let i = start; i < end; i++) {
       const ev = this.make(t, values[i], jsons[i], meta, keys ? keys[i] : fixedKey);
@@ -272,12 +272,30 @@ export class EventBus<M extends EventMap> {
   }
 
   /**
-   * `queueSlice` for a slice whose events all go to one lane, to a transport that reads runs: one `Run`
-   * with consecutive ids instead of an event object each (the ids, partition and order are those the
-   * per-event path gives).
+   * `queueSlice` for a transport that reads runs, when no event has a key of its own: a `Run` per lane,
+   * with consecutive ids, instead of an event object each. With one partition or a fixed key the slice is one
+   * run, with the ids, partition and order the per-event path gives. Else round-robin goes by runs: partition
+   * after partition (continuing where the last publish left off) takes the next contiguous part of the slice,
+   * the parts as even as they can be (the first ones one event larger), so each partition gets as many events
+   * as one-by-one round-robin would give it, and ids still increase in publish order.
    */
-  private queueRun(t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, start: number, end: number): void {
-    const part = t.partitions > 1 ? partitionForKey(key!, t.partitions) : 0;
+  private queueRuns(t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, start: number, end: number): void {
+    const parts = t.partitions;
+    if (parts === 1) return this.queueRun(t, call, undefined, meta, 0, start, end);
+    if (key !== undefined) return this.queueRun(t, call, key, meta, partitionForKey(key, parts), start, end);
+    const m = end - start;
+    const q = Math.floor(m / parts);
+    const r = m % parts;
+    const first = t.rr;
+    t.rr += m;
+    for (let j = 0, a = start; j < parts && a < end; j++) {
+      const b = a + q + (j < r ? 1 : 0);
+      this.queueRun(t, call, undefined, meta, (first + j) % parts, a, b);
+      a = b;
+    }
+  }
+
+  private queueRun(t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, part: number, start: number, end: number): void {
     const firstSeq = this.ids.reserve(meta.time, end - start);
     const values = call.values.slice(start, end);
     const jsons = call.encoded ? call.jsons.slice(start, end) : undefined;

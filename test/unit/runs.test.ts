@@ -200,7 +200,7 @@ describe('publishMany through a transport that reads runs', () => {
     expect(rec.units.filter((u) => u.run).every((u) => u.correlationId === 'c')).toBe(true);
   });
 
-  it('a fixed key on several partitions is one run in its partition; a key function or round-robin is not a run', async () => {
+  it('a fixed key on several partitions is one run in its partition; a key function is not a run', async () => {
     const rec = recording();
     const bus = await createEventBus({ service: 's', events, transport: { type: rec.type, partitions: 4 } });
     const payloads = Array.from({ length: 10 }, (_, n) => ({ n }));
@@ -209,8 +209,31 @@ describe('publishMany through a transport that reads runs', () => {
     expect(keyed).toHaveLength(1);
     expect(keyed[0]).toMatchObject({ run: true, key: 'customer-7' });
     await bus.publishMany('t', payloads, { key: (p) => `k${p.n % 3}` });
-    await bus.publishMany('t', payloads);
     expect(rec.units.some((u) => u.run)).toBe(false);
+    await bus.close();
+  });
+
+  it('round-robin by runs: each partition gets as many events as one by one, in contiguous parts, continuing where the last publish left off', async () => {
+    const rec = recording();
+    const bus = await createEventBus({ service: 's', events, transport: { type: rec.type, partitions: 4 }, batching: { maxEvents: 8 } });
+    const counts = (units: typeof rec.units) => [0, 1, 2, 3].map((p) => units.filter((u) => u.partition === p).reduce((n, u) => n + u.data.length, 0));
+    await bus.publish('t', { n: -1 }); // partition 0: the runs start at partition 1
+    await bus.publishMany('t', Array.from({ length: 10 }, (_, n) => ({ n })));
+    const units = rec.units.splice(0);
+    expect(counts(units)).toEqual([3, 3, 3, 2]); // as 11 events one by one from partition 0
+    // Slices of 8: [1: 0,1] [2: 2,3] [3: 4,5] [0: 6,7], then [1: 8] [2: 9]
+    expect(units.slice(1).map((u) => [u.partition, u.run, u.data.map((d) => (d as { n: number }).n)])).toEqual([
+      [1, true, [0, 1]],
+      [2, true, [2, 3]],
+      [3, true, [4, 5]],
+      [0, true, [6, 7]],
+      [1, true, [8]],
+      [2, true, [9]],
+    ]);
+    const ids = units.flatMap((u) => u.ids);
+    for (let i = 1; i < ids.length; i++) expect(ids[i]! > ids[i - 1]!).toBe(true);
+    await bus.publish('t', { n: 10 });
+    expect(rec.units.splice(0).map((u) => u.partition)).toEqual([3]);
     await bus.close();
   });
 
