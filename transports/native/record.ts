@@ -143,6 +143,14 @@ function writeText(rec: string, o: number): number {
   return scratch.utf8Write(rec, o);
 }
 
+/** Writes record `i` as text at `start` (`writeText`) and notes its lengths; returns the offset after it. */
+function textRecord(rec: string, start: number, i: number): number {
+  const bytes = writeText(rec, start);
+  lensBuf[i] = bytes;
+  charsBuf[i] = rec.length;
+  return start + bytes;
+}
+
 /** `encodeEvents` with a compiled JSON writer: plain records as bytes, the others as text. */
 function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknown) => string, writer: JsonWriter): EncodedBatch {
   const n = events.length;
@@ -168,11 +176,7 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
       continue;
     }
     // Text path (also for a payload or id the writer declined).
-    const rec = encodeEvent(ev, ev.json ?? serialize(ev.data));
-    const bytes = writeText(rec, start);
-    lens[i] = bytes;
-    chars[i] = rec.length;
-    o = start + bytes;
+    o = textRecord(encodeEvent(ev, ev.json ?? serialize(ev.data)), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
@@ -213,11 +217,7 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
       continue;
     }
     // Text path (a payload encoded at publish, or one the writer declined).
-    const rec = head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i]));
-    const bytes = writeText(rec, start);
-    lens[i] = bytes;
-    chars[i] = rec.length;
-    o = start + bytes;
+    o = textRecord(head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i])), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
