@@ -34,6 +34,7 @@ export type {
   TransportCapabilities,
   TransportSubscription,
   PublishUnit,
+  EventRun,
   OutgoingEvent,
   WriteResult,
   SubscriptionSpec,
