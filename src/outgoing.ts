@@ -119,7 +119,7 @@ export class Run extends WithMeta implements EventRun {
     let head = '';
     for (let i = 0; i < n; i++) {
       const s = this.firstSeq + i;
-      if (i === 0 || (s & 1023) === 0) head = idHeadAt(this.idPrefix, s);
+      head = runIdHead(this.idPrefix, s, i, head);
       out[i] = new Outgoing(this.meta, head, s & 1023, this.key, this.values[i], this.jsons?.[i], this.partition);
     }
     return out;
@@ -225,6 +225,14 @@ export function writeIdBytes(events: readonly OutgoingEvent[], out: Uint8Array, 
   return true;
 }
 
+/**
+ * The head of id `s`, the `i`-th of a run under `prefix`, for loops over a run's ids: `head` (the one before)
+ * while `s` stays in its block of 1024, one string per block, so `writeHeadId` sees the same head object.
+ */
+export function runIdHead(prefix: string, s: number, i: number, head: string): string {
+  return i === 0 || (s & 1023) === 0 ? idHeadAt(prefix, s) : head;
+}
+
 /** `writeIdBytes` for the ids of a run (`EventRun`), without building them. */
 export function writeRunIdBytes(run: EventRun, out: Uint8Array, at: number): boolean {
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
@@ -232,9 +240,8 @@ export function writeRunIdBytes(run: EventRun, out: Uint8Array, at: number): boo
   let head = '';
   for (let i = 0, o = at; i < run.count; i++, o += ID_BYTES) {
     const s = firstSeq + i;
-    const low = s & 1023;
-    if (i === 0 || low === 0) head = idHeadAt(idPrefix, s);
-    if (!writeHeadId(head, low, out, view, o)) return false;
+    head = runIdHead(idPrefix, s, i, head);
+    if (!writeHeadId(head, s & 1023, out, view, o)) return false;
   }
   return true;
 }

@@ -10,8 +10,8 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { EventRun, OutgoingEvent } from '../../src/transport.js';
-import { idHeadAt, idTail } from '../../src/envelope.js';
-import { ID_BYTES, writeHeadId, writeId } from '../../src/outgoing.js';
+import { idTail } from '../../src/envelope.js';
+import { ID_BYTES, runIdHead, writeHeadId, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import type { JsonReader } from '../../src/json-reader.js';
 
@@ -160,25 +160,34 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
   for (let i = 0; i < n; i++) {
     const ev = events[i]!;
     const start = o;
-    let end: number = NEEDS_STRING;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
-    if (ev.json === undefined && plainExtras(ev)) {
-      for (;;) {
-        end = writeHeader(ev, start);
-        if (end >= 0) end = writer(ev.data, scratch, end);
-        if (end !== NO_ROOM) break;
-        growScratch(scratch.length * 2, start);
-      }
-    }
-    if (end >= 0) {
-      lens[i] = chars[i] = end - start; // ASCII: bytes = UTF-16 units
-      o = end;
-      continue;
-    }
-    // Text path (also for a payload or id the writer declined).
-    o = textRecord(encodeEvent(ev, ev.json ?? serialize(ev.data)), start, i);
+    const end = ev.json === undefined && plainExtras(ev) ? plainRecord(ev, '', 0, ev.data, writer, start) : NEEDS_STRING;
+    o = end >= 0 ? bytesRecord(i, start, end) : textRecord(encodeEvent(ev, ev.json ?? serialize(ev.data)), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
+}
+
+/**
+ * A record of the fixed header and the payload written by `writer`, as bytes at `start`: of `ev`, or (`ev`
+ * undefined) of the run event whose id is `head + idTail(low)`, with the time of the last `timeText`. Grows the
+ * scratch memory as needed. Returns the end, or NEEDS_STRING when the id or the payload must be written as text.
+ */
+function plainRecord(ev: OutgoingEvent | undefined, head: string, low: number, data: unknown, writer: JsonWriter, start: number): number {
+  for (;;) {
+    let end: number = NO_ROOM;
+    if (start + HEADER <= scratch.length) {
+      const id = ev !== undefined ? writeId(ev, scratch, scratchView, start) : writeHeadId(head, low, scratch, scratchView, start);
+      end = id ? writer(data, scratch, writeTime(start + ID_LEN)) : NEEDS_STRING;
+    }
+    if (end !== NO_ROOM) return end;
+    growScratch(scratch.length * 2, start);
+  }
+}
+
+/** Notes the lengths of record `i`, written as bytes from `start` to `end`; returns `end`. */
+function bytesRecord(i: number, start: number, end: number): number {
+  lensBuf[i] = charsBuf[i] = end - start; // ASCII: bytes = UTF-16 units
+  return end;
 }
 
 /**
@@ -200,24 +209,11 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
   for (let i = 0; i < n; i++) {
     const s = firstSeq + i;
     const low = s & 1023;
-    if (i === 0 || low === 0) head = idHeadAt(idPrefix, s);
+    head = runIdHead(idPrefix, s, i, head);
     const start = o;
-    let end: number = NEEDS_STRING;
-    if (jsons === undefined || jsons[i] === undefined) {
-      for (;;) {
-        end = start + HEADER > scratch.length ? NO_ROOM : writeHeadId(head, low, scratch, scratchView, start) ? writeTime(start + ID_LEN) : NEEDS_STRING;
-        if (end >= 0) end = writer(values[i], scratch, end);
-        if (end !== NO_ROOM) break;
-        growScratch(scratch.length * 2, start);
-      }
-    }
-    if (end >= 0) {
-      lens[i] = chars[i] = end - start; // ASCII: bytes = UTF-16 units
-      o = end;
-      continue;
-    }
-    // Text path (a payload encoded at publish, or one the writer declined).
-    o = textRecord(head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i])), start, i);
+    const end = jsons === undefined || jsons[i] === undefined ? plainRecord(undefined, head, low, values[i], writer, start) : NEEDS_STRING;
+    // Else text (a payload encoded at publish, or one the writer declined).
+    o = end >= 0 ? bytesRecord(i, start, end) : textRecord(head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i])), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
@@ -225,13 +221,6 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
 /** Whether a run's records are the fixed header and the payload alone (`plainHeader` for each event); leaves `timeText` current. */
 function plainRun(run: EventRun): boolean {
   return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
-}
-
-/** `<id><time>0` at `o` (the time of the last `timeText`); NEEDS_STRING when the id is not 26 ASCII characters, or NO_ROOM. */
-function writeHeader(ev: OutgoingEvent, o: number): number {
-  if (o + HEADER > scratch.length) return NO_ROOM;
-  if (!writeId(ev, scratch, scratchView, o)) return NEEDS_STRING;
-  return writeTime(o + ID_LEN);
 }
 
 /** The 13 time digits of the last `timeText` and the '0' flag. */
