@@ -16,6 +16,12 @@ export class BulkCall {
   readonly keys: (string | undefined)[] | undefined;
   /** Whether some payload was encoded at publish (`jsons` holds a string). */
   encoded = false;
+  /**
+   * For a call written as bytes at publish (`TransportCapabilities.runBytes`; then `values` and `jsons` are
+   * empty): the buffer, and where each event's record ends in it (the next one starts there).
+   */
+  bytes: Buffer | undefined = undefined;
+  readonly ends: Uint32Array | undefined;
   /** The units' promises, in the order first met. */
   readonly pending: Promise<void>[] = emptyObjectArray();
   /** With one partition: the index of the first event each unit carries (a unit carries a run of events). */
@@ -34,9 +40,12 @@ export class BulkCall {
     partitions: number,
     /** Whether each event has a key of its own (a `key` function). */
     keyed: boolean,
+    /** The payloads are written as bytes (`bytes`, `ends`), not kept as values. */
+    written = false,
   ) {
-    this.values = new Array(size);
-    this.jsons = new Array(size);
+    this.values = written ? [] : new Array(size);
+    this.jsons = written ? [] : new Array(size);
+    this.ends = written ? new Uint32Array(size) : undefined;
     this.sizes = new Float64Array(size);
     this.keys = keyed ? new Array(size) : undefined;
     // One partition keeps nothing per event (a per-event store cost publishMany(1000) ~7%).

@@ -35,6 +35,7 @@ export type {
   TransportSubscription,
   PublishUnit,
   EventRun,
+  RunBytes,
   OutgoingEvent,
   WriteResult,
   SubscriptionSpec,

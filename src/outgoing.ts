@@ -9,7 +9,7 @@
  * tail: the id string is built only when something asks for it, and `writeIdBytes` writes ids without it.
  */
 import { ID_HEAD_LENGTH, idHeadAt, idTail, type EventHeaders, type PublishOptions } from './envelope.js';
-import type { EventRun, OutgoingEvent } from './transport.js';
+import type { EventRun, OutgoingEvent, RunBytes } from './transport.js';
 
 /** What the events of one publish call share. */
 export class EventMeta {
@@ -82,28 +82,43 @@ export class Outgoing extends WithMeta implements OutgoingEvent {
 
 /**
  * Events `values[0..count)` of a publishMany call queued as one run (`EventRun`): the ids are consecutive
- * sequence numbers under one prefix, so a run keeps no object per event.
+ * sequence numbers under one prefix, so a run keeps no object per event. A run of `bytes` keeps the payloads
+ * only as the JSON the bus wrote at publish, and decodes `values` from it if they are asked for.
  */
 export class Run extends WithMeta implements EventRun {
   declare readonly key: string | undefined;
   declare readonly partition: number;
   declare readonly idPrefix: string;
   declare readonly firstSeq: number;
-  declare readonly values: readonly unknown[];
+  declare private decoded: readonly unknown[] | undefined;
   declare readonly jsons: readonly (string | undefined)[] | undefined;
-  constructor(meta: EventMeta, key: string | undefined, partition: number, idPrefix: string, firstSeq: number, values: readonly unknown[], jsons: readonly (string | undefined)[] | undefined) {
+  declare readonly bytes: RunBytes | undefined;
+  constructor(
+    meta: EventMeta,
+    key: string | undefined,
+    partition: number,
+    idPrefix: string,
+    firstSeq: number,
+    values: readonly unknown[] | undefined,
+    jsons: readonly (string | undefined)[] | undefined,
+    bytes: RunBytes | undefined,
+  ) {
     super();
-    const self = this as { -readonly [K in keyof Run]: Run[K] };
+    const self = this as unknown as { -readonly [K in 'meta' | 'key' | 'partition' | 'idPrefix' | 'firstSeq' | 'decoded' | 'jsons' | 'bytes']: unknown };
     self.meta = meta;
     self.key = key;
     self.partition = partition;
     self.idPrefix = idPrefix;
     self.firstSeq = firstSeq;
-    self.values = values;
+    self.decoded = values;
     self.jsons = jsons;
+    self.bytes = bytes;
   }
   get count(): number {
-    return this.values.length;
+    return this.bytes !== undefined ? this.bytes.ends.length : this.decoded!.length;
+  }
+  get values(): readonly unknown[] {
+    return (this.decoded ??= payloadsOf(this.bytes!));
   }
   id(i: number): string {
     const s = this.firstSeq + i;
@@ -111,19 +126,29 @@ export class Run extends WithMeta implements EventRun {
   }
   /** Events `from..to` as a run of their own (their ids unchanged). */
   slice(from: number, to: number): Run {
-    return new Run(this.meta, this.key, this.partition, this.idPrefix, this.firstSeq + from, this.values.slice(from, to), this.jsons?.slice(from, to));
+    const b = this.bytes;
+    const bytes = b === undefined ? undefined : { buffer: b.buffer, start: from === 0 ? b.start : b.ends[from - 1]!, ends: b.ends.subarray(from, to), room: b.room };
+    return new Run(this.meta, this.key, this.partition, this.idPrefix, this.firstSeq + from, this.decoded?.slice(from, to), this.jsons?.slice(from, to), bytes);
   }
   events(): OutgoingEvent[] {
-    const n = this.values.length;
+    const n = this.count;
+    const values = this.values;
     const out: OutgoingEvent[] = new Array(n);
     let head = '';
     for (let i = 0; i < n; i++) {
       const s = this.firstSeq + i;
       head = runIdHead(this.idPrefix, s, i, head);
-      out[i] = new Outgoing(this.meta, head, s & 1023, this.key, this.values[i], this.jsons?.[i], this.partition);
+      out[i] = new Outgoing(this.meta, head, s & 1023, this.key, values[i], this.jsons?.[i], this.partition);
     }
     return out;
   }
+}
+
+/** The payloads of a run's bytes, decoded (they are JSON of printable ASCII). */
+function payloadsOf(b: RunBytes): unknown[] {
+  const out: unknown[] = new Array(b.ends.length);
+  for (let i = 0, s = b.start; i < out.length; s = b.ends[i]!, i++) out[i] = JSON.parse(b.buffer.toString('latin1', s + b.room, b.ends[i]!));
+  return out;
 }
 
 /**
@@ -136,7 +161,7 @@ export class Run extends WithMeta implements EventRun {
  */
 export const MAP_ANCHORS: readonly object[] = [
   new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0),
-  new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined),
+  new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined, undefined),
 ];
 
 /** Width of the ids `writeIdBytes` writes. */

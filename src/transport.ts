@@ -45,7 +45,10 @@ export interface EventRun {
   readonly headers: EventHeaders | undefined;
   readonly partition: number;
   readonly count: number;
+  /** The payloads; for a run that carries `bytes`, decoded from them when first read (slow: read `bytes`). */
   readonly values: readonly unknown[];
+  /** The payloads as JSON bytes, written at publish for a transport that asked for them (`capabilities.runBytes`); else undefined. */
+  readonly bytes: RunBytes | undefined;
   /** Undefined when no event of the run was encoded at publish. */
   readonly jsons: readonly (string | undefined)[] | undefined;
   /** Time and process part of every id of the run (16 characters). */
@@ -54,6 +57,19 @@ export interface EventRun {
   readonly firstSeq: number;
   id(i: number): string;
   events(): OutgoingEvent[];
+}
+
+/**
+ * The payloads of a run as the JSON of the schema's parsed output, printable ASCII (so a byte is a UTF-16 unit),
+ * written by the bus at publish (`TransportCapabilities.runBytes`). Record i spans `[i === 0 ? start :
+ * ends[i - 1], ends[i])` of `buffer`: first `room` bytes the transport may overwrite with its own header, then
+ * the payload. The records of a run are back to back; the buffer is the publish call's, shared by its runs.
+ */
+export interface RunBytes {
+  readonly buffer: Buffer;
+  readonly start: number;
+  readonly ends: Uint32Array;
+  readonly room: number;
 }
 
 /**
@@ -187,6 +203,14 @@ export interface TransportCapabilities {
    * a run, with no `OutgoingEvent` per event (the `events` of such a unit are empty).
    */
   readonly runs?: boolean;
+  /**
+   * With `runs`: the bus writes the payloads of a `publishMany` call as JSON bytes at publish, where the type's
+   * schema has a compiled checker and writer and the call has no key or options, leaving `room` bytes before
+   * each for the transport's record header (`EventRun.bytes`). The checked payloads are then not copied: the
+   * bytes are what the call published. A transport that writes the payload after a fixed header can then push
+   * a run's records where they are.
+   */
+  readonly runBytes?: { readonly room: number };
 }
 
 /** What every transport implements. */

@@ -29,6 +29,16 @@ function subParse(schema: z.ZodType, v: unknown): unknown {
   return r.success ? r.data : INVALID;
 }
 
+/** `array` for a checker: the list itself when every element passes. */
+function checkArray(list: unknown, el: Validator): unknown {
+  if (!Array.isArray(list)) return INVALID;
+  for (let i = 0; i < list.length; i++) {
+    const x = list[i];
+    if (x === undefined || el(x) === INVALID) return INVALID; // holes and undefined: zod decides
+  }
+  return list;
+}
+
 function array(list: unknown, el: Validator): unknown {
   if (!Array.isArray(list)) return INVALID;
   const n = list.length;
@@ -95,11 +105,19 @@ function stringCondition(def: Def, v: string): string | undefined {
   return parts.join(' && ');
 }
 
+/** Thrown while compiling a checker at a node only zod can judge: no checker for that schema. */
+const DELEGATES = new Error('the schema has a node only zod can judge');
+
 class ValidatorCompiler extends CodeGen<Validator> {
   private readonly consts: unknown[] = [];
 
+  /** `check`: the value itself instead of a copy (a checker; see `compileChecker`). */
+  constructor(private readonly check = false) {
+    super();
+  }
+
   protected helpers(): Record<string, unknown> {
-    return { X: INVALID, c: this.consts, p: subParse, a: array, own: hasOwn };
+    return { X: INVALID, c: this.consts, p: subParse, a: this.check ? checkArray : array, own: hasOwn };
   }
 
   private constant(value: unknown): string {
@@ -109,6 +127,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
 
   /** Delegates a node to its own `safeParse`. */
   private delegate(schema: z.ZodType, v: string): string {
+    if (this.check) throw DELEGATES; // zod's output may differ from the value (defaults, transforms)
     return `p(${this.constant(schema)}, ${v})`;
   }
 
@@ -182,7 +201,9 @@ class ValidatorCompiler extends CodeGen<Validator> {
       }
       fields.push(k);
     });
-    if (!optionals) {
+    if (this.check) {
+      body += 'return v;';
+    } else if (!optionals) {
       body += `return { ${fields.map((k, i) => `${k}: r${i}`).join(', ')} };`;
     } else {
       body += 'var o = {};\n';
@@ -204,4 +225,16 @@ const validators = new WeakMap<z.ZodType, Validator | null>();
  */
 export function compileValidator(schema: z.ZodType): Validator | undefined {
   return compiledOnce(validators, schema, () => new ValidatorCompiler().compile(schema));
+}
+
+const checkers = new WeakMap<z.ZodType, Validator | null>();
+
+/**
+ * A checker for `schema`: returns the value itself when it is valid and the schema's parsed output would be
+ * that value with unknown keys stripped (so its JSON, written from the schema's fields, is the output's),
+ * or INVALID when zod must decide. Undefined when some node of the schema only zod can judge (refinements,
+ * transforms, defaults, unions, ...): its output may not be the value. Made once per schema object.
+ */
+export function compileChecker(schema: z.ZodType): Validator | undefined {
+  return compiledOnce(checkers, schema, () => new ValidatorCompiler(true).compile(schema));
 }

@@ -80,7 +80,7 @@ describe('native record encoding', () => {
     for (const [what, meta, key, js, source] of cases) {
       const g = new IdGenerator();
       (g as unknown as { seq: number }).seq = 1_047_000; // crosses 2^10 and 2^20 sequence boundaries
-      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js);
+      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js, undefined);
       const viaRun = copy(encodeRun(run, serialize, writer, source));
       const viaEvents = copy(encodeEvents(run.events(), serialize, writer, source));
       expect(viaRun.lens, what).toEqual(viaEvents.lens);

@@ -21,7 +21,7 @@ describe('IdGenerator.reserve', () => {
     seqOf(a).seq = seqOf(b).seq = 1_048_000;
     const expected = Array.from({ length: 3000 }, () => a.next(now));
     const first = b.reserve(now, 3000);
-    const run = new Run(new EventMeta('t', now, undefined), undefined, 0, b.idPrefix, first, new Array(3000).fill({}), undefined);
+    const run = new Run(new EventMeta('t', now, undefined), undefined, 0, b.idPrefix, first, new Array(3000).fill({}), undefined, undefined);
     expect(first).toBe(1_048_000);
     expect(Array.from({ length: 3000 }, (_, i) => run.id(i))).toEqual(expected);
     expect(run.events().map((e) => e.id)).toEqual(expected);
@@ -34,7 +34,7 @@ describe('IdGenerator.reserve', () => {
     const ids: string[] = [];
     const take = (now: number, n: number) => {
       const s = g.reserve(now, n);
-      const run = new Run(new EventMeta('t', now, undefined), undefined, 0, g.idPrefix, s, new Array(n).fill(0), undefined);
+      const run = new Run(new EventMeta('t', now, undefined), undefined, 0, g.idPrefix, s, new Array(n).fill(0), undefined, undefined);
       for (let i = 0; i < n; i++) ids.push(run.id(i));
     };
     ids.push(g.next(5000));
@@ -53,7 +53,7 @@ describe('Run', () => {
   it('shares type, time, key and options, and slices keep their ids', () => {
     const meta = new EventMeta('order', 1_700_000_000_000, { correlationId: 'c', headers: { a: 'b' } });
     const g = new IdGenerator();
-    const run = new Run(meta, 'k', 2, g.idPrefix, g.reserve(meta.time, 5), [1, 2, 3, 4, 5], ['1', undefined, undefined, undefined, '5']);
+    const run = new Run(meta, 'k', 2, g.idPrefix, g.reserve(meta.time, 5), [1, 2, 3, 4, 5], ['1', undefined, undefined, undefined, '5'], undefined);
     const evs = run.events();
     expect(evs.map((e) => [e.type, e.time, e.key, e.partition, e.correlationId, e.headers, e.data, e.json])).toEqual(
       [1, 2, 3, 4, 5].map((d) => ['order', meta.time, 'k', 2, 'c', { a: 'b' }, d, d === 1 || d === 5 ? String(d) : undefined]),
@@ -77,7 +77,7 @@ const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
 
 function runOf(n: number, from = 0): Run {
   const g = new IdGenerator();
-  return new Run(new EventMeta('t', 1_700_000_000_000, undefined), undefined, 0, g.idPrefix, g.reserve(1_700_000_000_000, n), Array.from({ length: n }, (_, i) => from + i), undefined);
+  return new Run(new EventMeta('t', 1_700_000_000_000, undefined), undefined, 0, g.idPrefix, g.reserve(1_700_000_000_000, n), Array.from({ length: n }, (_, i) => from + i), undefined, undefined);
 }
 
 const single = (i: number): OutgoingEvent => ({ id: `s${i}`, type: 't', time: 0, key: undefined, data: i, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined });

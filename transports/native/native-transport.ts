@@ -24,7 +24,7 @@ import { createCore, PushMode, type PartitionCore, type RingStats } from '../../
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
 import { History } from './history.js';
-import { copyBatch, encodeEvents, encodeRun, type EncodedBatch } from './record.js';
+import { copyBatch, encodeEvents, encodeRun, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
 
 const MODE = {
   block: PushMode.partial,
@@ -100,9 +100,11 @@ export class NativeTransport implements Transport {
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     const limit = Math.floor(this.core.arenaBytes / 4);
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true };
-    this.mode = MODE[config.backpressure];
     this.source = ctx.service === broker.service ? undefined : ctx.service;
+    // Runs written as bytes at publish, with room for the record header, when the records are plain (no source).
+    const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes };
+    this.mode = MODE[config.backpressure];
   }
 
   /** This bus's service when it is not the broker's: written into each record (a bus sharing a named broker). */

@@ -9,7 +9,7 @@
  * so framing is read without parsing; worker consumers decode the payload lazily, on first `event.data`.
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
-import type { EventRun, OutgoingEvent } from '../../src/transport.js';
+import type { EventRun, OutgoingEvent, RunBytes } from '../../src/transport.js';
 import { idTail } from '../../src/envelope.js';
 import { ID_BYTES, runIdHead, writeHeadId, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
@@ -17,8 +17,8 @@ import type { JsonReader } from '../../src/json-reader.js';
 
 /**
  * A batch of records ready for `PartitionCore.push`: UTF-8 bytes back to back, with each record's byte and
- * UTF-16 lengths. `encodeEvents` returns views of reused scratch memory, valid until the next call;
- * `copyBatch` makes one that can be kept.
+ * UTF-16 lengths. `encodeEvents` returns views of reused scratch memory (`encodeRun` of a run's bytes: of
+ * those bytes and the reused length arrays), valid until the next call; `copyBatch` makes one that can be kept.
  */
 export interface EncodedBatch {
   bytes: Uint8Array;
@@ -41,6 +41,8 @@ interface Extras {
 
 const ID_LEN = ID_BYTES; // the header holds a bus id as it is
 const HEADER = ID_LEN + 13 + 1;
+/** Bytes of a plain record before its payload (id, time, flag): the room asked for runs written as bytes (`runBytes`). */
+export const RECORD_HEADER_BYTES = HEADER;
 const NO_ID = ' '.repeat(ID_LEN);
 let scratch = Buffer.allocUnsafeSlow(1 << 20) as DirectBuffer;
 /** `scratch` as a DataView: headers are copied four bytes at a time. */
@@ -195,6 +197,11 @@ function bytesRecord(i: number, start: number, end: number): number {
  * with extras (key, options, a source) or no compiled writer goes through its events.
  */
 export function encodeRun(run: EventRun, serialize: (data: unknown) => string, writer?: JsonWriter, source?: string): EncodedBatch {
+  const b = run.bytes;
+  if (b !== undefined && b.room === HEADER && source === undefined && plainRun(run)) {
+    const batch = headRecords(run, b);
+    if (batch !== undefined) return batch;
+  }
   if (writer === undefined || source !== undefined || !plainRun(run)) return encodeEvents(run.events(), serialize, writer, source);
   const n = run.count;
   if (lensBuf.length < n) {
@@ -218,14 +225,44 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
 
+/**
+ * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header is
+ * written into the room before each payload. Undefined when an id is not ASCII of the header's width (then
+ * the records are written again from the run's values). Needs `plainRun(run)` (it leaves the time current).
+ */
+function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
+  const n = run.count;
+  if (lensBuf.length < n) {
+    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
+    charsBuf = new Uint32Array(lensBuf.length);
+  }
+  const { buffer, ends } = b;
+  const view = viewOf(buffer);
+  const { idPrefix, firstSeq } = run;
+  let head = '';
+  let start = b.start;
+  for (let i = 0; i < n; i++) {
+    const s = firstSeq + i;
+    head = runIdHead(idPrefix, s, i, head);
+    if (!writeHeadId(head, s & 1023, buffer, view, start)) return undefined;
+    writeTimeAt(view, start + ID_LEN);
+    start = bytesRecord(i, start, ends[i]!);
+  }
+  return { bytes: buffer.subarray(b.start, start), lens: lensBuf, chars: charsBuf, n };
+}
+
 /** Whether a run's records are the fixed header and the payload alone (`plainHeader` for each event); leaves `timeText` current. */
 function plainRun(run: EventRun): boolean {
   return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
 }
 
-/** The 13 time digits of the last `timeText` and the '0' flag. */
+/** The 13 time digits of the last `timeText` and the '0' flag, in the scratch memory. */
 function writeTime(o: number): number {
-  const d = scratchView;
+  return writeTimeAt(scratchView, o);
+}
+
+/** `writeTime` into the memory of `d`. */
+function writeTimeAt(d: DataView, o: number): number {
   d.setUint32(o, lastTimeWords.getUint32(0));
   d.setUint32(o + 4, lastTimeWords.getUint32(4));
   d.setUint32(o + 8, lastTimeWords.getUint32(8));

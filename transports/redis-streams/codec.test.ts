@@ -122,7 +122,7 @@ describe('redis-streams codec', () => {
     for (const [meta, key, js] of cases) {
       const g = new IdGenerator();
       (g as unknown as { seq: number }).seq = 1_048_000; // crosses 2^10 and 2^20 sequence boundaries
-      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js);
+      const run = new Run(meta, key, 0, g.idPrefix, g.reserve(meta.time, values.length), values, js, undefined);
       for (const bytes of [1, 100_000]) {
         const viaRun = new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, bytes, serialize, writer);
         const viaEvents = new BatchEncoder().request(['k', '*'], 'order.created', 'svc', run.events(), bytes, serialize, writer);
