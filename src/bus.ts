@@ -86,6 +86,8 @@ export class EventBus<M extends EventMap> {
   private readonly runs: boolean;
   /** Bytes of room before each payload a transport taking runs as bytes wants (`capabilities.runBytes`); else -1. */
   private readonly room: number;
+  /** A settled call's byte buffer, for the next call written as bytes (`keepSpare`). */
+  private spare: Buffer | undefined = undefined;
 
   /** @internal use {@link createEventBus} */
   constructor(
@@ -260,14 +262,14 @@ export class EventBus<M extends EventMap> {
     const sizes = call.sizes;
     const check = t.check!;
     const writer = t.writer!;
-    let buf = Buffer.allocUnsafe(Math.max(1024, n * (room + 64)));
+    let buf = this.takeBuffer(Math.max(1024, n * (room + 64)));
     let o = 0;
     for (let i = 0; i < n; i++) {
       let value = check(payloads[i]);
       if (value === INVALID) value = validated(t, payloads[i], i, undefined); // zod's verdict and output
       let end = writer(value, buf, o + room);
       while (end === NO_ROOM) {
-        const next = Buffer.allocUnsafe(buf.length * 2);
+        const next = Buffer.allocUnsafeSlow(buf.length * 2);
         buf.copy(next, 0, 0, o);
         buf = next;
         end = writer(value, buf, o + room);
@@ -302,7 +304,28 @@ export class EventBus<M extends EventMap> {
       await Promise.all(call.pending);
     } catch {
       throw call.failure(t.name, await Promise.allSettled(call.pending));
+    } finally {
+      // Every unit settled: no transport reads the call's bytes any more (`RunBytes`).
+      if (call.bytes !== undefined) this.keepSpare(call.bytes);
     }
+  }
+
+  /**
+   * A settled call's byte buffer, kept for the next call written as bytes, up to 8 MiB: a buffer per call was
+   * new memory each time (page faults, and external memory V8 frees only some time after a GC).
+   */
+  private keepSpare(buf: Buffer): void {
+    if (buf.length <= 8 << 20 && (this.spare === undefined || this.spare.length < buf.length)) this.spare = buf;
+  }
+
+  /** A buffer of at least `size` bytes for a call written as bytes: the spare when it is large enough. */
+  private takeBuffer(size: number): Buffer {
+    const spare = this.spare;
+    if (spare !== undefined && spare.length >= size) {
+      this.spare = undefined;
+      return spare;
+    }
+    return Buffer.allocUnsafeSlow(size);
   }
 
   /**

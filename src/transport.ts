@@ -63,7 +63,8 @@ export interface EventRun {
  * The payloads of a run as the JSON of the schema's parsed output, printable ASCII (so a byte is a UTF-16 unit),
  * written by the bus at publish (`TransportCapabilities.runBytes`). Record i spans `[i === 0 ? start :
  * ends[i - 1], ends[i])` of `buffer`: first `room` bytes the transport may overwrite with its own header, then
- * the payload. The records of a run are back to back; the buffer is the publish call's, shared by its runs.
+ * the payload. The records of a run are back to back; the buffer is the publish call's, shared by its runs, and
+ * the bus reuses it once every unit of the call has settled: a transport must not read it after its write.
  */
 export interface RunBytes {
   readonly buffer: Buffer;

@@ -7,7 +7,7 @@ import { compileJsonReader, readerPlan, type JsonReader } from '../../src/json-r
 import type { EventEnvelope } from '../../src/envelope.js';
 import { IdGenerator } from '../../src/envelope.js';
 import { EventMeta, Run } from '../../src/outgoing.js';
-import { decodeRecords, encodeEvents, encodeRun } from '../../transports/native/record.js';
+import { decodeRecords, encodeEvents, encodeRun, RECORD_HEADER_BYTES } from '../../transports/native/record.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
   return { id: String(i).padStart(26, '0'), type: 't', time: 1_700_000_000_000 + i, key: undefined, data, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined, ...extra };
@@ -87,6 +87,39 @@ describe('native record encoding', () => {
       expect(viaRun.chars, what).toEqual(viaEvents.chars);
       expect(viaRun.bytes.equals(viaEvents.bytes), what).toBe(true);
     }
+  });
+
+  it('writes a run of bytes (payloads written at publish) as the records of its values, headers in the room before each', () => {
+    const schema = z.object({ s: z.string(), n: z.number() });
+    const serialize = compileSerializer(schema)!;
+    const writer = compileJsonWriter(schema)!;
+    const values = Array.from({ length: 3000 }, (_, i) => ({ s: 'x'.repeat(i % 50), n: i % 3 === 0 ? i / 7 : -i }));
+    const room = RECORD_HEADER_BYTES;
+    const buffer = Buffer.alloc(3000 * 200, 0x3f); // '?' where nothing was written
+    const ends = new Uint32Array(values.length);
+    const start = 100; // a run that is not the first of its call
+    for (let i = 0, o = start; i < values.length; i++) o = ends[i] = writer(values[i], buffer, o + room);
+    const copy = (b: ReturnType<typeof encodeEvents>) => ({ bytes: Buffer.from(b.bytes), lens: Array.from(b.lens.subarray(0, b.n)), chars: Array.from(b.chars.subarray(0, b.n)) });
+    const meta = new EventMeta('t', 1_700_000_000_000, undefined);
+    const g = new IdGenerator();
+    (g as unknown as { seq: number }).seq = 1_047_000; // crosses 2^10 and 2^20 sequence boundaries
+    const first = g.reserve(meta.time, values.length);
+    const bytesRun = new Run(meta, undefined, 0, g.idPrefix, first, undefined, undefined, { buffer, start, ends, room });
+    const valuesRun = new Run(meta, undefined, 0, g.idPrefix, first, values, undefined, undefined);
+    const viaValues = copy(encodeRun(valuesRun, serialize, writer));
+    const viaBytes = encodeRun(bytesRun, serialize, writer);
+    expect(viaBytes.bytes.buffer).toBe(buffer.buffer); // in place, no copy
+    const got = copy(viaBytes);
+    expect(got.lens).toEqual(viaValues.lens);
+    expect(got.chars).toEqual(viaValues.chars);
+    expect(got.bytes.equals(viaValues.bytes)).toBe(true);
+    expect(bytesRun.values).toEqual(values); // decoded when asked for
+    // A slice (the batcher splits runs) is the records of its events.
+    const part = bytesRun.slice(1000, 2000);
+    expect(copy(encodeRun(part, serialize, writer)).bytes.equals(copy(encodeRun(valuesRun.slice(1000, 2000), serialize, writer)).bytes)).toBe(true);
+    // Another service's records carry extras: written again from the decoded values.
+    const other = copy(encodeRun(bytesRun, serialize, writer, 'other'));
+    expect(other.bytes.equals(copy(encodeRun(valuesRun, serialize, writer, 'other')).bytes)).toBe(true);
   });
 
   it('decodes payloads with the reader it is given, in place in the batch text, eagerly or on first access', () => {
