@@ -269,7 +269,8 @@ export class EventBus<M extends EventMap> {
       if (value === INVALID) value = validated(t, payloads[i], i, undefined); // zod's verdict and output
       let end = writer(value, buf, o + room);
       while (end === NO_ROOM) {
-        const next = Buffer.allocUnsafeSlow(buf.length * 2);
+        // Room for the rest at the mean size so far (and a tenth more), at least twice the buffer.
+        const next = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, Math.ceil(((o + room + 64) / (i + 1)) * n * 1.1)));
         buf.copy(next, 0, 0, o);
         buf = next;
         end = writer(value, buf, o + room);
