@@ -5,7 +5,7 @@ import { IdGenerator, type EventEnvelope } from '../../src/envelope.js';
 import { EventMeta, Run } from '../../src/outgoing.js';
 import { compileSerializer } from '../../src/serializer.js';
 import type { OutgoingEvent } from '../../src/transport.js';
-import { BatchEncoder, decodeEntry, Malformed, PAYLOAD_ROOM, pushEventFields } from './codec.js';
+import { BatchEncoder, decodeEntry, Malformed, pushEventFields } from './codec.js';
 import { encodeCommand } from './wire-command.js';
 
 function ev(i: number, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
@@ -130,28 +130,6 @@ describe('redis-streams codec', () => {
       }
       const d = decodeEntry('1-0', entryFields(new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, 0, serialize, writer)), 'x') as { events: EventEnvelope[] };
       expect(d.events.map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data])).toEqual(run.events().map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data]));
-    }
-  });
-
-  it('a run written as bytes at publish (runBytes) is the same request as its values, its payloads one copy', () => {
-    const schema = z.object({ i: z.number(), text: z.string() });
-    const serialize = compileSerializer(schema)!;
-    const writer = compileJsonWriter(schema)!;
-    const values = Array.from({ length: 1500 }, (_, i) => ({ i: i * 1.5, text: 'p'.repeat(i % 50) }));
-    const buffer = Buffer.alloc(1500 * 120, 0x3f);
-    const ends = new Uint32Array(values.length);
-    const start = 7; // not the first run of its call
-    for (let i = 0, o = start; i < values.length; i++) o = ends[i] = writer(values[i], buffer, o + PAYLOAD_ROOM);
-    const meta = new EventMeta('order.created', 1_700_000_000_000, undefined);
-    const g = new IdGenerator();
-    const first = g.reserve(meta.time, values.length);
-    const bytesRun = new Run(meta, undefined, 0, g.idPrefix, first, undefined, undefined, { buffer, start, ends, room: PAYLOAD_ROOM });
-    const valuesRun = new Run(meta, undefined, 0, g.idPrefix, first, values, undefined, undefined);
-    for (const run of [bytesRun, bytesRun.slice(500, 501), bytesRun.slice(0, 1000)]) {
-      const same = run === bytesRun ? valuesRun : valuesRun.slice(run.firstSeq - first, run.firstSeq - first + run.count);
-      const viaBytes = new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, 0, serialize, writer);
-      const viaValues = new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', same, 0, serialize, writer);
-      expect(viaBytes.equals(viaValues)).toBe(true);
     }
   });
 

@@ -4,7 +4,7 @@
  * one). Consuming decodes a batch entry with one `JSON.parse` of its payloads.
  */
 import type { EventEnvelope } from '../../src/envelope.js';
-import type { EventRun, OutgoingEvent, RunBytes } from '../../src/transport.js';
+import type { EventRun, OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import { parseJsonSlice, type JsonReader } from '../../src/json-reader.js';
 import { writeIdBytes, writeRunIdBytes } from '../../src/outgoing.js';
@@ -76,8 +76,6 @@ export class BatchEncoder {
     }
     const fixed = writeRunIdBytes(run, idRoom(n), 0);
     const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(Array.from({ length: n }, (_, i) => run.id(i)));
-    const written = run.bytes;
-    if (written !== undefined && written.room === PAYLOAD_ROOM) return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => payloadBytes(w, written));
     return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => this.payloads(w, n, undefined, run.values, run.jsons, bytes, serialize, writer));
   }
 
@@ -162,27 +160,6 @@ export class BatchEncoder {
     w.reserve(1);
     w.buf[w.off++] = 0x5d; // ]
   }
-}
-
-/**
- * Bytes of room a batch entry wants before each payload of a run written at publish (`capabilities.runBytes`):
- * one, for the `[` or `,` before it in the `payloads` array.
- */
-export const PAYLOAD_ROOM = 1;
-
-/**
- * The `payloads` array of a run written at publish: `[` and `,` go into the room before each payload, and the
- * array is then one copy of the run's bytes.
- */
-function payloadBytes(w: RespWriter, b: RunBytes): void {
-  const { buffer, ends, start } = b;
-  const n = ends.length;
-  buffer[start] = 0x5b; // [
-  for (let i = 0; i < n - 1; i++) buffer[ends[i]!] = 0x2c; // ,
-  const end = ends[n - 1]!;
-  w.reserve(end - start + 1);
-  w.off += buffer.copy(w.buf, w.off, start, end);
-  w.buf[w.off++] = 0x5d; // ]
 }
 
 /** The options an event (or a run) carries besides its payload. */

@@ -20,7 +20,6 @@ import { Connector, type Client } from './connection.js';
 import { jsonReader } from '../../src/json-reader.js';
 import { RedisConsumer } from './consumer.js';
 import { Publisher } from './publisher.js';
-import { PAYLOAD_ROOM } from './codec.js';
 import { ServerClock } from './server-clock.js';
 
 export class RedisStreamsTransport implements Transport {
@@ -53,7 +52,7 @@ export class RedisStreamsTransport implements Transport {
     // ~50K/s at 8).
     // Per-event entries: each event is its own XADD, and Redis may take some of a pipeline's and refuse others
     // (OOM at maxmemory): a unit per event, so a publish that was stored never rejects (and is not retried).
-    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...(config.entryMode === 'event' ? { maxUnitEvents: 1 } : { runs: true, runBytes: { room: PAYLOAD_ROOM } }) };
+    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...(config.entryMode === 'event' ? { maxUnitEvents: 1 } : { runs: true }) };
   }
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
