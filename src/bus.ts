@@ -208,7 +208,7 @@ export class EventBus<M extends EventMap> {
     const n = payloads.length;
     let bulk: BulkCall | undefined;
     try {
-      if (t.writer !== undefined && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
+      if (t.writer !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
       if (bulk === undefined) {
         bulk = new BulkCall(n, t.partitions, keyFn !== undefined);
         // A large call keeps its encoded payloads across young-generation GCs: store them flat (measured:
@@ -638,6 +638,14 @@ function checkedDeadLetter(t: TypeState, trusted: boolean, letter: DeadLetter): 
   }
   return { ...letter, valid: true, event: { ...event, data } };
 }
+
+/**
+ * Most events of a `publishMany` call written as bytes at publish (`runBytes`). A call is written whole before
+ * any of it is queued; a larger one is kept as checked copies and written slice by slice at write time, so
+ * its first slices reach the transport (and its consumers) while the rest are encoded, and its memory is not
+ * one buffer of all its payloads.
+ */
+const BYTES_CALL_MAX = 16_384;
 
 /** Options that leave every event's record plain: no correlation or causation id, no headers. */
 function plainOptions(o: Omit<PublishOptions, 'key'> | undefined): boolean {
