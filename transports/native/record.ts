@@ -226,8 +226,8 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
 }
 
 /**
- * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header is
- * written into the room before each payload. Undefined when an id is not ASCII of the header's width (then
+ * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header (as
+ * `plainRecord` writes it) is written into the room before each payload. Undefined when an id is not ASCII of the header's width (then
  * the records are written again from the run's values). Needs `plainRun(run)` (it leaves the time current).
  */
 function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
@@ -239,13 +239,22 @@ function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
   const { buffer, ends } = b;
   const view = viewOf(buffer);
   const { idPrefix, firstSeq } = run;
+  // The time and flag of every header (`writeTimeAt`), read once.
+  const t0 = lastTimeWords.getUint32(0);
+  const t1 = lastTimeWords.getUint32(4);
+  const t2 = lastTimeWords.getUint32(8);
+  const t3 = lastTimeWords.getUint16(12);
   let head = '';
   let start = b.start;
   for (let i = 0; i < n; i++) {
     const s = firstSeq + i;
     head = runIdHead(idPrefix, s, i, head);
     if (!writeHeadId(head, s & 1023, buffer, view, start)) return undefined;
-    writeTimeAt(view, start + ID_LEN);
+    const o = start + ID_LEN;
+    view.setUint32(o, t0);
+    view.setUint32(o + 4, t1);
+    view.setUint32(o + 8, t2);
+    view.setUint16(o + 12, t3);
     start = bytesRecord(i, start, ends[i]!);
   }
   return { bytes: buffer.subarray(b.start, start), lens: lensBuf, chars: charsBuf, n };
@@ -256,13 +265,9 @@ function plainRun(run: EventRun): boolean {
   return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
 }
 
-/** The 13 time digits of the last `timeText` and the '0' flag, in the scratch memory. */
+/** The 13 time digits of the last `timeText` and the '0' flag. */
 function writeTime(o: number): number {
-  return writeTimeAt(scratchView, o);
-}
-
-/** `writeTime` into the memory of `d`. */
-function writeTimeAt(d: DataView, o: number): number {
+  const d = scratchView;
   d.setUint32(o, lastTimeWords.getUint32(0));
   d.setUint32(o + 4, lastTimeWords.getUint32(4));
   d.setUint32(o + 8, lastTimeWords.getUint32(8));
