@@ -264,24 +264,30 @@ export class EventBus<M extends EventMap> {
     const writer = t.writer!;
     let buf = this.takeBuffer(Math.max(1024, n * (room + 64)));
     let o = 0;
-    for (let i = 0; i < n; i++) {
-      let value = check(payloads[i]);
-      if (value === INVALID) value = validated(t, payloads[i], i, undefined); // zod's verdict and output
-      let end = writer(value, buf, o + room);
-      while (end === NO_ROOM) {
-        // Room for the rest at the mean size so far (and a tenth more), at least twice the buffer.
-        const next = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, Math.ceil(((o + room + 64) / (i + 1)) * n * 1.1)));
-        buf.copy(next, 0, 0, o);
-        buf = next;
-        end = writer(value, buf, o + room);
+    let i = 0;
+    try {
+      for (; i < n; i++) {
+        let value = check(payloads[i]);
+        if (value === INVALID) value = validated(t, payloads[i], i, undefined); // zod's verdict and output
+        let end = writer(value, buf, o + room);
+        while (end === NO_ROOM) {
+          // Room for the rest at the mean size so far (and a tenth more), at least twice the buffer.
+          const next = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, Math.ceil(((o + room + 64) / (i + 1)) * n * 1.1)));
+          buf.copy(next, 0, 0, o);
+          buf = next;
+          end = writer(value, buf, o + room);
+        }
+        if (end < 0) break; // NEEDS_STRING
+        const size = end - o - room;
+        if (size > this.maxEventBytes) throw new PayloadTooLargeError(size, this.maxEventBytes, 'transport.maxEventBytes');
+        ends[i] = end;
+        sizes[i] = size;
+        o = end;
       }
-      if (end < 0) return undefined; // NEEDS_STRING
-      const size = end - o - room;
-      if (size > this.maxEventBytes) throw new PayloadTooLargeError(size, this.maxEventBytes, 'transport.maxEventBytes');
-      ends[i] = end;
-      sizes[i] = size;
-      o = end;
+    } finally {
+      if (i < n) this.keepSpare(buf); // refused, or left to the usual path: nothing refers to the buffer
     }
+    if (i < n) return undefined;
     call.bytes = buf;
     return call;
   }
