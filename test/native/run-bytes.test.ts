@@ -74,6 +74,18 @@ describe.each(['native', 'js'] as const)('publishMany written as bytes (%s)', (i
     expect(got).toEqual(payloads);
   });
 
+  it('a call above 16,384 events takes the path of values, and delivers the same', async () => {
+    const b = await bus({ capacity: 32768 });
+    let n = 0;
+    let inOrder = true;
+    await b.subscribe('tick', { group: 'g' }, (e) => {
+      if (e.data.seq !== n++) inOrder = false;
+    });
+    await b.publishMany('tick', Array.from({ length: 20_000 }, (_, seq) => ({ seq, extra: 1 })));
+    await waitFor(() => n === 20_000, 10_000, 'every event');
+    expect(inOrder).toBe(true);
+  });
+
   it('keys and options take the path of values (their records carry extras)', async () => {
     const b = await bus({ partitions: 2 });
     const got: { key?: string; correlationId?: string; seq: number }[] = [];
