@@ -66,8 +66,7 @@ interface TypeState {
    * For a transport that takes runs as bytes (`capabilities.runBytes`): the schema's compiled checker and JSON
    * writer, with which `publishMany` writes payloads as bytes at publish; undefined when either is missing.
    */
-  readonly check: Validator | undefined;
-  readonly writer: JsonWriter | undefined;
+  readonly bytes: { readonly check: Validator; readonly writer: JsonWriter } | undefined;
   rr: number;
   /** What single `publish()` calls without options share while the clock stays on one millisecond. */
   meta: EventMeta;
@@ -123,6 +122,7 @@ export class EventBus<M extends EventMap> {
       const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;
       const check = this.room >= 0 ? compileChecker(schema) : undefined;
       const writer = check !== undefined ? compileJsonWriter(schema) : undefined;
+      const bytes = check !== undefined && writer !== undefined ? { check, writer } : undefined;
       this.types.set(name, {
         name,
         schema,
@@ -135,8 +135,7 @@ export class EventBus<M extends EventMap> {
         // Encode at publish when the transport wants JSON, when only encoding proves the payload
         // encodable, or when a size limit must be checked and no compiled bound exists.
         encode: eager || (limited && sizeBound === undefined),
-        check: writer !== undefined ? check : undefined,
-        writer,
+        bytes,
         rr: 0,
         meta: new EventMeta(name, 0, undefined),
       });
@@ -208,7 +207,7 @@ export class EventBus<M extends EventMap> {
     const n = payloads.length;
     let bulk: BulkCall | undefined;
     try {
-      if (t.writer !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
+      if (t.bytes !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
       if (bulk === undefined) {
         bulk = new BulkCall(n, t.partitions, keyFn !== undefined);
         // A large call keeps its encoded payloads across young-generation GCs: store them flat (measured:
@@ -260,8 +259,7 @@ export class EventBus<M extends EventMap> {
     const call = new BulkCall(n, t.partitions, false, true);
     const ends = call.ends!;
     const sizes = call.sizes;
-    const check = t.check!;
-    const writer = t.writer!;
+    const { check, writer } = t.bytes!;
     let buf = this.takeBuffer(Math.max(1024, n * (room + 64)));
     let o = 0;
     let i = 0;
@@ -380,18 +378,18 @@ export class EventBus<M extends EventMap> {
 
   private queueRun(t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, part: number, start: number, end: number): void {
     const firstSeq = this.ids.reserve(meta.time, end - start);
+    let run: Run;
     if (call.bytes !== undefined) {
       const ends = call.ends!;
       const bytes = { buffer: call.bytes, start: start === 0 ? 0 : ends[start - 1]!, ends: ends.subarray(start, end), room: this.room };
-      const run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, undefined, undefined, bytes);
-      this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p) => call.trackRun(start + from, start + to, part, p));
-      return;
+      run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, undefined, undefined, bytes);
+    } else {
+      const values = call.values.slice(start, end);
+      const jsons = call.encoded ? call.jsons.slice(start, end) : undefined;
+      call.values.fill(undefined, start, end);
+      if (jsons !== undefined) call.jsons.fill(undefined, start, end);
+      run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, values, jsons, undefined);
     }
-    const values = call.values.slice(start, end);
-    const jsons = call.encoded ? call.jsons.slice(start, end) : undefined;
-    call.values.fill(undefined, start, end);
-    if (jsons !== undefined) call.jsons.fill(undefined, start, end);
-    const run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, values, jsons, undefined);
     this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p) => call.trackRun(start + from, start + to, part, p));
   }
 

@@ -59,6 +59,14 @@ function setScratch(b: Buffer): void {
 let lensBuf = new Uint32Array(4096);
 let charsBuf = new Uint32Array(4096);
 
+/** Grows the reused length arrays to hold `n` records. */
+function roomForLengths(n: number): void {
+  if (lensBuf.length < n) {
+    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
+    charsBuf = new Uint32Array(lensBuf.length);
+  }
+}
+
 /**
  * Encodes a unit's events as records. With the type's compiled JSON writer (`writer`), records are written
  * as bytes straight into the scratch memory; events it declines (text to escape or not ASCII, extras) are
@@ -72,10 +80,7 @@ export function encodeEvents(
   source?: string,
 ): EncodedBatch {
   const n = events.length;
-  if (lensBuf.length < n) {
-    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
-    charsBuf = new Uint32Array(lensBuf.length);
-  }
+  roomForLengths(n);
   if (writer !== undefined && source === undefined) return writeRecords(events, serialize, writer);
   const lens = lensBuf;
   const chars = charsBuf;
@@ -179,7 +184,7 @@ function plainRecord(ev: OutgoingEvent | undefined, head: string, low: number, d
     let end: number = NO_ROOM;
     if (start + HEADER <= scratch.length) {
       const id = ev !== undefined ? writeId(ev, scratch, scratchView, start) : writeHeadId(head, low, scratch, scratchView, start);
-      end = id ? writer(data, scratch, writeTime(start + ID_LEN)) : NEEDS_STRING;
+      end = id ? writer(data, scratch, writeTime(scratchView, start + ID_LEN)) : NEEDS_STRING;
     }
     if (end !== NO_ROOM) return end;
     growScratch(scratch.length * 2, start);
@@ -197,17 +202,15 @@ function bytesRecord(i: number, start: number, end: number): number {
  * with extras (key, options, a source) or no compiled writer goes through its events.
  */
 export function encodeRun(run: EventRun, serialize: (data: unknown) => string, writer?: JsonWriter, source?: string): EncodedBatch {
+  const plain = source === undefined && plainRun(run);
   const b = run.bytes;
-  if (b !== undefined && b.room === HEADER && source === undefined && plainRun(run)) {
+  if (plain && b !== undefined && b.room === HEADER) {
     const batch = headRecords(run, b);
     if (batch !== undefined) return batch;
   }
-  if (writer === undefined || source !== undefined || !plainRun(run)) return encodeEvents(run.events(), serialize, writer, source);
+  if (writer === undefined || !plain) return encodeEvents(run.events(), serialize, writer, source);
   const n = run.count;
-  if (lensBuf.length < n) {
-    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
-    charsBuf = new Uint32Array(lensBuf.length);
-  }
+  roomForLengths(n);
   const lens = lensBuf;
   const chars = charsBuf;
   const { values, jsons, idPrefix, firstSeq } = run;
@@ -227,34 +230,23 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
 
 /**
  * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header (as
- * `plainRecord` writes it) is written into the room before each payload. Undefined when an id is not ASCII of the header's width (then
- * the records are written again from the run's values). Needs `plainRun(run)` (it leaves the time current).
+ * `plainRecord` writes it) is written into the room before each payload. Undefined when an id is not ASCII of
+ * the header's width (then the records are written again from the run's values). Needs `plainRun(run)` (it
+ * leaves the time current).
  */
 function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
   const n = run.count;
-  if (lensBuf.length < n) {
-    lensBuf = new Uint32Array(Math.max(n, lensBuf.length * 2));
-    charsBuf = new Uint32Array(lensBuf.length);
-  }
+  roomForLengths(n);
   const { buffer, ends } = b;
   const view = viewOf(buffer);
   const { idPrefix, firstSeq } = run;
-  // The time and flag of every header (`writeTimeAt`), read once.
-  const t0 = lastTimeWords.getUint32(0);
-  const t1 = lastTimeWords.getUint32(4);
-  const t2 = lastTimeWords.getUint32(8);
-  const t3 = lastTimeWords.getUint16(12);
   let head = '';
   let start = b.start;
   for (let i = 0; i < n; i++) {
     const s = firstSeq + i;
     head = runIdHead(idPrefix, s, i, head);
     if (!writeHeadId(head, s & 1023, buffer, view, start)) return undefined;
-    const o = start + ID_LEN;
-    view.setUint32(o, t0);
-    view.setUint32(o + 4, t1);
-    view.setUint32(o + 8, t2);
-    view.setUint16(o + 12, t3);
+    writeTime(view, start + ID_LEN);
     start = bytesRecord(i, start, ends[i]!);
   }
   return { bytes: buffer.subarray(b.start, start), lens: lensBuf, chars: charsBuf, n };
@@ -265,9 +257,8 @@ function plainRun(run: EventRun): boolean {
   return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
 }
 
-/** The 13 time digits of the last `timeText` and the '0' flag. */
-function writeTime(o: number): number {
-  const d = scratchView;
+/** The 13 time digits of the last `timeText` and the '0' flag, at `o` of the memory of `d`. */
+function writeTime(d: DataView, o: number): number {
   d.setUint32(o, lastTimeWords.getUint32(0));
   d.setUint32(o + 4, lastTimeWords.getUint32(4));
   d.setUint32(o + 8, lastTimeWords.getUint32(8));
