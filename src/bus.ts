@@ -30,7 +30,8 @@ import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
 import { BOUND_PER_ESTIMATE, compileSizeBound, compileSizeEstimate, serializersFor, type Serializer } from './serializer.js';
-import { compileChecker, compileValidator, INVALID, type Validator } from './validator.js';
+import { compileValidator, INVALID, type Validator } from './validator.js';
+import { compileCheckedWriter, UNSURE } from './checked-writer.js';
 import { compileJsonWriter, NO_ROOM, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
@@ -63,10 +64,12 @@ interface TypeState {
   readonly lanes: Lane[];
   readonly encode: boolean;
   /**
-   * For a transport that takes runs as bytes (`capabilities.runBytes`): the schema's compiled checker and JSON
-   * writer, with which `publishMany` writes payloads as bytes at publish; undefined when either is missing.
+   * For a transport that takes runs as bytes (`capabilities.runBytes`): the schema's checking writer (checks
+   * and writes a payload in one pass, `compileCheckedWriter`) and its JSON writer (for zod's output where the
+   * checking writer is unsure), with which `publishMany` writes payloads as bytes at publish; undefined when
+   * either is missing.
    */
-  readonly bytes: { readonly check: Validator; readonly writer: JsonWriter } | undefined;
+  readonly bytes: { readonly check: JsonWriter; readonly writer: JsonWriter } | undefined;
   rr: number;
   /** What single `publish()` calls without options share while the clock stays on one millisecond. */
   meta: EventMeta;
@@ -120,7 +123,7 @@ export class EventBus<M extends EventMap> {
       const schema = events.schemas[name]!;
       const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
       const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;
-      const check = this.room >= 0 ? compileChecker(schema) : undefined;
+      const check = this.room >= 0 ? compileCheckedWriter(schema) : undefined;
       const writer = check !== undefined ? compileJsonWriter(schema) : undefined;
       const bytes = check !== undefined && writer !== undefined ? { check, writer } : undefined;
       this.types.set(name, {
@@ -265,15 +268,20 @@ export class EventBus<M extends EventMap> {
     let i = 0;
     try {
       for (; i < n; i++) {
-        let value = check(payloads[i]);
-        if (value === INVALID) value = validated(t, payloads[i], i, undefined); // zod's verdict and output
-        let end = writer(value, buf, o + room);
-        while (end === NO_ROOM) {
-          // Room for the rest at the mean size so far (and a tenth more), at least twice the buffer.
-          const next = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, Math.ceil(((o + room + 64) / (i + 1)) * n * 1.1)));
-          buf.copy(next, 0, 0, o);
-          buf = next;
-          end = writer(value, buf, o + room);
+        let value = payloads[i];
+        let write = check;
+        let end: number;
+        for (;;) {
+          end = write(value, buf, o + room);
+          if (end === UNSURE) {
+            value = validated(t, value, i, undefined); // zod's verdict and output, written by the plain writer
+            write = writer;
+          } else if (end === NO_ROOM) {
+            // Room for the rest at the mean size so far (and a tenth more), at least twice the buffer.
+            const next = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, Math.ceil(((o + room + 64) / (i + 1)) * n * 1.1)));
+            buf.copy(next, 0, 0, o);
+            buf = next;
+          } else break;
         }
         if (end < 0) break; // NEEDS_STRING
         const size = end - o - room;

@@ -10,7 +10,7 @@
  * Either way nothing before `off` is touched, and bytes after it are garbage to be overwritten.
  */
 import type { z } from 'zod';
-import { CodeGen, compiledOnce, defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def } from './codegen.js';
+import { CodeGen, compiledOnce, defOf, enumValues, jsonLiteral, shapeFields, TRANSPARENT_WRAPPERS, type Def, type ShapeField } from './codegen.js';
 import { PLAIN } from './serializer.js';
 
 /** Writes `value` as JSON at `off`; returns the offset after it, `NEEDS_STRING` or `NO_ROOM`. */
@@ -186,9 +186,9 @@ function writeArray(list: unknown[], el: JsonWriter, b: Buffer, o: number): numb
 
 const NULL = Buffer.from('null');
 
-class WriterCompiler extends CodeGen<JsonWriter> {
+export class WriterCompiler extends CodeGen<JsonWriter> {
   /** Byte constants the generated code copies (field names with their separators). */
-  private readonly consts: Uint8Array[] = [];
+  protected readonly consts: Uint8Array[] = [];
 
   protected override readonly params = 'v, b, o';
 
@@ -197,7 +197,7 @@ class WriterCompiler extends CodeGen<JsonWriter> {
   }
 
   /** Statements writing fixed text at `o` (a field name with its separators): unrolled when short. */
-  private put(text: string): string {
+  protected put(text: string): string {
     const bytes = Buffer.from(text, 'utf8');
     if (bytes.length > 24) {
       this.consts.push(bytes);
@@ -206,6 +206,17 @@ class WriterCompiler extends CodeGen<JsonWriter> {
     let code = `if (o + ${bytes.length} > b.length) return -2;\n`;
     for (const x of bytes) code += `b[o++] = ${x};\n`;
     return code;
+  }
+
+  /**
+   * Statements writing a field's name with the comma before it if one is due: `st` is the offset after "{", so
+   * something was written since when `o > st`.
+   */
+  protected separator(f: ShapeField): string {
+    const k = JSON.stringify(f.key);
+    const bare = this.put(`${k}:`);
+    const comma = this.put(`,${k}:`);
+    return f.before === 'first' ? bare : f.before === 'after' ? comma : `if (o > st) {\n${comma}} else {\n${bare}}\n`;
   }
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
@@ -241,7 +252,7 @@ class WriterCompiler extends CodeGen<JsonWriter> {
     }
   }
 
-  private object(def: Def): number | undefined {
+  protected object(def: Def): number | undefined {
     const fields = shapeFields(def);
     if (fields === undefined) return undefined;
     // `st` is the offset after "{": a field is preceded by a comma when something was written since.
@@ -250,11 +261,7 @@ class WriterCompiler extends CodeGen<JsonWriter> {
       const access = `d[${JSON.stringify(f.key)}]`;
       const e = this.expr(f.schema, access);
       if (e === undefined) return undefined;
-      const k = JSON.stringify(f.key);
-      const bare = this.put(`${k}:`);
-      const comma = this.put(`,${k}:`);
-      const sep = f.before === 'first' ? bare : f.before === 'after' ? comma : `if (o > st) {\n${comma}} else {\n${bare}}\n`;
-      const write = `${sep}o = ${e};\nif (o < 0) return o;\n`;
+      const write = `${this.separator(f)}o = ${e};\nif (o < 0) return o;\n`;
       body += f.optional ? `if (${access} !== undefined) {\n${write}}\n` : write;
     }
     body += 'if (o + 1 > b.length) return -2;\nb[o++] = 125;\nreturn o;';

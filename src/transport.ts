@@ -206,7 +206,7 @@ export interface TransportCapabilities {
   readonly runs?: boolean;
   /**
    * With `runs`: the bus writes the payloads of a `publishMany` call as JSON bytes at publish, where the type's
-   * schema has a compiled checker and writer and the call has no key or options, leaving `room` bytes before
+   * schema has a compiled checking writer (`src/checked-writer.ts`) and the call has no key or options, leaving `room` bytes before
    * each for the transport's record header (`EventRun.bytes`). The checked payloads are then not copied: the
    * bytes are what the call published. A transport that writes the payload after a fixed header can then push
    * a run's records where they are.

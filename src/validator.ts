@@ -29,16 +29,6 @@ function subParse(schema: z.ZodType, v: unknown): unknown {
   return r.success ? r.data : INVALID;
 }
 
-/** `array` for a checker: the list itself when every element passes. */
-function checkArray(list: unknown, el: Validator): unknown {
-  if (!Array.isArray(list)) return INVALID;
-  for (let i = 0; i < list.length; i++) {
-    const x = list[i];
-    if (x === undefined || el(x) === INVALID) return INVALID; // holes and undefined: zod decides
-  }
-  return list;
-}
-
 function array(list: unknown, el: Validator): unknown {
   if (!Array.isArray(list)) return INVALID;
   const n = list.length;
@@ -53,7 +43,7 @@ function array(list: unknown, el: Validator): unknown {
   return out;
 }
 
-const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+export const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
 /**
  * An `.optional()` without checks of its own that passes `undefined` through as it is. Not
@@ -61,7 +51,7 @@ const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnPropert
  * "defaulted": the default replaces an absent value): those are delegated, and an undefined value or
  * absent key goes to zod.
  */
-function plainOptional(schema: z.ZodType): boolean {
+export function plainOptional(schema: z.ZodType): boolean {
   const zi = (schema as unknown as { _zod: { optin?: string; traits: Set<string> } })._zod;
   const def = defOf(schema);
   return def.type === 'optional' && !(def.checks?.length > 0) && zi.optin === 'optional' && !zi.traits.has('$ZodExactOptional');
@@ -77,7 +67,7 @@ function checksOf(def: Def): CheckDef[] {
  * The condition a number node puts on `v`, for the checks modelled exactly (safe integer, `>`/`>=`/`<`/`<=`
  * with a number bound, no conditional `when`), or undefined (zod decides).
  */
-function numberCondition(def: Def, v: string): string | undefined {
+export function numberCondition(def: Def, v: string): string | undefined {
   if (def.coerce || (def.format !== undefined && def.format !== 'safeint')) return undefined;
   let int = def.format === 'safeint';
   const parts: string[] = [];
@@ -92,7 +82,7 @@ function numberCondition(def: Def, v: string): string | undefined {
 }
 
 /** The condition a string node puts on `v`: length bounds only (no format, no coerce, no transforms). */
-function stringCondition(def: Def, v: string): string | undefined {
+export function stringCondition(def: Def, v: string): string | undefined {
   if (def.coerce || def.format !== undefined) return undefined;
   const parts = [`typeof ${v} === 'string'`];
   for (const c of checksOf(def)) {
@@ -105,19 +95,47 @@ function stringCondition(def: Def, v: string): string | undefined {
   return parts.join(' && ');
 }
 
-/** Thrown while compiling a checker at a node only zod can judge: no checker for that schema. */
-const DELEGATES = new Error('the schema has a node only zod can judge');
+/**
+ * The condition a leaf node (string, number, boolean, null, enum, literal) puts on `v`, for the checks modelled
+ * exactly; `constant(x)` names a value the condition refers to. Undefined when only zod can judge the node,
+ * null when it is not a leaf.
+ */
+export function leafCondition(schema: z.ZodType, v: string, constant: (x: unknown) => string): string | undefined | null {
+  const def = defOf(schema);
+  const plain = !def.coerce && !(def.checks?.length > 0);
+  switch (def.type) {
+    case 'string':
+      return stringCondition(def, v);
+    case 'number':
+      return numberCondition(def, v);
+    case 'boolean':
+      return plain ? `typeof ${v} === 'boolean'` : undefined;
+    case 'null':
+      return plain ? `${v} === null` : undefined;
+    case 'enum':
+    case 'literal': {
+      const values = (schema as unknown as { _zod: { values?: Set<unknown> } })._zod.values;
+      return values instanceof Set && plain ? `${constant(values)}.has(${v})` : undefined;
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * How an object node treats unknown keys, where compiled code models it: `strip` (dropped) or `strict`
+ * (rejected); undefined for loose and catchall objects, and for a `__proto__` key: zod's own parse.
+ */
+export function objectMode(def: Def): 'strip' | 'strict' | undefined {
+  if (hasProtoKey(def)) return undefined;
+  return def.catchall === undefined ? 'strip' : defOf(def.catchall).type === 'never' ? 'strict' : undefined;
+}
 
 class ValidatorCompiler extends CodeGen<Validator> {
   private readonly consts: unknown[] = [];
 
-  /** `check`: the value itself instead of a copy (a checker; see `compileChecker`). */
-  constructor(private readonly check = false) {
-    super();
-  }
-
   protected helpers(): Record<string, unknown> {
-    return { X: INVALID, c: this.consts, p: subParse, a: this.check ? checkArray : array, own: hasOwn };
+    return { X: INVALID, c: this.consts, p: subParse, a: array, own: hasOwn };
   }
 
   private constant(value: unknown): string {
@@ -127,31 +145,15 @@ class ValidatorCompiler extends CodeGen<Validator> {
 
   /** Delegates a node to its own `safeParse`. */
   private delegate(schema: z.ZodType, v: string): string {
-    if (this.check) throw DELEGATES; // zod's output may differ from the value (defaults, transforms)
     return `p(${this.constant(schema)}, ${v})`;
   }
 
   protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = defOf(schema);
     const plain = !def.coerce && !(def.checks?.length > 0);
+    const leaf = leafCondition(schema, v, (x) => this.constant(x));
+    if (leaf !== null) return leaf === undefined ? this.delegate(schema, v) : `(${leaf} ? ${v} : X)`;
     switch (def.type) {
-      case 'string': {
-        const cond = stringCondition(def, v);
-        return cond === undefined ? this.delegate(schema, v) : `(${cond} ? ${v} : X)`;
-      }
-      case 'number': {
-        const cond = numberCondition(def, v);
-        return cond === undefined ? this.delegate(schema, v) : `(${cond} ? ${v} : X)`;
-      }
-      case 'boolean':
-        return plain ? `(typeof ${v} === 'boolean' ? ${v} : X)` : this.delegate(schema, v);
-      case 'null':
-        return plain ? `(${v} === null ? null : X)` : this.delegate(schema, v);
-      case 'enum':
-      case 'literal': {
-        const values = (schema as unknown as { _zod: { values?: Set<unknown> } })._zod.values;
-        return values instanceof Set && plain ? `(${this.constant(values)}.has(${v}) ? ${v} : X)` : this.delegate(schema, v);
-      }
       case 'nullable':
       case 'optional': {
         // Refinements or overwrites on the node itself, and optionals that do not pass undefined through: zod.
@@ -174,8 +176,8 @@ class ValidatorCompiler extends CodeGen<Validator> {
   }
 
   private object(def: Def): number | undefined {
-    const catchall = def.catchall === undefined ? 'strip' : defOf(def.catchall).type === 'never' ? 'strict' : undefined;
-    if (catchall === undefined || hasProtoKey(def)) return undefined; // loose/catchall objects, a `__proto__` key: zod's own parse
+    const catchall = objectMode(def);
+    if (catchall === undefined) return undefined;
     const entries = Object.entries(def.shape as Record<string, z.ZodType>);
     let body = "if (typeof v !== 'object' || v === null || Array.isArray(v)) return X;\n";
     if (catchall === 'strict') {
@@ -201,9 +203,7 @@ class ValidatorCompiler extends CodeGen<Validator> {
       }
       fields.push(k);
     });
-    if (this.check) {
-      body += 'return v;';
-    } else if (!optionals) {
+    if (!optionals) {
       body += `return { ${fields.map((k, i) => `${k}: r${i}`).join(', ')} };`;
     } else {
       body += 'var o = {};\n';
@@ -225,16 +225,4 @@ const validators = new WeakMap<z.ZodType, Validator | null>();
  */
 export function compileValidator(schema: z.ZodType): Validator | undefined {
   return compiledOnce(validators, schema, () => new ValidatorCompiler().compile(schema));
-}
-
-const checkers = new WeakMap<z.ZodType, Validator | null>();
-
-/**
- * A checker for `schema`: returns the value itself when it is valid and the schema's parsed output would be
- * that value with unknown keys stripped (so its JSON, written from the schema's fields, is the output's),
- * or INVALID when zod must decide. Undefined when some node of the schema only zod can judge (refinements,
- * transforms, defaults, unions, ...): its output may not be the value. Made once per schema object.
- */
-export function compileChecker(schema: z.ZodType): Validator | undefined {
-  return compiledOnce(checkers, schema, () => new ValidatorCompiler(true).compile(schema));
 }

@@ -64,6 +64,23 @@ describe.each(['native', 'js'] as const)('publishMany written as bytes (%s)', (i
     expect(got).toEqual([{ seq: 9, pad: 'x'.repeat(200) }]);
   });
 
+  it('publishes the value it checked: each field is read once, so a getter cannot slip in an unchecked value', async () => {
+    const b = await bus();
+    const got: unknown[] = [];
+    await b.subscribe('tick', { group: 'g' }, (e) => void got.push(e.data));
+    const payloads = Array.from({ length: 100 }, (_, i) => {
+      let reads = 0;
+      return {
+        get seq(): number {
+          return (reads++ === 0 ? i : 'not a number') as number; // valid when checked, invalid on a second read
+        },
+      };
+    });
+    await b.publishMany('tick', payloads);
+    await waitFor(() => got.length === 100, 5_000, 'every event');
+    expect(got).toEqual(Array.from({ length: 100 }, (_, seq) => ({ seq })));
+  });
+
   it('grows the call buffer for payloads larger than it guessed', async () => {
     const b = await bus();
     const got: unknown[] = [];

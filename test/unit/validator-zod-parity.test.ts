@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { compileChecker, compileValidator, INVALID } from '../../src/validator.js';
+import { compileValidator, INVALID } from '../../src/validator.js';
 
 /** What the bus does with a compiled validator: its output, or zod's verdict where it answers INVALID. */
 function parse(schema: z.ZodType, input: unknown): { ok: boolean; data?: unknown } {
@@ -56,38 +56,5 @@ describe('compileValidator: checks on nullable, optional and null nodes', () => 
   it('applies their overwrites, as zod does', () => {
     const schema = z.object({ a: z.string().nullable().overwrite((v) => v ?? 'none') });
     expect(parse(schema, { a: null })).toStrictEqual({ ok: true, data: { a: 'none' } });
-  });
-});
-
-describe('compileChecker: the value itself, or INVALID', () => {
-  it('returns the very value it checked, for objects, arrays, optionals, nullables, enums, strict objects', () => {
-    const schema = z.object({
-      id: z.number().int(),
-      s: z.string(),
-      tags: z.array(z.string()),
-      o: z.object({ b: z.boolean() }).strict().optional(),
-      n: z.number().nullable(),
-      e: z.enum(['a', 'b']),
-    });
-    const check = compileChecker(schema)!;
-    const ok = { id: 1, s: 'x', tags: ['a'], o: { b: true }, n: null, e: 'a', unknown: 1 };
-    expect(check(ok)).toBe(ok);
-    expect(zod(schema, ok).ok).toBe(true);
-    for (const bad of [{ ...ok, id: 1.5 }, { ...ok, tags: ['a', 1] }, { ...ok, o: { b: true, c: 1 } }, { ...ok, e: 'c' }, null, []]) {
-      expect(check(bad)).toBe(INVALID);
-      expect(zod(schema, bad).ok).toBe(false);
-    }
-  });
-
-  it('is undefined where only zod can say what the output is (defaults, transforms, refinements, unions)', () => {
-    for (const schema of [
-      z.object({ a: z.string().default('x') }),
-      z.object({ a: z.string().transform((s) => s.length) }),
-      z.object({ a: z.number().refine((n) => n > 0) }),
-      z.object({ a: z.union([z.string(), z.number()]) }),
-      z.object({ a: z.string().email() }),
-    ]) {
-      expect(compileChecker(schema)).toBeUndefined();
-    }
   });
 });
