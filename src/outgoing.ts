@@ -178,7 +178,7 @@ let w5 = 0;
 const headBytes = new Uint8Array(ID_HEAD_LENGTH);
 const headView = new DataView(headBytes.buffer);
 /** `idTail(low)` as two bytes at `2 * low`. */
-const TAIL_BYTES = new Uint8Array(2048);
+export const TAIL_BYTES = new Uint8Array(2048);
 for (let low = 0; low < 1024; low++) {
   const t = idTail(low);
   TAIL_BYTES[2 * low] = t.charCodeAt(0);

@@ -10,8 +10,8 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { EventRun, OutgoingEvent, RunBytes } from '../../src/transport.js';
-import { idTail } from '../../src/envelope.js';
-import { ID_BYTES, runIdHead, writeHeadId, writeId } from '../../src/outgoing.js';
+import { idHeadAt, idTail } from '../../src/envelope.js';
+import { ID_BYTES, runIdHead, TAIL_BYTES, writeHeadId, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import type { JsonReader } from '../../src/json-reader.js';
 
@@ -228,28 +228,64 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
 
+/** The fixed header of the records of one block of 1024 ids (`headRecords`), the id's last two bytes aside. */
+const template = new DataView(new ArrayBuffer(HEADER));
+const templateBytes = new Uint8Array(template.buffer);
+
 /**
  * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header (as
  * `plainRecord` writes it) is written into the room before each payload. Undefined when an id is not ASCII of
  * the header's width (then the records are written again from the run's values). Needs `plainRun(run)` (it
  * leaves the time current).
+ *
+ * Per block of 1024 ids the header is made once in `template` and held as ten 32-bit words; each record then
+ * takes the ten words and its id's last two bytes (little-endian words: the byte order of the machines Node
+ * runs on, so the stores need no byte swap).
  */
 function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
   const n = run.count;
   roomForLengths(n);
+  const lens = lensBuf;
+  const chars = charsBuf;
   const { buffer, ends } = b;
   const view = viewOf(buffer);
   const { idPrefix, firstSeq } = run;
-  let head = '';
+  writeTime(template, ID_LEN);
+  let w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0, w7 = 0, w8 = 0, w9 = 0; // prettier-ignore
   let start = b.start;
   for (let i = 0; i < n; i++) {
     const s = firstSeq + i;
-    head = runIdHead(idPrefix, s, i, head);
-    if (!writeHeadId(head, s & 1023, buffer, view, start)) return undefined;
-    writeTime(view, start + ID_LEN);
-    start = bytesRecord(i, start, ends[i]!);
+    const low = s & 1023;
+    if (i === 0 || low === 0) {
+      if (!writeHeadId(idHeadAt(idPrefix, s), 0, templateBytes, template, 0)) return undefined;
+      w0 = template.getUint32(0, true);
+      w1 = template.getUint32(4, true);
+      w2 = template.getUint32(8, true);
+      w3 = template.getUint32(12, true);
+      w4 = template.getUint32(16, true);
+      w5 = template.getUint32(20, true);
+      w6 = template.getUint32(24, true); // bytes 24-25 are the id's last two, written per record
+      w7 = template.getUint32(28, true);
+      w8 = template.getUint32(32, true);
+      w9 = template.getUint32(36, true);
+    }
+    view.setUint32(start, w0, true);
+    view.setUint32(start + 4, w1, true);
+    view.setUint32(start + 8, w2, true);
+    view.setUint32(start + 12, w3, true);
+    view.setUint32(start + 16, w4, true);
+    view.setUint32(start + 20, w5, true);
+    view.setUint32(start + 24, w6, true);
+    view.setUint32(start + 28, w7, true);
+    view.setUint32(start + 32, w8, true);
+    view.setUint32(start + 36, w9, true);
+    buffer[start + 24] = TAIL_BYTES[2 * low]!;
+    buffer[start + 25] = TAIL_BYTES[2 * low + 1]!;
+    const end = ends[i]!;
+    lens[i] = chars[i] = end - start; // ASCII: bytes = UTF-16 units
+    start = end;
   }
-  return { bytes: buffer.subarray(b.start, start), lens: lensBuf, chars: charsBuf, n };
+  return { bytes: buffer.subarray(b.start, start), lens, chars, n };
 }
 
 /** Whether a run's records are the fixed header and the payload alone (`plainHeader` for each event); leaves `timeText` current. */
