@@ -1,4 +1,4 @@
-/** Schemas shared by the tests of the schema compilers (serializer, JSON writer). */
+/** Schemas and a helper shared by the tests of the schema compilers (serializer, JSON writers). */
 import { z } from 'zod';
 
 export const trade = z.object({ id: z.number(), sym: z.string(), px: z.number(), qty: z.number().int() });
@@ -14,3 +14,16 @@ export const nested = z.object({
   dflt: z.number().default(3),
   'we"ird key': z.string(),
 });
+
+/**
+ * What a byte writer (`JsonWriter`, or a checking writer) writes for `value` after a prefix it must not touch:
+ * the text written, or the negative code it returned.
+ */
+export function writtenAfterPrefix(write: (value: unknown, buf: Buffer, off: number) => number, value: unknown, room: number): string | number {
+  const buf = Buffer.alloc(room + 3);
+  buf.write('pre');
+  const end = write(value, buf, 3);
+  if (end < 0) return end;
+  if (buf.toString('latin1', 0, 3) !== 'pre') throw new Error('the writer wrote before its offset');
+  return buf.toString('utf8', 3, end);
+}

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compileCheckedWriter, UNSURE } from '../../src/checked-writer.js';
 import { NEEDS_STRING, NO_ROOM } from '../../src/json-writer.js';
-import { trade } from '../helpers/schemas.js';
+import { trade, writtenAfterPrefix } from '../helpers/schemas.js';
 
 const wide = z.object({
   id: z.number().int().min(0),
@@ -23,13 +23,7 @@ const wide = z.object({
 
 /** What the checking writer writes for `input` after a prefix it must not touch: the JSON text, or its code. */
 function written(schema: z.ZodType, input: unknown, room = 1 << 12): string | number {
-  const w = compileCheckedWriter(schema)!;
-  const buf = Buffer.alloc(room + 3);
-  buf.write('pre');
-  const end = w(input, buf, 3);
-  if (end < 0) return end;
-  expect(buf.toString('latin1', 0, 3)).toBe('pre');
-  return buf.toString('utf8', 3, end);
+  return writtenAfterPrefix(compileCheckedWriter(schema)!, input, room);
 }
 
 const ok = { id: 1, s: 'x', tags: ['a'], o: { b: true }, n: null, e: 'a', k: 'limit', z: null, unknown: 1 };

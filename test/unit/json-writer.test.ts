@@ -1,20 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { compileJsonWriter, NEEDS_STRING, NO_ROOM } from '../../src/json-writer.js';
-import { nested as sharedNested, trade } from '../helpers/schemas.js';
+import { nested as sharedNested, trade, writtenAfterPrefix } from '../helpers/schemas.js';
 
 const nested = sharedNested.extend({ nil: z.null().optional() });
 const allOptional = z.object({ a: z.string().optional(), b: z.number().optional(), c: z.boolean().optional() });
 
 /** The writer's bytes for a parsed value, or NEEDS_STRING; written after a prefix it must not touch. */
 function written(schema: z.ZodType, value: unknown, room = 1 << 16): string | number {
-  const w = compileJsonWriter(schema)!;
-  const buf = Buffer.alloc(room + 3);
-  buf.write('pre');
-  const end = w(value, buf, 3);
-  if (end < 0) return end;
-  expect(buf.toString('latin1', 0, 3)).toBe('pre');
-  return buf.toString('utf8', 3, end);
+  return writtenAfterPrefix(compileJsonWriter(schema)!, value, room);
 }
 
 /** Every string value inside `v`. */
