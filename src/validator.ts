@@ -11,7 +11,7 @@
  * asks zod, which decides and names the issues. Nodes it does not model (refinements, transforms,
  * string formats, unions, ...) are delegated to that node's own `safeParse`.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { CodeGen, compiledOnce, defOf, hasProtoKey, type Def } from './codegen.js';
 
 /** Returned by a compiled validator for "not proven valid: ask zod". */
@@ -81,12 +81,19 @@ export function numberCondition(def: Def, v: string): string | undefined {
   return [int ? `Number.isSafeInteger(${v})` : `Number.isFinite(${v})`, ...parts].join(' && ');
 }
 
+/**
+ * The condition zod puts on its length checks (`.min()`, `.max()`, `.length()`): "the value has a length", true
+ * for every string. One function in zod's core, found here through a check of its own; a schema made by another
+ * copy of zod has another, and its string bounds go to zod.
+ */
+const HAS_LENGTH: unknown = checksOf(defOf(z.string().max(1)))[0]?.when;
+
 /** The condition a string node puts on `v`: length bounds only (no format, no coerce, no transforms). */
 export function stringCondition(def: Def, v: string): string | undefined {
   if (def.coerce || def.format !== undefined) return undefined;
   const parts = [`typeof ${v} === 'string'`];
   for (const c of checksOf(def)) {
-    if (c.when !== undefined) return undefined;
+    if (c.when !== undefined && c.when !== HAS_LENGTH) return undefined;
     if (c.check === 'min_length' && Number.isInteger(c.minimum)) parts.push(`${v}.length >= ${c.minimum}`);
     else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
     else if (c.check === 'length_equals' && Number.isInteger(c.length)) parts.push(`${v}.length === ${c.length}`);

@@ -58,3 +58,27 @@ describe('compileValidator: checks on nullable, optional and null nodes', () => 
     expect(parse(schema, { a: null })).toStrictEqual({ ok: true, data: { a: 'none' } });
   });
 });
+
+describe('compileValidator: string length bounds', () => {
+  it('compiles `.min()`, `.max()` and `.length()` (no call into zod) and agrees with zod at every length', () => {
+    const schema = z.object({ a: z.string().min(2).max(4), b: z.string().length(3).optional() });
+    const calls: unknown[] = [];
+    const spy = (z.string() as unknown as { constructor: { prototype: { safeParse: unknown } } }).constructor.prototype;
+    const own = spy.safeParse;
+    spy.safeParse = function (this: unknown, ...args: unknown[]) {
+      calls.push(args[0]);
+      return (own as (...a: unknown[]) => unknown).apply(this, args);
+    };
+    try {
+      const validate = compileValidator(schema)!;
+      for (let n = 0; n <= 6; n++) expect(validate({ a: 'x'.repeat(n) }) !== INVALID).toBe(n >= 2 && n <= 4);
+      for (let n = 0; n <= 6; n++) expect(validate({ a: 'xx', b: 'y'.repeat(n) }) !== INVALID).toBe(n === 3);
+    } finally {
+      spy.safeParse = own;
+    }
+    expect(calls).toEqual([]); // no node was handed to zod
+    for (let n = 0; n <= 6; n++) {
+      for (const input of [{ a: 'x'.repeat(n) }, { a: 'xx', b: 'y'.repeat(n) }]) expect(parse(schema, input)).toStrictEqual(zod(schema, input));
+    }
+  });
+});
