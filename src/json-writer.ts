@@ -188,7 +188,7 @@ const NULL = Buffer.from('null');
 
 export class WriterCompiler extends CodeGen<JsonWriter> {
   /** Byte constants the generated code copies (field names with their separators). */
-  protected readonly consts: Uint8Array[] = [];
+  private readonly consts: Uint8Array[] = [];
 
   protected override readonly params = 'v, b, o';
 

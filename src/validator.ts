@@ -67,7 +67,7 @@ function checksOf(def: Def): CheckDef[] {
  * The condition a number node puts on `v`, for the checks modelled exactly (safe integer, `>`/`>=`/`<`/`<=`
  * with a number bound, no conditional `when`), or undefined (zod decides).
  */
-export function numberCondition(def: Def, v: string): string | undefined {
+function numberCondition(def: Def, v: string): string | undefined {
   if (def.coerce || (def.format !== undefined && def.format !== 'safeint')) return undefined;
   let int = def.format === 'safeint';
   const parts: string[] = [];
@@ -89,7 +89,7 @@ export function numberCondition(def: Def, v: string): string | undefined {
 const HAS_LENGTH: unknown = checksOf(defOf(z.string().max(1)))[0]?.when;
 
 /** The condition a string node puts on `v`: length bounds only (no format, no coerce, no transforms). */
-export function stringCondition(def: Def, v: string): string | undefined {
+function stringCondition(def: Def, v: string): string | undefined {
   if (def.coerce || def.format !== undefined) return undefined;
   const parts = [`typeof ${v} === 'string'`];
   for (const c of checksOf(def)) {
