@@ -12,30 +12,19 @@
  */
 import type { z } from 'zod';
 import { compiledOnce, defOf, shapeFields, type Def } from './codegen.js';
-import { NO_ROOM, WriterCompiler, type JsonWriter } from './json-writer.js';
+import { writeArray, WriterCompiler, type JsonWriter } from './json-writer.js';
 import { hasOwn, leafCondition, objectMode, plainOptional } from './validator.js';
 
 /** Returned by a checking writer for "not proven valid: ask zod, then write its output". */
 export const UNSURE = -3;
 
-/** `[..]` of a list whose elements pass `el`; UNSURE for anything else, holes and `undefined` included. */
+/**
+ * `[..]` of a list whose elements pass `el`; UNSURE for anything else. A hole or an `undefined` element (zod
+ * decides) is UNSURE already: no element writer here accepts `undefined` (no optional elements, no literal
+ * `undefined`), so each element is read once, by `writeArray`.
+ */
 function writeCheckedArray(list: unknown, el: JsonWriter, b: Buffer, o: number): number {
-  if (!Array.isArray(list)) return UNSURE;
-  if (o + 2 > b.length) return NO_ROOM;
-  b[o++] = 0x5b;
-  for (let i = 0; i < list.length; i++) {
-    const x: unknown = list[i];
-    if (x === undefined) return UNSURE; // zod decides
-    if (i > 0) {
-      if (o + 1 > b.length) return NO_ROOM;
-      b[o++] = 0x2c;
-    }
-    o = el(x, b, o);
-    if (o < 0) return o;
-  }
-  if (o + 1 > b.length) return NO_ROOM;
-  b[o++] = 0x5d;
-  return o;
+  return Array.isArray(list) ? writeArray(list, el, b, o) : UNSURE;
 }
 
 class CheckedWriterCompiler extends WriterCompiler {

@@ -168,7 +168,8 @@ function writeLiteral(v: unknown, b: Buffer, o: number): number {
   return copyAscii(s, b, o);
 }
 
-function writeArray(list: unknown[], el: JsonWriter, b: Buffer, o: number): number {
+/** `[..]` of `list`, each element written by `el`. */
+export function writeArray(list: unknown[], el: JsonWriter, b: Buffer, o: number): number {
   if (o + 2 > b.length) return NO_ROOM;
   b[o++] = 0x5b;
   for (let i = 0; i < list.length; i++) {

@@ -50,6 +50,7 @@ describe('compileCheckedWriter', () => {
       { ...ok, s: '' },
       { ...ok, tags: ['a', 1] },
       { ...ok, tags: ['a', undefined] },
+      { ...ok, tags: new Array<string>(2) }, // holes
       { ...ok, o: { b: true, c: 1 } }, // strict
       { ...ok, e: 'c' },
       { ...ok, k: 'market' },
