@@ -2,7 +2,7 @@
  * Config of the native transport (`transport: { type: 'native', ... }`) and of its subscriptions.
  */
 import { z } from 'zod';
-import { cpuListSchema } from './affinity.js';
+import { cpuListProblem } from './affinity.js';
 
 export const nativeConfigSchema = z
   .object({
@@ -55,6 +55,6 @@ export const nativeSubscribeSchema = z
      * Pins worker thread k to CPU `cpus[k % cpus.length]` (Linux, with the addon; without it the threads
      * run unpinned, with one warning). Keep them off the publishing thread's CPU (`pinCurrentThread`).
      */
-    cpus: cpuListSchema.optional(),
+    cpus: z.custom<number[]>((v) => cpuListProblem(v) === undefined, { error: (issue) => cpuListProblem(issue.input) }).optional(),
   })
   .strict();
