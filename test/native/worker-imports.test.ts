@@ -52,3 +52,18 @@ describe('native worker thread imports', () => {
     expect(g.files).not.toContain('src/validator.ts');
   });
 });
+
+describe('subscribe option cpus', () => {
+  it('is checked without zod in the worker, and kept as a copy of the caller array', async () => {
+    const { nativeSubscribeSchema } = await import('../../transports/native/config.js');
+    const cpus = [1, 0];
+    const parsed = nativeSubscribeSchema.parse({ cpus }) as { cpus?: number[] };
+    cpus[0] = 7;
+    expect(parsed.cpus).toEqual([1, 0]);
+    for (const bad of [[], [-1], [1.5], [1024], 'x']) {
+      const r = nativeSubscribeSchema.safeParse({ cpus: bad });
+      expect(r.success).toBe(false);
+      expect(r.error!.issues[0]!.path).toEqual(['cpus']);
+    }
+  });
+});

@@ -55,6 +55,10 @@ export const nativeSubscribeSchema = z
      * Pins worker thread k to CPU `cpus[k % cpus.length]` (Linux, with the addon; without it the threads
      * run unpinned, with one warning). Keep them off the publishing thread's CPU (`pinCurrentThread`).
      */
-    cpus: z.custom<number[]>((v) => cpuListProblem(v) === undefined, { error: (issue) => cpuListProblem(issue.input) }).optional(),
+    cpus: z
+      .custom<number[]>((v) => cpuListProblem(v) === undefined, { error: (issue) => cpuListProblem(issue.input) })
+      // A copy: a thread restarted later is pinned as subscribe was told, whatever the caller does to its array.
+      .transform((v) => [...v])
+      .optional(),
   })
   .strict();
