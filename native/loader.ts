@@ -29,7 +29,7 @@ interface Binding {
 }
 
 export interface LatencyFloorOptions {
-  /** Events per second, sent open loop. */
+  /** Events per second, sent open loop; 0: one burst, back to back, after the consumers idled 50 ms. */
   rate: number;
   /** Events sent. */
   count: number;
@@ -42,16 +42,18 @@ export interface LatencyFloorOptions {
 }
 
 export interface LatencyFloorResult {
-  /** `latencyNs[i]`: event i, from its intended send time to its pop in the consumer thread, in ns. */
+  /** `latencyNs[i]`: event i, from its intended send time (a burst: its push) to its pop in the consumer thread, in ns. */
   latencyNs: Float64Array;
   /** Events popped, duplicates included. */
   received: number;
   /** Distinct events popped. */
   unique: number;
+  /** From the first send to the last arrival, in ns (a burst's window, without the idle time before it). */
+  windowNs: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse. */
-const BINDING_ABI = 6;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst. */
+const BINDING_ABI = 7;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -129,10 +131,11 @@ export function availableImplementation(): 'native' | 'js' {
 /**
  * A benchmark instrument, not library API: the machine's latency floor. The partition core driven by C++
  * threads only: the calling thread sends `count` events at `rate` (open loop, each due at
- * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers), and one C++ consumer thread per
- * partition pops them with the transport's bounded spin-then-futex wait and takes each one's latency from its
- * intended send time first thing. No JavaScript runs on the path. Blocks the calling thread for
- * count / rate seconds. Throws when the addon is not loaded, when an event has not arrived 10 s
+ * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers; rate 0: in one burst after the
+ * consumers idled 50 ms, each timed from its push), and one C++ consumer thread per partition pops them with
+ * the transport's bounded spin-then-futex wait and takes each one's latency from its send time first thing.
+ * No JavaScript runs on the path. Blocks the calling thread for count / rate seconds (a burst: 50 ms and the
+ * burst). Throws when the addon is not loaded, when an event has not arrived 10 s
  * after the last send, or when a thread cannot be pinned.
  */
 export function latencyFloor(o: LatencyFloorOptions): LatencyFloorResult {

@@ -48,12 +48,13 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
       if (config.transport === 'redis' && !req.keepKeys) await deletePrefix(config.redisUrl, config.keyPrefix);
       if (!figures) throw new Error(`Runner "${variant.runner}" never called ctx.timed`);
       const f = figures as WindowFigures;
-      const secs = f.durationMs / 1000;
+      const ms = measured.windowMs ?? f.durationMs;
+      const secs = ms / 1000;
       const unique = measured.unique ?? measured.received;
       out.push({
         ...measured,
         warmup: i < req.warmups,
-        durationMs: round(f.durationMs, 3),
+        durationMs: round(ms, 3),
         throughput: Math.round(measured.events / secs),
         mbPerSec: measured.bytes !== undefined ? round(measured.bytes / 1e6 / secs, 2) : undefined,
         cpuUserMs: round(f.cpuUserMs, 1),

@@ -94,6 +94,12 @@ export interface Measured {
   notes?: string[];
   /** How delivery was checked, e.g. "XLEN x entry size" or "consumer group read-back". */
   verifiedBy?: string;
+  /**
+   * Where the runner knows it better than the timed window: how long the events took (the burst machine floor
+   * idles 50 ms inside its timed call before it sends). Throughput and `durationMs` use it; CPU% stays over
+   * the whole window.
+   */
+  windowMs?: number;
 }
 
 /** One iteration as reported. */

@@ -2,8 +2,14 @@
  * latency-burst (seed 001): 15,000 40-byte trading events published at once into a partition of 16K
  * capacity, consumers already running, no-op handler; 1 partition / 1 consumer and 4 / 4. Latency from
  * each publish() call to handler start (closed loop).
+ *
+ * On native, each layout with one consumer thread per partition has a machine-floor row beside it (a baseline):
+ * the native core driven by C++ threads only (`floor-run.ts`), the same burst after the same 50 ms idle, each
+ * event timed from its push. What the machine itself does with a burst (waking idle consumer threads, four
+ * consumer threads on two cores) is then in the same run as the rows that go through JS.
  */
 import { availableParallelism } from 'node:os';
+import { latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun } from '../lib/latency-run.js';
 import type { Scenario, SeedFigure } from '../lib/types.js';
 import { variant } from './helpers.js';
@@ -22,28 +28,42 @@ export const latencyBurst: Scenario = {
   quick: { iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
-    const rows = pc.map(([p, k]) =>
-      variant(c, `${p}p${k}c`, `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`, 'burst', { partitions: p!, consumers: k! }, {}, {
-        seed: p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined,
-      }),
-    );
+    const rows = pc.flatMap(([p, k]) => {
+      const label = `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`;
+      const seed = p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined;
+      // native, one consumer thread per partition: beside it the machine floor of the same layout (a baseline).
+      const floor = c.transport === 'native' && p === k ? `${p}p${k}c-floor` : undefined;
+      const row = variant(c, `${p}p${k}c`, label, 'burst', { partitions: p!, consumers: k! }, {}, { seed, baseline: floor });
+      if (!floor) return [row];
+      const floorLabel = `C++ threads, no JS: the native core, ${label}, one burst after 50 ms idle (machine floor)`;
+      return [row, variant(c, floor, floorLabel, 'floor', { partitions: p!, consumers: k! }, {}, { kind: 'baseline', seed })];
+    });
     // native: the same 1P/1C with batches of 256. A synchronous burst never yields, so a batch leaves only
     // when it is full: maxEvents bounds how long the first event of each batch waits.
     if (c.transport === 'native' && !explicit.has('batchSize') && pc.some(([p, k]) => p === 1 && k === 1)) {
       rows.push(
         variant(c, '1p1c-batch256', '1 partition / 1 consumer, batches of 256 (maxEvents)', 'burst', { partitions: 1, consumers: 1, batchSize: 256 }, {}, {
           seed: SEED_1P1C,
+          baseline: '1p1c-floor',
         }),
       );
     }
     // native, 1P/1C: the same with the publishing thread on one CPU and the consumer thread on another.
     // (4P/4C puts four consumer threads on two cores: pinned, they queue behind each other instead.)
     if (c.transport === 'native' && !explicit.has('batchSize') && availableParallelism() >= 2 && pc.some(([p, k]) => p === 1 && k === 1)) {
-      rows.push(variant(c, '1p1c-pinned', '1 partition / 1 consumer, threads pinned (publisher and consumer on different CPUs)', 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C }));
+      const label = '1 partition / 1 consumer, threads pinned (publisher and consumer on different CPUs)';
+      rows.push(
+        variant(c, '1p1c-pinned', label, 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C, baseline: '1p1c-pinned-floor' }),
+        variant(c, '1p1c-pinned-floor', `C++ threads, no JS: the native core, ${label}, one burst after 50 ms idle (machine floor)`, 'floor', { partitions: 1, consumers: 1 }, { pin: true }, {
+          kind: 'baseline',
+          seed: SEED_1P1C,
+        }),
+      );
     }
     return rows;
   },
   runners: {
+    floor: (ctx) => latencyFloorRun(ctx, 0, 'burst'),
     burst: (ctx) =>
       latencyRun(ctx, {
         payload: 'trade',

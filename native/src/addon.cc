@@ -428,15 +428,20 @@ static bool NumberIn(const Napi::CallbackInfo& info, size_t i, double lo, double
   return true;
 }
 
-// latencyFloor(rate, count, consumers, spinUs, cpus?) -> { latencyNs: Float64Array, received, unique }:
+// latencyFloor(rate, count, consumers, spinUs, cpus?) -> { latencyNs: Float64Array, received, unique, windowNs }:
 // the core driven by C++ threads only (latency-floor.h). Blocks the calling thread, the sender, for
-// count / rate seconds. Throws when an event did not arrive in time, or a thread cannot be pinned.
+// count / rate seconds (rate 0: sends one burst and waits for it). Throws when an event did not arrive in time, or a thread cannot be pinned.
 static Napi::Value LatencyFloorJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   FloorOptions o;
   double count = 0, consumers = 0, spinUs = 0;
-  if (!NumberIn(info, 0, 1e-3, 1e8, "rate", &o.rate) || !NumberIn(info, 1, 1, 1e8, "count", &count) || !NumberIn(info, 2, 1, 256, "consumers", &consumers) ||
-      !NumberIn(info, 3, 0, 10000, "spinUs", &spinUs)) {
+  // rate 0: one burst; otherwise events per second.
+  o.rate = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : std::nan("");
+  if (!(o.rate == 0 || (o.rate >= 1e-3 && o.rate <= 1e8))) {
+    Napi::RangeError::New(env, "latencyFloor: rate must be 0 (one burst) or a number in [0.001, 1e+08]").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!NumberIn(info, 1, 1, 1e8, "count", &count) || !NumberIn(info, 2, 1, 256, "consumers", &consumers) || !NumberIn(info, 3, 0, 10000, "spinUs", &spinUs)) {
     return env.Undefined();
   }
   o.count = uint32_t(count), o.consumers = uint32_t(consumers), o.spinUs = uint32_t(spinUs);
@@ -468,6 +473,7 @@ static Napi::Value LatencyFloorJs(const Napi::CallbackInfo& info) {
   out.Set("latencyNs", lat);
   out.Set("received", double(r.received));
   out.Set("unique", double(r.unique));
+  out.Set("windowNs", r.windowNs);
   return out;
 }
 
@@ -477,7 +483,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
   exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
   exports.Set("latencyFloor", Napi::Function::New(env, LatencyFloorJs, "latencyFloor"));
-  exports.Set("abi", Napi::Number::New(env, 6));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 7));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

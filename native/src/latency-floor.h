@@ -1,10 +1,12 @@
-// The machine's latency floor for the benchmark's latency-sustained rows: the partition core driven by C++
-// threads only, no JS. The calling thread sends at a constant rate, open loop: event i is due at
-// t0 + i / rate on steady_clock (CLOCK_MONOTONIC), the thread waits for that time (spinning over the last
-// 2 ms) and pushes a record {i, due} into partition i % consumers, as the addon's push does (reserve, copy,
-// commit, wake). One consumer thread per partition pops it with the bounded spin-then-futex wait of the
-// transport's worker threads (PopAny) and reads the clock first thing for each record. Whatever latency this
-// shows is the machine's (scheduler, wake-ups, the hypervisor), not JavaScript's.
+// The machine's latency floor for the benchmark's latency rows: the partition core driven by C++ threads
+// only, no JS. The calling thread sends, and pushes each event as a record {i, sent} into partition
+// i % consumers, as the addon's push does (reserve, copy, commit, wake):
+// - at a constant rate (latency-sustained), open loop: event i is due at t0 + i / rate on steady_clock
+//   (CLOCK_MONOTONIC), the thread waits for that time (spinning over the last 2 ms) and `sent` is that time;
+// - or (rate 0, latency-burst) in one burst, back to back, each stamped with the clock just before its push.
+// One consumer thread per partition pops them with the bounded spin-then-futex wait of the transport's worker
+// threads (PopAny) and reads the clock first thing for each record. Whatever latency this shows is the
+// machine's (scheduler, wake-ups, the hypervisor), not JavaScript's.
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,7 @@
 namespace eventlane {
 
 struct FloorOptions {
-  double rate = 10000;          // events per second, > 0
+  double rate = 10000;          // events per second, > 0; 0: one burst, back to back
   uint32_t count = 0;           // events
   uint32_t consumers = 1;       // partitions, one consumer thread each
   uint32_t spinUs = 0;          // a consumer spins this long on an empty ring before it sleeps (transport spinUs)
@@ -35,6 +37,7 @@ struct FloorResult {
   std::vector<double> latencyNs;  // [i]: event i, now - intended (NaN if it never arrived)
   uint64_t received = 0;          // events popped, duplicates included
   uint64_t unique = 0;            // distinct events popped
+  double windowNs = 0;            // from the first send to the last arrival
   std::string error;              // non-empty: the run failed, and why
 };
 
@@ -45,14 +48,16 @@ class LatencyFloor {
   static constexpr uint32_t kArenaBytes = kCapacity * 128;
   static constexpr uint32_t kWaitUs = 20000;  // a worker thread's bounded wait (group.ts WORKER_WAIT_US)
   static constexpr uint32_t kMaxPop = 64;
+  // How long the consumers sleep before a burst (benchmarking/lib/latency-run.ts QUIET_BEFORE_BURST_MS).
+  static constexpr uint32_t kQuietBeforeBurstMs = 50;
 
   explicit LatencyFloor(const FloorOptions& o)
-      : o_(o), core_(kCapacity, kArenaBytes), seen_(o.count, 0) {
+      : o_(o), core_(kCapacity, kArenaBytes), seen_(o.count, 0), sentNs_(o.count, 0) {
     lane_ = core_.lane(uint32_t(core_.CreateLane(o.consumers)));
     result_.latencyNs.assign(o.count, std::numeric_limits<double>::quiet_NaN());
   }
 
-  // Blocks the calling thread (the sender) for about count / rate seconds.
+  // Blocks the calling thread (the sender) for about count / rate seconds (a burst: until all arrived).
   FloorResult Run() {
     {
       Joiner joiner(this);  // stops and joins the consumers on every way out, exceptions included
@@ -66,6 +71,13 @@ class LatencyFloor {
     }
     result_.received = received_.load();
     result_.unique = arrived_.load();
+    // The threads are joined: sentNs_ (the sender's) and latencyNs (the consumers') are all visible here.
+    double last = 0;
+    for (uint32_t i = 0; i < o_.count; i++) {
+      const double at = double(sentNs_[i] - sentNs_[0]) + result_.latencyNs[i];
+      if (at > last) last = at;  // NaN (never arrived) compares false
+    }
+    result_.windowNs = last;
     const uint64_t bad = bad_.load();
     if (result_.error.empty() && bad > 0) result_.error = std::to_string(bad) + " records popped from a partition they were not pushed to";
     return std::move(result_);
@@ -154,12 +166,20 @@ class LatencyFloor {
   }
 
   void Send() {
-    const int64_t t0 = NowNs();
     const int64_t timeoutNs = int64_t(o_.timeoutMs) * 1000000;
     const uint32_t len = sizeof(Record);
+    const bool burst = o_.rate == 0;
+    // Before a burst the consumers are left idle, asleep in their wait (the JS rows' quiet before a burst).
+    if (burst) std::this_thread::sleep_for(std::chrono::milliseconds(kQuietBeforeBurstMs));
+    const int64_t t0 = NowNs();
     for (uint64_t i = 0; i < o_.count; i++) {
-      const int64_t due = t0 + std::llround(double(i) * 1e9 / o_.rate);
-      WaitUntil(due);
+      int64_t due;
+      if (burst) {
+        due = NowNs();
+      } else {
+        due = t0 + std::llround(double(i) * 1e9 / o_.rate);
+        WaitUntil(due);
+      }
       const uint32_t p = uint32_t(i % o_.consumers);
       Ring& ring = lane_->ring(p);
       Reservation res;
@@ -167,6 +187,7 @@ class LatencyFloor {
         if (NowNs() - due > timeoutNs) return Fail("ring stayed full for " + std::to_string(o_.timeoutMs) + " ms", "partition " + std::to_string(p));
         std::this_thread::yield();
       }
+      sentNs_[i] = due;
       const Record r{i, due};
       std::memcpy(ring.arena() + res.dst, &r, len);
       ring.Commit(res);
@@ -199,6 +220,7 @@ class LatencyFloor {
   Core core_;
   Lane* lane_ = nullptr;
   std::vector<uint8_t> seen_;
+  std::vector<int64_t> sentNs_;  // [i]: event i's send time (its due time when paced), written by the sender only
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> ready_{0};

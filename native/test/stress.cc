@@ -498,9 +498,10 @@ void TornSlot() {
 
 }  // namespace
 
-void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin) {
+// rate 0: one burst after the consumers idled (latency-burst's floor), else events per second.
+void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin, double rate = 20000) {
   FloorOptions o;
-  o.rate = 20000;
+  o.rate = rate;
   o.count = count;
   o.consumers = consumers;
   o.spinUs = spinUs;
@@ -516,7 +517,7 @@ void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin) {
   for (size_t i = 0; i < r.latencyNs.size(); i++) {
     if (!(r.latencyNs[i] >= 0)) Fail("latency floor: latency not >= 0 (index, ns)", long(i), long(r.latencyNs[i]));
   }
-  std::printf("  consumers=%u spinUs=%u pinned=%d: %llu events\n", consumers, spinUs, pin ? 1 : 0, (unsigned long long)r.unique);
+  std::printf("  consumers=%u spinUs=%u pinned=%d %s: %llu events\n", consumers, spinUs, pin ? 1 : 0, rate == 0 ? "burst" : "paced", (unsigned long long)r.unique);
 }
 
 // Phase 9: StreamCopy at every alignment and size around and past its threshold.
@@ -574,6 +575,8 @@ int main(int argc, char** argv) {
   Floor(4, 0, 1000 * scale, false);
   Floor(1, 50, 1000 * scale, false);
   if (ThreadCpus().size() >= 2) Floor(2, 0, 1000 * scale, true);
+  Floor(1, 0, 1000 * scale, false, 0);
+  Floor(4, 0, 1000 * scale, false, 0);
   std::printf("phase 9: StreamCopy (threshold %zu bytes)\n", kStreamCopyMinBytes);
   StreamCopies();
   if (failures.load() > 0) {

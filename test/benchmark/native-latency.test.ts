@@ -72,21 +72,38 @@ describe('native benchmark paths (worker threads)', () => {
     }
   }, 120_000);
 
-  it('latency-burst: worker-thread latency histogram counts every event sent, p50 > 0', async () => {
+  it('latency-burst: worker-thread latency histogram counts every event sent, p50 > 0; each layout beside its machine floor', async () => {
     const file = join(dir, 'latency-burst.json');
     const r = await runCli(['run', '--scenario', 'latency-burst', '--transport', 'native', '--message-count', '400', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
-    // plus the native-only 1P/1C tuning rows: batches of 256 and pinned threads (this machine has 2+ CPUs)
-    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '4p4c', '1p1c-batch256', '1p1c-pinned']);
+    // each layout and its C++ floor, plus the native-only 1P/1C tuning rows: batches of 256 and pinned threads
+    // (this machine has 2+ CPUs), the pinned one beside a pinned floor
+    expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '1p1c-floor', '4p4c', '4p4c-floor', '1p1c-batch256', '1p1c-pinned', '1p1c-pinned-floor']);
+    const floors: Record<string, string> = { '1p1c': '1p1c-floor', '4p4c': '4p4c-floor', '1p1c-batch256': '1p1c-floor', '1p1c-pinned': '1p1c-pinned-floor' };
     for (const v of run.variants) {
       expectEveryEventTimed(v, 400, 'closed');
       const it0 = v.iterations[0];
-      expect(it0.extra.workers).toBe(v.config.consumers);
-      // one partition per worker: the no-op handler, matched by delivery order
-      expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
-      // The pinned row ran the publisher on the first CPU and its consumer on the others.
-      if (v.id.endsWith('-pinned')) {
+      if (v.id.endsWith('-floor')) {
+        expect(v.kind).toBe('baseline');
+        expect(v.label).toMatch(/^C\+\+ threads, no JS: the native core, .*, one burst after 50 ms idle \(machine floor\)$/);
+        expect(it0.extra).toMatchObject({ consumerThreads: v.config.consumers, warmupEvents: 400, quietBeforeBurstMs: 50, spinUs: 0 });
+        expect(it0.verifiedBy).toMatch(/C\+\+ consumer thread/);
+        // The burst's own window: the 50 ms idle before it is not in the throughput.
+        expect(it0.windowMs).toBeGreaterThan(0);
+        expect(it0.durationMs).toBeCloseTo(it0.windowMs, 2);
+        expect(it0.throughput).toBe(Math.round(400 / (it0.windowMs / 1000)));
+      } else {
+        expect(v.kind).toBe('eventlane');
+        expect(v.baseline).toBe(floors[v.id]);
+        expect(v.ratios.latencyP99VsBaseline).toBeGreaterThan(0);
+        expect(it0.extra.workers).toBe(v.config.consumers);
+        // one partition per worker: the no-op handler, matched by delivery order
+        expect(it0.verifiedBy).toMatch(/each worker exactly its partition's share/);
+        expect(it0.windowMs).toBeUndefined();
+      }
+      // The pinned rows ran the publisher (sender) on the first CPU and the consumers on the others.
+      if (v.id.includes('-pinned')) {
         expect(it0.extra.publisherCpu).toBeGreaterThanOrEqual(0);
         expect(it0.extra.consumerCpus).toBeGreaterThanOrEqual(1);
       } else expect(it0.extra.publisherCpu).toBeUndefined();
