@@ -13,7 +13,7 @@ export const PushMode = {
   /**
    * Evict the oldest records until everything fits, counting them as `droppedOldest` (`drop-oldest`). When
    * nothing is left to evict (the room is held by consumers: popped, not acknowledged) and none comes back
-   * within 2 ms, the rest is dropped and counted as `droppedNewest`.
+   * within 10 ms, the rest is dropped and counted as `droppedNewest`.
    */
   evictOldest: 2,
   /** Accept the prefix that fits and count the rest as `droppedNewest` (`drop-newest`). */

@@ -21,9 +21,13 @@ const RING_WAITERS = 80;
 const CTL_INTS = 128;
 /**
  * drop-oldest: how long a push waits for consumers to hand back room when nothing is left to evict, before
- * it drops the rest of its records as the newest (addon.cc kEvictWaitUs).
+ * it drops the rest of its records as the newest (addon.cc kEvictWaitUs). A worker thread that releases what
+ * it pops at once holds it for microseconds, unless it is descheduled in between: with 2 ms (and the wait
+ * spinning on one of two cores) a loaded machine saw that often enough to drop the newest events.
  */
-const EVICT_WAIT_MS = 2;
+const EVICT_WAIT_MS = 10;
+/** While it waits, the push sleeps this long at a time (ms), until a release moves the ring's release head. */
+const EVICT_NAP_MS = 0.05;
 // Lane control block: wake-up sequence and sleeper count.
 const SEQ = 0;
 const WAITERS = 16;
@@ -296,10 +300,14 @@ export class JsCore implements PartitionCore {
           // Nothing left to evict: the room is held by consumers (popped, not acknowledged). One between its
           // claim and its ack hands it back at once; a handler that holds what it popped (worker threads of a
           // group made by a transport with another strategy) may take any time, and so may a thread
-          // terminated mid-pop. Wait briefly, then drop the rest as the newest rather than freeze the event loop.
+          // terminated mid-pop. Wait briefly (sleeping), then drop the rest as the newest rather than freeze the event loop.
           const now = performance.now();
           if (evictDeadline === 0) evictDeadline = now + EVICT_WAIT_MS;
-          if (now < evictDeadline) continue;
+          if (now < evictDeadline) {
+            // Sleep rather than spin: the core this thread leaves is what the holder may need to release.
+            Atomics.wait(ctl, REL_SLOT, relSlot, EVICT_NAP_MS);
+            continue;
+          }
         }
         break;
       }
