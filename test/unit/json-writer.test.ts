@@ -57,6 +57,29 @@ describe('compileJsonWriter', () => {
     for (const v of values) same(n, { v });
   });
 
+  it('writes integers from 2^31 to 2^53 (timestamps) digit by digit as JSON.stringify does, past them through String', () => {
+    const n = z.object({ v: z.number() });
+    const w = compileJsonWriter(n)!;
+    const buf = Buffer.alloc(64);
+    const check = (v: number) => {
+      const end = w({ v }, buf, 0);
+      if (buf.toString('latin1', 0, end) !== JSON.stringify({ v })) expect(buf.toString('latin1', 0, end)).toBe(JSON.stringify({ v }));
+    };
+    const edges = [2 ** 31, 2 ** 31 + 1, 2 ** 32, Date.now(), 1_732_700_000_000, 2 ** 53 - 1, Number.MAX_SAFE_INTEGER - 99_999_999, 2 ** 53, 2 ** 53 + 2, 1e21, 1e22];
+    // Around every multiple of 10^8 at each magnitude (the split into the digits above the last eight and those).
+    for (let p = 1e9; p <= 1e15; p *= 10) for (const d of [-100_000_001, -100_000_000, -99_999_999, -1, 0, 1, 99_999_999]) edges.push(p + d, 3 * p + d, 9 * p + d);
+    for (let k = 21; k < 90_071_992; k += 1_234_567) edges.push(k * 1e8 - 1, k * 1e8, k * 1e8 + 1, k * 1e8 + 12_345);
+    for (const v of edges) {
+      check(v);
+      check(-v);
+    }
+    for (let i = 0; i < 200_000; i++) {
+      const v = 2 ** 31 + Math.floor(Math.random() * (2 ** 53 - 2 ** 31));
+      check(v);
+      check(-v);
+    }
+  });
+
   it('writes decimals as JSON.stringify does: short ones digit by digit, the rest through String', () => {
     const n = z.object({ v: z.number() });
     const w = compileJsonWriter(n)!;
