@@ -23,6 +23,19 @@ function same(schema: z.ZodType, input: unknown) {
   expect(written(schema, value)).toBe(JSON.stringify(value));
 }
 
+/**
+ * Checks that `{ v }` is written as JSON.stringify writes it; `expect` only on a mismatch (hundreds of
+ * thousands of values per test).
+ */
+function numberChecker(): (v: number) => void {
+  const w = compileJsonWriter(z.object({ v: z.number() }))!;
+  const buf = Buffer.alloc(64);
+  return (v) => {
+    const end = w({ v }, buf, 0);
+    if (buf.toString('latin1', 0, end) !== JSON.stringify({ v })) expect(buf.toString('latin1', 0, end)).toBe(JSON.stringify({ v }));
+  };
+}
+
 describe('compileJsonWriter', () => {
   it('writes the bytes of JSON.stringify for parsed values', () => {
     same(trade, { id: 1, sym: 'AAPL', px: 150.25, qty: 100 });
@@ -58,13 +71,7 @@ describe('compileJsonWriter', () => {
   });
 
   it('writes integers from 2^31 to 2^53 (timestamps) digit by digit as JSON.stringify does, past them through String', () => {
-    const n = z.object({ v: z.number() });
-    const w = compileJsonWriter(n)!;
-    const buf = Buffer.alloc(64);
-    const check = (v: number) => {
-      const end = w({ v }, buf, 0);
-      if (buf.toString('latin1', 0, end) !== JSON.stringify({ v })) expect(buf.toString('latin1', 0, end)).toBe(JSON.stringify({ v }));
-    };
+    const check = numberChecker();
     const edges = [2 ** 31, 2 ** 31 + 1, 2 ** 32, Date.now(), 1_732_700_000_000, 2 ** 53 - 1, Number.MAX_SAFE_INTEGER - 99_999_999, 2 ** 53, 2 ** 53 + 2, 1e21, 1e22];
     // Around every multiple of 10^8 at each magnitude (the split into the digits above the last eight and those).
     for (let p = 1e9; p <= 1e15; p *= 10) for (const d of [-100_000_001, -100_000_000, -99_999_999, -1, 0, 1, 99_999_999]) edges.push(p + d, 3 * p + d, 9 * p + d);
@@ -81,13 +88,7 @@ describe('compileJsonWriter', () => {
   });
 
   it('writes decimals as JSON.stringify does: short ones digit by digit, the rest through String', () => {
-    const n = z.object({ v: z.number() });
-    const w = compileJsonWriter(n)!;
-    const buf = Buffer.alloc(64);
-    const check = (v: number) => {
-      const end = w({ v }, buf, 0);
-      if (buf.toString('latin1', 0, end) !== JSON.stringify({ v })) expect(buf.toString('latin1', 0, end)).toBe(JSON.stringify({ v }));
-    };
+    const check = numberChecker();
     const fixed = [0.1, 0.2, 0.1 + 0.2, 1.1, 150.25, 0.05, 0.000001, 0.0000015, 1e-7, 2.5e-7, 0.999999, 0.9999995, 2147483647.5, -2147483647.5, 2147483648.5, 1073741824.000001, 4.35, 1.005, 123456.789012, 9007199254740.5];
     for (const v of fixed) {
       check(v);
