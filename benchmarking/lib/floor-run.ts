@@ -10,9 +10,8 @@
  * machine (scheduler, wake-ups, hypervisor) costs.
  */
 import { latencyFloor, type LatencyFloorResult } from '../../native/loader.js';
-import { currentThreadCpus } from '../../transports/native/affinity.js';
 import { LatencyRecorder } from './latency.js';
-import { QUIET_BEFORE_BURST_MS, warmCount } from './latency-run.js';
+import { pinnedCpus, QUIET_BEFORE_BURST_MS, warmCount } from './latency-run.js';
 import type { Measured, RunContext } from './types.js';
 
 /** Bytes of one record in the ring: the event's index and intended send time. */
@@ -31,9 +30,7 @@ export async function latencyFloorRun(ctx: RunContext, spinUs: number, mode: 'op
   if (!burst && c.rate <= 0) throw new Error('the machine-floor row sends open loop: it needs --rate > 0');
   const spin = Number(c.transportOptions['spinUs'] ?? spinUs);
   // Pinned (the `pin` param, as the JS row it stands beside): the sender on the first CPU this thread may use, consumers on the others.
-  const pin = ctx.variant.params['pin'] === true;
-  const cpus = pin ? currentThreadCpus() : undefined;
-  if (pin && (cpus === undefined || cpus.length < 2)) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
+  const cpus = pinnedCpus(ctx.variant.params['pin'] === true);
   const run = (count: number) => latencyFloor({ rate: burst ? 0 : c.rate, count, consumers: c.consumers, spinUs: spin, cpus });
   const warm = warmCount(n, !burst);
   run(warm);

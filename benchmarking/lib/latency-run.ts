@@ -60,6 +60,17 @@ export function warmCount(n: number, openLoop: boolean): number {
 export const QUIET_BEFORE_BURST_MS = 50; // the burst machine floor idles as long (native/src/latency-floor.h kQuietBeforeBurstMs)
 const quiet = () => new Promise((r) => setTimeout(r, QUIET_BEFORE_BURST_MS));
 
+/**
+ * Pinned runs (`pin`): the CPUs this thread may use, the first for the publisher (sender) and the rest for the
+ * consumers; throws unless the addon can tell and there are 2+. Undefined when not pinned.
+ */
+export function pinnedCpus(pin: boolean): number[] | undefined {
+  if (!pin) return undefined;
+  const cpus = currentThreadCpus();
+  if (cpus === undefined || cpus.length < 2) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
+  return cpus;
+}
+
 export async function latencyRun(ctx: RunContext, o: LatencyOptions): Promise<Measured> {
   const c = ctx.config;
   if (c.transport === 'native' && o.payload === 'trade') return latencyRunInWorkers(ctx, o);
@@ -172,8 +183,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
   const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, rounds * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
-  const cpus = o.pin ? currentThreadCpus() : undefined;
-  if (o.pin && (cpus === undefined || cpus.length < 2)) throw new Error(`pinning needs the native addon and 2+ CPUs (this thread may run on: ${cpus?.join(',') ?? 'unknown'})`);
+  const cpus = pinnedCpus(o.pin === true);
   const bus = await benchBus(c, { batching: o.batching, transport: o.transport });
   let failed = 0;
   const fail = () => {

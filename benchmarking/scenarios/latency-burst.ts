@@ -10,13 +10,19 @@
  */
 import { availableParallelism } from 'node:os';
 import { latencyFloorRun } from '../lib/floor-run.js';
-import { latencyRun } from '../lib/latency-run.js';
-import type { Scenario, SeedFigure } from '../lib/types.js';
+import { latencyRun, QUIET_BEFORE_BURST_MS } from '../lib/latency-run.js';
+import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
 const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } };
 const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 } };
+
+/** The machine-floor row (a baseline) beside the JS row `label`: the same burst through the native core, C++ threads only. */
+function floorRow(c: BenchConfig, id: string, label: string, layout: Partial<BenchConfig>, params: Variant['params'], seed: SeedFigure | undefined): Variant {
+  const floorLabel = `C++ threads, no JS: the native core, ${label}, one burst after ${QUIET_BEFORE_BURST_MS} ms idle (machine floor)`;
+  return variant(c, id, floorLabel, 'floor', layout, params, { kind: 'baseline', seed });
+}
 
 export const latencyBurst: Scenario = {
   name: 'latency-burst',
@@ -34,9 +40,7 @@ export const latencyBurst: Scenario = {
       // native, one consumer thread per partition: beside it the machine floor of the same layout (a baseline).
       const floor = c.transport === 'native' && p === k ? `${p}p${k}c-floor` : undefined;
       const row = variant(c, `${p}p${k}c`, label, 'burst', { partitions: p!, consumers: k! }, {}, { seed, baseline: floor });
-      if (!floor) return [row];
-      const floorLabel = `C++ threads, no JS: the native core, ${label}, one burst after 50 ms idle (machine floor)`;
-      return [row, variant(c, floor, floorLabel, 'floor', { partitions: p!, consumers: k! }, {}, { kind: 'baseline', seed })];
+      return floor ? [row, floorRow(c, floor, label, { partitions: p!, consumers: k! }, {}, seed)] : [row];
     });
     // native: the same 1P/1C with batches of 256. A synchronous burst never yields, so a batch leaves only
     // when it is full: maxEvents bounds how long the first event of each batch waits.
@@ -54,10 +58,7 @@ export const latencyBurst: Scenario = {
       const label = '1 partition / 1 consumer, threads pinned (publisher and consumer on different CPUs)';
       rows.push(
         variant(c, '1p1c-pinned', label, 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C, baseline: '1p1c-pinned-floor' }),
-        variant(c, '1p1c-pinned-floor', `C++ threads, no JS: the native core, ${label}, one burst after 50 ms idle (machine floor)`, 'floor', { partitions: 1, consumers: 1 }, { pin: true }, {
-          kind: 'baseline',
-          seed: SEED_1P1C,
-        }),
+        floorRow(c, '1p1c-pinned-floor', label, { partitions: 1, consumers: 1 }, { pin: true }, SEED_1P1C),
       );
     }
     return rows;
