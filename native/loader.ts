@@ -23,13 +23,13 @@ interface Binding {
   /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
   threadCpus(): number[];
   /** The core driven by C++ threads only (native/src/latency-floor.h); see `latencyFloor` below. */
-  latencyFloor(rate: number, count: number, consumers: number, spinUs: number, cpus?: number[]): LatencyFloorResult;
+  latencyFloor(rate: number, count: number, consumers: number, spinUs: number, cpus?: number[], quietMs?: number): LatencyFloorResult;
   /** Version of the binding's interface; a binary built from other sources is not used. */
   abi?: number;
 }
 
 export interface LatencyFloorOptions {
-  /** Events per second, sent open loop; 0: one burst, back to back, after the consumers idled 50 ms. */
+  /** Events per second, sent open loop; 0: one burst, back to back, after the consumers idled `quietMs`. */
   rate: number;
   /** Events sent. */
   count: number;
@@ -39,6 +39,8 @@ export interface LatencyFloorOptions {
   spinUs?: number;
   /** Pins the sending (calling) thread to `cpus[0]` and consumer k to `cpus[1 + k % (cpus.length - 1)]`. */
   cpus?: readonly number[];
+  /** A burst (rate 0): the consumer threads idle this long (ms, up to 10,000) before it, asleep in their wait. @default 0 */
+  quietMs?: number;
 }
 
 export interface LatencyFloorResult {
@@ -52,8 +54,8 @@ export interface LatencyFloorResult {
   windowNs: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst. */
-const BINDING_ABI = 7;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs. */
+const BINDING_ABI = 8;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -132,16 +134,16 @@ export function availableImplementation(): 'native' | 'js' {
  * A benchmark instrument, not library API: the machine's latency floor. The partition core driven by C++
  * threads only: the calling thread sends `count` events at `rate` (open loop, each due at
  * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers; rate 0: in one burst after the
- * consumers idled 50 ms, each timed from its push), and one C++ consumer thread per partition pops them with
+ * consumers idled `quietMs`, each timed from its push), and one C++ consumer thread per partition pops them with
  * the transport's bounded spin-then-futex wait and takes each one's latency from its send time first thing.
- * No JavaScript runs on the path. Blocks the calling thread for count / rate seconds (a burst: 50 ms and the
+ * No JavaScript runs on the path. Blocks the calling thread for count / rate seconds (a burst: `quietMs` and the
  * burst). Throws when the addon is not loaded, when an event has not arrived 10 s
  * after the last send, or when a thread cannot be pinned.
  */
 export function latencyFloor(o: LatencyFloorOptions): LatencyFloorResult {
   const b = loadBinding();
   if (!b) throw new Error(`latencyFloor needs the native addon, which did not load (${loadError?.message ?? 'unknown'})`);
-  return b.latencyFloor(o.rate, o.count, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus]);
+  return b.latencyFloor(o.rate, o.count, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus], o.quietMs ?? 0);
 }
 
 class NativeCore implements PartitionCore {

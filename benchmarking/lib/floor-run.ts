@@ -3,8 +3,8 @@
  * threads only (`latencyFloor`, native/src/latency-floor.h), no JavaScript on the path. This process's main
  * thread sends into one partition per consumer:
  * - `open`: at the run's rate, open loop (each event due at t0 + i / rate on CLOCK_MONOTONIC);
- * - `burst`: the run's events back to back after the consumers idled for 50 ms (as the JS rows' quiet before a
- *   burst), each timed from just before its push.
+ * - `burst`: the run's events back to back after the consumers idled for QUIET_BEFORE_BURST_MS (the JS rows'
+ *   quiet before a burst), each timed from just before its push.
  * A C++ thread per partition pops with the transport's bounded spin-then-futex wait (`spinUs`) and takes each
  * event's latency first thing. What the JS rows of the same layout add to this is ours; this row is what the
  * machine (scheduler, wake-ups, hypervisor) costs.
@@ -31,7 +31,7 @@ export async function latencyFloorRun(ctx: RunContext, spinUs: number, mode: 'op
   const spin = Number(c.transportOptions['spinUs'] ?? spinUs);
   // Pinned (the `pin` param, as the JS row it stands beside): the sender on the first CPU this thread may use, consumers on the others.
   const cpus = pinnedCpus(ctx.variant.params['pin'] === true);
-  const run = (count: number) => latencyFloor({ rate: burst ? 0 : c.rate, count, consumers: c.consumers, spinUs: spin, cpus });
+  const run = (count: number) => latencyFloor({ rate: burst ? 0 : c.rate, count, consumers: c.consumers, spinUs: spin, cpus, quietMs: burst ? QUIET_BEFORE_BURST_MS : 0 });
   const warm = warmCount(n, !burst);
   run(warm);
   let r: LatencyFloorResult | undefined;

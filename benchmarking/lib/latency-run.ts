@@ -57,7 +57,7 @@ export function warmCount(n: number, openLoop: boolean): number {
  * Before each burst the publisher is idle this long, as before a real burst: consumer threads are asleep
  * when it starts, and are woken by it (back to back, the burst after a warm-up one found them awake).
  */
-export const QUIET_BEFORE_BURST_MS = 50; // the burst machine floor idles as long (native/src/latency-floor.h kQuietBeforeBurstMs)
+export const QUIET_BEFORE_BURST_MS = 50; // the burst machine floor (floor-run.ts) passes it to latencyFloor as quietMs
 const quiet = () => new Promise((r) => setTimeout(r, QUIET_BEFORE_BURST_MS));
 
 /**

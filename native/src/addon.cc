@@ -429,13 +429,13 @@ static bool NumberIn(const Napi::CallbackInfo& info, size_t i, double lo, double
   return true;
 }
 
-// latencyFloor(rate, count, consumers, spinUs, cpus?) -> { latencyNs: Float64Array, received, unique, windowNs }:
+// latencyFloor(rate, count, consumers, spinUs, cpus?, quietMs?) -> { latencyNs: Float64Array, received, unique, windowNs }:
 // the core driven by C++ threads only (latency-floor.h). Blocks the calling thread, the sender, for
-// count / rate seconds (rate 0: sends one burst and waits for it). Throws when an event did not arrive in time, or a thread cannot be pinned.
+// count / rate seconds (rate 0: lets the consumers idle quietMs, then sends one burst and waits for it). Throws when an event did not arrive in time, or a thread cannot be pinned.
 static Napi::Value LatencyFloorJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   FloorOptions o;
-  double count = 0, consumers = 0, spinUs = 0;
+  double count = 0, consumers = 0, spinUs = 0, quietMs = 0;
   // rate 0: one burst; otherwise events per second.
   o.rate = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : std::nan("");
   if (!(o.rate == 0 || (o.rate >= 1e-3 && o.rate <= 1e8))) {
@@ -446,6 +446,10 @@ static Napi::Value LatencyFloorJs(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   o.count = uint32_t(count), o.consumers = uint32_t(consumers), o.spinUs = uint32_t(spinUs);
+  if (info.Length() > 5 && !info[5].IsUndefined()) {
+    if (!NumberIn(info, 5, 0, 10000, "quietMs", &quietMs)) return env.Undefined();
+    o.quietMs = uint32_t(quietMs);
+  }
   if (info.Length() > 4 && !info[4].IsUndefined()) {
     const bool list = info[4].IsArray() && info[4].As<Napi::Array>().Length() >= 2;
     for (uint32_t i = 0; list && i < info[4].As<Napi::Array>().Length(); i++) {
@@ -484,7 +488,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
   exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
   exports.Set("latencyFloor", Napi::Function::New(env, LatencyFloorJs, "latencyFloor"));
-  exports.Set("abi", Napi::Number::New(env, 7));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 8));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

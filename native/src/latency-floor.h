@@ -29,6 +29,7 @@ struct FloorOptions {
   uint32_t count = 0;           // events
   uint32_t consumers = 1;       // partitions, one consumer thread each
   uint32_t spinUs = 0;          // a consumer spins this long on an empty ring before it sleeps (transport spinUs)
+  uint32_t quietMs = 0;         // a burst: the consumers idle this long first (latency-run.ts QUIET_BEFORE_BURST_MS)
   std::vector<int> cpus;        // empty, or: sender on cpus[0], consumer k on cpus[1 + k % (cpus.size() - 1)]
   uint32_t timeoutMs = 10000;   // for every event to arrive after the last send (and for room in a full ring)
 };
@@ -48,8 +49,6 @@ class LatencyFloor {
   static constexpr uint32_t kArenaBytes = kCapacity * 128;
   static constexpr uint32_t kWaitUs = 20000;  // a worker thread's bounded wait (group.ts WORKER_WAIT_US)
   static constexpr uint32_t kMaxPop = 64;
-  // How long the consumers sleep before a burst (benchmarking/lib/latency-run.ts QUIET_BEFORE_BURST_MS).
-  static constexpr uint32_t kQuietBeforeBurstMs = 50;
 
   explicit LatencyFloor(const FloorOptions& o)
       : o_(o), core_(kCapacity, kArenaBytes), seen_(o.count, 0), sentNs_(o.count, 0) {
@@ -170,7 +169,7 @@ class LatencyFloor {
     const uint32_t len = sizeof(Record);
     const bool burst = o_.rate == 0;
     // Before a burst the consumers are left idle, asleep in their wait (the JS rows' quiet before a burst).
-    if (burst) std::this_thread::sleep_for(std::chrono::milliseconds(kQuietBeforeBurstMs));
+    if (burst && o_.quietMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.quietMs));
     const int64_t t0 = NowNs();
     for (uint64_t i = 0; i < o_.count; i++) {
       int64_t due;

@@ -505,6 +505,7 @@ void Floor(uint32_t consumers, uint32_t spinUs, uint32_t count, bool pin, double
   o.count = count;
   o.consumers = consumers;
   o.spinUs = spinUs;
+  if (rate == 0) o.quietMs = 50;
   if (pin) o.cpus = ThreadCpus();
   FloorResult r = LatencyFloor(o).Run();
   if (!r.error.empty()) {

@@ -35,10 +35,10 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
   for (const consumers of [1, 4]) {
     it(`one burst (rate 0), ${consumers} consumer(s): sent after the consumers idled, every event delivered once`, () => {
       const t0 = performance.now();
-      const r = latencyFloor({ rate: 0, count: COUNT, consumers });
+      const r = latencyFloor({ rate: 0, count: COUNT, consumers, quietMs: 50 });
       const callMs = performance.now() - t0;
       expectAllDelivered(r, COUNT);
-      // The call idles 50 ms before it sends; the window is the burst's (first send to last arrival), after it.
+      // The call idles quietMs before it sends; the window is the burst's (first send to last arrival), after it.
       expect(callMs).toBeGreaterThanOrEqual(49);
       expect(r.windowNs).toBeGreaterThan(0);
       expect(r.windowNs / 1e6).toBeLessThanOrEqual(callMs - 49);
@@ -46,6 +46,13 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
       for (const ns of r.latencyNs) expect(ns).toBeLessThanOrEqual(r.windowNs);
     });
   }
+
+  it('a burst idles as long as quietMs says (the CLI passes QUIET_BEFORE_BURST_MS)', () => {
+    const t0 = performance.now();
+    const r = latencyFloor({ rate: 0, count: 200, consumers: 1, quietMs: 150 });
+    expectAllDelivered(r, 200);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(149);
+  });
 
   it('paced: the window spans the sends (from the first due time to the last arrival)', () => {
     const r = latencyFloor({ rate: 20_000, count: COUNT, consumers: 1 });
@@ -67,6 +74,8 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
     expect(() => latencyFloor({ rate: Number.NaN, count: 10, consumers: 1 })).toThrow(/rate must be 0 \(one burst\) or a number in/);
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 0 })).toThrow(/consumers must be/);
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0] })).toThrow(/cpus must be an array of at least 2/);
+    expect(() => latencyFloor({ rate: 0, count: 10, consumers: 1, quietMs: -1 })).toThrow(/quietMs must be a number in \[0, 10000\]/);
+    expect(() => latencyFloor({ rate: 0, count: 10, consumers: 1, quietMs: 10_001 })).toThrow(/quietMs must be a number in \[0, 10000\]/);
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0, 5000] })).toThrow(/consumer thread 0: cpu 5000 is out of range/);
   });
 
@@ -77,7 +86,7 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
     const prebuilt = (createRequire(import.meta.url)('node-gyp-build') as (dir: string) => { abi: number; latencyFloor: (...a: unknown[]) => LatencyFloorResult })(root);
     expect(prebuilt.abi).toBe(loadBinding()!.abi);
     expectAllDelivered(prebuilt.latencyFloor(20_000, 200, 2, 0), 200);
-    expectAllDelivered(prebuilt.latencyFloor(0, 200, 2, 0), 200);
+    expectAllDelivered(prebuilt.latencyFloor(0, 200, 2, 0, undefined, 5), 200);
   });
 
   it('says why when the addon is not loaded', () => {
