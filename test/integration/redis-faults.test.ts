@@ -281,6 +281,28 @@ describe('redis-streams: faults', () => {
     expect(outcome).toBe('closed');
   });
 
+  it('close() returns while the read connection has reconnected but is not ready yet (a restarted server still loading)', async () => {
+    const s = await server();
+    // The consumer reaches Redis through a proxy that can hold what its read connections send.
+    const proxy = await TcpProxy.start(s.port);
+    cleanup.push(() => proxy.stop());
+    const b = await bus(proxy.url, { commandTimeoutMs: 500 });
+    const sub = await b.subscribe('order.created', { group: 'g', blockMs: 5000, minIdleMs: 60_000 }, () => undefined);
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const id = await blockedReader(raw);
+    // The read connection dies with its blocking read outstanding. It reconnects at once, but its handshake is
+    // held, as a restarted server's ready check waits while it loads its data (ioredis status 'connect'): the
+    // read waits in ioredis to be sent again at 'ready'.
+    proxy.hold(/eventlane:read:/);
+    await raw.client('KILL', 'ID', id);
+    await waitFor(() => proxy.heldText.includes('eventlane:read:'), 5000, 'the reconnected read connection to send its handshake');
+    // Before: disconnecting a client in that state rejected its queues but not the commands kept for resending
+    // (ioredis prevCommandQueue), so the read loop waited for that read forever, and close() too.
+    const outcome = await Promise.race([sub.close().then(() => 'closed'), sleep(5000).then(() => 'hung')]);
+    expect(outcome).toBe('closed');
+  });
+
   it('an outage with many writes waiting for the connection: each rejects in time, no listener pile-up', async () => {
     const s = await server();
     const b = await bus(s.url, { commandTimeoutMs: 500, partitions: 1 });

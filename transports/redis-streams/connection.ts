@@ -232,12 +232,33 @@ export function corkable(client: Client): Corkable | undefined {
  * ready and queues the read offline, where nothing settles it. So a Cluster client disconnected here queues
  * nothing any more: a retry still to come is rejected when it fires (after at most retryDelayOnFailover).
  * Pinned in test/integration/redis-cluster-disconnect.test.ts.
+ *
+ * A standalone client whose new socket is connected but not ready yet (status 'connect': its ready check waits,
+ * as it does while a restarted server loads its data) keeps the commands of the socket it lost apart
+ * (`prevCommandQueue`), to resend them at 'ready'. When that socket closes, ioredis flushes its offline and
+ * command queues, not that one, so those commands were never settled either. They are rejected here as well
+ * (found by redis-chaos.test.ts: a subscription closed just after a server restart; pinned in redis-faults.test.ts).
  */
 export function disconnectNow(client: Client): void {
   const between = client.status === 'reconnecting';
   if (client instanceof Cluster) client.options.enableOfflineQueue = false;
   client.disconnect();
   if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
+  rejectUnsent(client, new Error('Connection is closed (disconnected before a reconnect was ready)'));
+}
+
+/** Commands owed a reply that ioredis kept to resend once a reconnect is ready (`prevCommandQueue`, internal to ioredis). */
+interface ResendQueue {
+  prevCommandQueue?: { shift(): { command: { reject(err: Error): void } } | undefined } | null;
+}
+
+/** Rejects the commands `client` kept to resend at its next 'ready' (none unless it lost a socket while ready). */
+function rejectUnsent(client: Client, err: Error): void {
+  const c = client as unknown as ResendQueue;
+  const queue = c.prevCommandQueue;
+  if (!queue) return;
+  c.prevCommandQueue = null;
+  for (let item = queue.shift(); item !== undefined; item = queue.shift()) item.command.reject(err);
 }
 
 /**
