@@ -218,7 +218,10 @@ describe('redis-streams: chaos', () => {
       for (const id of victims) await admin.client('KILL', 'ID', id).catch(() => undefined);
       return `${victims.length}/${ids.length}`;
     };
+    // The step of the running fault that is awaited now, for a hang's message (a resubscribe: its close() or its subscribe()).
+    let step = '';
     const run = async (op: Op, arg: number): Promise<string> => {
+      step = '';
       switch (op) {
         case 'kill-read':
           return killConnections('read:', arg);
@@ -260,7 +263,9 @@ describe('redis-streams: chaos', () => {
           const c = inProcess[Math.floor(arg * inProcess.length)]!;
           const killed = arg < 0.5 ? await killConnections(`read:${process.pid}:`, 0) : 'none';
           if (arg < 0.5) await sleep(5);
+          step = `${c.name}: close()`;
           await c.sub.close();
+          step = `${c.name}: subscribe()`;
           c.sub = await c.bus.subscribe(TYPE, { ...chaosSubscribe, consumer: c.name }, chaosHandler(SEED, ok(c.name)));
           return `${c.name} (reads killed before: ${killed})`;
         }
@@ -281,7 +286,7 @@ describe('redis-streams: chaos', () => {
         if (wait > 0) await sleep(wait);
         if (VERBOSE) console.log(`redis-chaos: ${((Date.now() - t0) / 1000).toFixed(1)}s ${op} starts`);
         const what = (await within(run(op, arg).catch((err: unknown) => `failed: ${String(err)}`), 20_000)) ?? 'HUNG';
-        if (what === 'HUNG') hangs.push(`${op} did not finish in 20 s`);
+        if (what === 'HUNG') hangs.push(`${op} did not finish in 20 s${step ? ` (hung in ${step})` : ''}`);
         done.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${op} ${what}`);
         if (VERBOSE) console.log(`redis-chaos: ${done[done.length - 1]}`);
       }
