@@ -12,6 +12,11 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** `x.close()` (a bus, a subscription): 'closed', or what is left of it when it takes longer than `ms`. */
+export function boundedClose(x: { close(): Promise<void> }, ms: number): Promise<string> {
+  return Promise.race([x.close().then(() => 'closed'), sleep(ms).then(() => `still closing after ${ms} ms`)]);
+}
+
 let counter = 0;
 /** A name no other test in this process uses. */
 export function uniqueName(prefix = 't'): string {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
-import { sleep } from '../helpers/wait.js';
+import { boundedClose, sleep } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events } from './redis-common.js';
 
@@ -27,8 +27,7 @@ describe('redis-streams: cluster close', () => {
       stalled.pause();
       try {
         await sleep(4000);
-        const outcome = await Promise.race([b.close().then(() => 'closed'), sleep(10_000).then(() => 'still closing after 10 s')]);
-        expect(outcome).toBe('closed');
+        expect(await boundedClose(b, 10_000)).toBe('closed');
       } finally {
         stalled.resume();
       }

@@ -21,7 +21,7 @@ import { describe, expect, it } from 'vitest';
 import { ClosedError, ConnectionError, createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { events, orders } from './redis-common.js';
 
 // A long node timeout: a stalled master stays its slots' master (no failover) while the tests run.
@@ -72,11 +72,6 @@ async function killReadConnections(): Promise<number> {
   return killed.reduce((a, b) => a + b, 0);
 }
 
-/** close(), or what is left of it when it takes longer than `ms`. */
-function boundedClose(b: EventBus<typeof events>, ms = CLOSE_BOUND_MS): Promise<string> {
-  return Promise.race([b.close().then(() => 'closed'), sleep(ms).then(() => `still closing after ${ms} ms`)]);
-}
-
 describe('redis-streams: cluster read connections killed or unreachable', () => {
   // Inside the 100 ms before the killed reads are sent again (held in the delay queue), and after (sent again).
   it.each([0, 20, 40, 60, 80, 200])('close() %i ms after the read connections were killed returns promptly, leaving none open', async (delayMs) => {
@@ -85,7 +80,7 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     await readersBlocked();
     expect(await killReadConnections()).toBeGreaterThanOrEqual(PARTITIONS);
     await sleep(delayMs);
-    expect(await boundedClose(b)).toBe('closed');
+    expect(await boundedClose(b, CLOSE_BOUND_MS)).toBe('closed');
     // No retry still to come reconnects after close (the reads are sent again 100 ms after the kill).
     await sleep(300);
     expect(await readConnections()).toEqual([]);
@@ -113,7 +108,7 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     const err = await b.publish('order.created', orders(1)[0]!).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(kind);
     expect(Date.now() - started).toBeLessThan(CLOSE_BOUND_MS);
-    expect(await boundedClose(b)).toBe('closed');
+    expect(await boundedClose(b, CLOSE_BOUND_MS)).toBe('closed');
     await expect(b.publish('order.created', orders(1, 1)[0]!)).rejects.toBeInstanceOf(ClosedError);
   }
 

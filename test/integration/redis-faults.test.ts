@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { perTestResources } from './fault-harness.js';
 import { blockedReader, events, fastRead, makeBus, orders } from './redis-common.js';
@@ -277,8 +277,7 @@ describe('redis-streams: faults', () => {
     await sleep(300);
     // Before: disconnecting a client in that state settles none of its commands (ioredis cancels the reconnect and
     // no 'close' event comes any more to flush them), so the read loop waited for that read forever, and close() too.
-    const outcome = await Promise.race([sub.close().then(() => 'closed'), sleep(5000).then(() => 'hung')]);
-    expect(outcome).toBe('closed');
+    expect(await boundedClose(sub, 5000)).toBe('closed');
   });
 
   it('close() returns while the read connection has reconnected but is not ready yet (a restarted server still loading)', async () => {
@@ -299,8 +298,7 @@ describe('redis-streams: faults', () => {
     await waitFor(() => proxy.heldText.includes('eventlane:read:'), 5000, 'the reconnected read connection to send its handshake');
     // Before: disconnecting a client in that state rejected its queues but not the commands kept for resending
     // (ioredis prevCommandQueue), so the read loop waited for that read forever, and close() too.
-    const outcome = await Promise.race([sub.close().then(() => 'closed'), sleep(5000).then(() => 'hung')]);
-    expect(outcome).toBe('closed');
+    expect(await boundedClose(sub, 5000)).toBe('closed');
   });
 
   it('an outage with many writes waiting for the connection: each rejects in time, no listener pile-up', async () => {

@@ -243,8 +243,9 @@ export function disconnectNow(client: Client): void {
   const between = client.status === 'reconnecting';
   if (client instanceof Cluster) client.options.enableOfflineQueue = false;
   client.disconnect();
-  if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (disconnected between reconnect attempts)'));
-  rejectUnsent(client, new Error('Connection is closed (disconnected before a reconnect was ready)'));
+  const err = new Error('Connection is closed (disconnected while it was reconnecting)');
+  if (between) (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(err);
+  rejectUnsent(client, err);
 }
 
 /** Commands owed a reply that ioredis kept to resend once a reconnect is ready (`prevCommandQueue`, internal to ioredis). */
