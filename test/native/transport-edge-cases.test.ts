@@ -154,6 +154,24 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     }
   });
 
+  it('close() while one worker thread is ready and the other still loading: the ready one is ended, not logged as a death', async () => {
+    const { errors, logger } = errorLog();
+    const b = await bus({ partitions: 2 }, { logger });
+    const c = new Int32Array(new SharedArrayBuffer(8));
+    const sub = b.subscribe('tick', { group: 'g', workers: 2, handler: fixture('never-ready.mjs'), workerData: { counters: c.buffer, ready: 1 } });
+    const outcome = sub.then(
+      () => 'subscribed',
+      (err: unknown) => err,
+    );
+    await waitFor(() => Atomics.load(c, 0) === 2 && Atomics.load(c, 1) > 0, 10_000, 'one thread ready, the other in setup');
+    await sleep(50); // the ready one's message has arrived
+    await b.close();
+    expect(await outcome).toBeInstanceOf(ClosedError);
+    await sleep(100);
+    // Before: the ready thread, ended by the close, was logged as "died while its subscription was starting".
+    expect(errors.map((e) => e.msg)).toEqual([]);
+  });
+
   it('startFrom 0: a retained backlog larger than the ring is delivered before events published during the replay', async () => {
     const b = await bus({ capacity: 8, batchSize: 4, retain: 1000 });
     await b.publishMany('tick', ticks(40));

@@ -49,6 +49,8 @@ class ConsumerThread {
   /** Events it holds outside the ring (waiting for a retry, or handed over), by id, until it finishes them. */
   readonly parked = new Map<string, Pending>();
   alive = true;
+  /** Ended by us (a subscribe the transport's close() cut short): its exit is not a death. */
+  ending = false;
   /** The member it serves (set once the member exists). */
   member: WorkerMember | undefined;
   stopped: Promise<Pending[]>;
@@ -208,7 +210,13 @@ export class NativeGroup {
       throw err;
     }
     const threads = started.map((s) => s.thread);
-    const stopAll = (): Promise<unknown> => Promise.all(threads.map((t) => t.worker.terminate()));
+    const stopAll = (): Promise<unknown> =>
+      Promise.all(
+        threads.map((t) => {
+          t.ending = true;
+          return t.worker.terminate();
+        }),
+      );
     const onClose = (): void => void stopAll();
     transportClosing.addEventListener('abort', onClose, { once: true });
     try {
@@ -428,7 +436,7 @@ export class NativeGroup {
           // Died without handing back: what it held goes to the others, and a new thread takes its place.
           const taken = this.recover(thread);
           thread.finish([]);
-          if (started) {
+          if (started && !thread.ending) {
             this.replace(thread, taken);
             this.rebalance();
           }
