@@ -34,7 +34,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createEventBus, EventlaneError, type EventBus, type Subscription } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, TIMED_OUT, within } from '../helpers/wait.js';
 import { decodeEntry, retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { perTestResources } from './fault-harness.js';
 import { events, order, recordingLogger } from './redis-common.js';
@@ -90,11 +90,6 @@ function alive(c: ChildConsumer): boolean {
 }
 
 /** `p`, or `undefined` once `ms` have passed without it settling (a hang, reported as such rather than a test timeout). */
-function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]).finally(() => clearTimeout(timer));
-}
-
 describe('redis-streams: chaos', () => {
   it('no event whose publish resolved is lost through connection kills, server stalls, a server crash and consumer crashes', async () => {
     const started = Date.now();
@@ -285,7 +280,8 @@ describe('redis-streams: chaos', () => {
         const wait = t0 + at - Date.now();
         if (wait > 0) await sleep(wait);
         if (VERBOSE) console.log(`redis-chaos: ${((Date.now() - t0) / 1000).toFixed(1)}s ${op} starts`);
-        const what = (await within(run(op, arg).catch((err: unknown) => `failed: ${String(err)}`), 20_000)) ?? 'HUNG';
+        const settled = await within(run(op, arg).catch((err: unknown) => `failed: ${String(err)}`), 20_000);
+        const what = settled === TIMED_OUT ? 'HUNG' : settled;
         if (what === 'HUNG') hangs.push(`${op} did not finish in 20 s${step ? ` (hung in ${step})` : ''}`);
         done.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${op} ${what}`);
         if (VERBOSE) console.log(`redis-chaos: ${done[done.length - 1]}`);
@@ -297,11 +293,11 @@ describe('redis-streams: chaos', () => {
     await chaos;
     publishing = false;
     // Every publish settles within commandTimeoutMs (the time waiting for a connection included).
-    if ((await within(Promise.all(publishers), 3 * chaosTransport.commandTimeoutMs)) === undefined) hangs.push('publishes still unsettled 9 s after publishing stopped');
+    if ((await within(Promise.all(publishers), 3 * chaosTransport.commandTimeoutMs)) === TIMED_OUT) hangs.push('publishes still unsettled 9 s after publishing stopped');
     if (!s.alive) await s.restart();
     s.resume();
     // A replacement started late, or during the restart, is given the time to connect.
-    if ((await within(Promise.all(children.filter(alive).map((c) => c.ready)), 30_000)) === undefined) hangs.push('a child consumer not ready in 30 s');
+    if ((await within(Promise.all(children.filter(alive).map((c) => c.ready)), 30_000)) === TIMED_OUT) hangs.push('a child consumer not ready in 30 s');
     const publishedAt = Date.now();
 
     // ------------------------------------------------------------ what is stored

@@ -9,17 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { TIMED_OUT, waitFor, within } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events, loseServedRead } from './redis-common.js';
 
   // A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
 const cluster = clusterForTests(3, 0, 60_000);
-
-/** `p`'s outcome, or `timedOut` if it has none within `ms`. */
-function within<T>(p: Promise<T>, ms: number): Promise<T | 'timed out'> {
-  return Promise.race([p, sleep(ms).then(() => 'timed out' as const)]);
-}
 
 describe('redis-streams: cluster connect', () => {
   it('creating a bus and subscribing settle (typed) while a master is stalled', async () => {
@@ -36,7 +31,7 @@ describe('redis-streams: cluster connect', () => {
           ),
           12_000,
         );
-        expect(made, `round ${round}: createEventBus`).not.toBe('timed out');
+        expect(made, `round ${round}: createEventBus`).not.toBe(TIMED_OUT);
         if (typeof made === 'string') {
           expect(made).toBe('rejected: ERR_CONNECTION');
           continue;
@@ -50,7 +45,7 @@ describe('redis-streams: cluster connect', () => {
           ),
           15_000,
         );
-        expect(sub, `round ${round}: subscribe`).not.toBe('timed out');
+        expect(sub, `round ${round}: subscribe`).not.toBe(TIMED_OUT);
         expect(sub).not.toMatch(/^untyped/);
       }
     } finally {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
 import { events, fastRead, redisForFile } from './redis-common.js';
@@ -29,11 +29,6 @@ async function bus(prefix: string, transport: Record<string, unknown> = {}, logg
 }
 
 /** Resolves to 'timeout' if `p` has not settled after `ms`. */
-function within(p: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p.then(() => 'done'), new Promise((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]).finally(() => clearTimeout(timer));
-}
-
 describe('redis-streams review: close()', () => {
   it('close() returns while the read loop is backing off after read errors', async () => {
     const prefix = uniquePrefix('closeback');
@@ -45,7 +40,7 @@ describe('redis-streams review: close()', () => {
     await r.raw.del(key);
     await r.raw.set(key, 'not a stream');
     await waitFor(() => logger.messages.filter((m) => m.includes('read failed')).length >= 4, 10_000, 'failing reads');
-    expect(await within(sub.close(), 5000)).toBe('done');
+    expect(await boundedClose(sub, 5000)).toBe('closed');
     await r.raw.del(key);
   });
 });
