@@ -89,7 +89,6 @@ function alive(c: ChildConsumer): boolean {
   return c.proc.exitCode === null && c.proc.signalCode === null;
 }
 
-/** `p`, or `undefined` once `ms` have passed without it settling (a hang, reported as such rather than a test timeout). */
 describe('redis-streams: chaos', () => {
   it('no event whose publish resolved is lost through connection kills, server stalls, a server crash and consumer crashes', async () => {
     const started = Date.now();

@@ -28,7 +28,6 @@ async function bus(prefix: string, transport: Record<string, unknown> = {}, logg
   return b;
 }
 
-/** Resolves to 'timeout' if `p` has not settled after `ms`. */
 describe('redis-streams review: close()', () => {
   it('close() returns while the read loop is backing off after read errors', async () => {
     const prefix = uniquePrefix('closeback');

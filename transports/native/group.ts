@@ -49,7 +49,7 @@ class ConsumerThread {
   /** Events it holds outside the ring (waiting for a retry, or handed over), by id, until it finishes them. */
   readonly parked = new Map<string, Pending>();
   alive = true;
-  /** Ended by us (a subscribe the transport's close() cut short): its exit is not a death. */
+  /** Ended by us (`end()`): its exit is not a death, so it is neither logged as one nor replaced. */
   ending = false;
   /** The member it serves (set once the member exists). */
   member: WorkerMember | undefined;
@@ -66,6 +66,11 @@ class ConsumerThread {
     readonly mine: Int32Array,
   ) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+  }
+  /** Ends the thread on purpose (transport close, a subscribe cut short); what it held is still taken back as it exits. */
+  end(): Promise<number> {
+    this.ending = true;
+    return this.worker.terminate();
   }
   finish(left: Pending[]): void {
     this.alive = false;
@@ -202,7 +207,7 @@ export class NativeGroup {
       // new Worker() refused: workerData that cannot be cloned (a function, a class with private state), or no
       // more threads. The ones already started go.
       for (const s of started) s.ready.catch(() => undefined);
-      await Promise.all(started.map((s) => s.thread.worker.terminate()));
+      await Promise.all(started.map((s) => s.thread.end()));
       if ((err as Error).name === 'DataCloneError') {
         const message = `cannot be passed to a worker thread (structured clone): ${(err as Error).message}`;
         throw new ConfigError(`subscribe options: workerData ${message}`, [{ path: ['workerData'], message }], { cause: err });
@@ -210,13 +215,7 @@ export class NativeGroup {
       throw err;
     }
     const threads = started.map((s) => s.thread);
-    const stopAll = (): Promise<unknown> =>
-      Promise.all(
-        threads.map((t) => {
-          t.ending = true;
-          return t.worker.terminate();
-        }),
-      );
+    const stopAll = (): Promise<unknown> => Promise.all(threads.map((t) => t.end()));
     const onClose = (): void => void stopAll();
     transportClosing.addEventListener('abort', onClose, { once: true });
     try {
@@ -467,6 +466,7 @@ export class NativeGroup {
         // Handed back as soon as the thread stopped (in the same turn it stopped being counted as live), so
         // unfinished() never misses them while the thread is terminated.
         this.handBack(left);
+        // Not `end()`: a thread still running after the grace is reported as it is ended (and what it held taken back).
         await t.worker.terminate();
       }),
     );
@@ -552,7 +552,7 @@ export class NativeGroup {
   /** Stops every worker thread at once (transport close). */
   async terminate(): Promise<void> {
     const all: Promise<number>[] = [];
-    for (const m of this.members) if (m.kind === 'workers') for (const t of m.threads) all.push(t.worker.terminate());
+    for (const m of this.members) if (m.kind === 'workers') for (const t of m.threads) all.push(t.end());
     this.members = [];
     await Promise.all(all);
   }
