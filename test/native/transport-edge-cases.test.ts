@@ -63,6 +63,20 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect(first).toBe(true);
   });
 
+  it('the transport closed under running worker subscriptions ends their threads without logging a death', async () => {
+    const { errors, logger } = errorLog();
+    const b = await bus({ partitions: 2 }, { logger });
+    const c = new Int32Array(new SharedArrayBuffer(4));
+    await b.subscribe('tick', { group: 'ended', workers: 2, handler: fixture('cjs-handler.cjs'), workerData: { counters: c.buffer } });
+    await b.publishMany('tick', ticks(100));
+    await waitFor(() => Atomics.load(c, 0) === 100, 5_000, 'every event in the worker threads');
+    // The transport itself, not the bus: its subscriptions are still open, so the threads are ended by terminate().
+    await transportOf(b).close();
+    await sleep(100); // every thread's exit event has run
+    // Before: each terminated thread was taken for one that died while its subscription was closing, and logged.
+    expect(errors.map((e) => e.msg)).toEqual([]);
+  });
+
   it('worker consumers: workerData a thread cannot be given (a function) rejects subscribe with ConfigError naming workerData', async () => {
     const b = await bus();
     const err = await b.subscribe('tick', { group: 'w', workers: 2, handler: fixture('count-handler.mjs'), workerData: { f: () => 1 } }).catch((e: unknown) => e);
