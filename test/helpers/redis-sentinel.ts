@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { endProcess, freePort, RedisServer, spawnRedis, waitReady, withRedis } from './redis-server.js';
+import { endProcess, freePort, RedisServer, spawnRedis, waitReady, waitStarted, withRedis } from './redis-server.js';
 
 /**
  * A master, `replicas` replicas and one Sentinel (quorum 1) on loopback, monitoring the master as `name`.
@@ -53,7 +53,7 @@ export class RedisSentinelSet {
       proc = spawnRedis([conf, '--sentinel']);
       // Ready once the Sentinel is linked to every replica (it finds them in the master's INFO) and has
       // heard from each: before that, SENTINEL FAILOVER answers NOGOODSLAVE.
-      await waitReady(port, 20_000, async (c) => {
+      await waitStarted(proc, port, 20_000, async (c) => {
         const known = (await c.call('SENTINEL', 'REPLICAS', name)) as string[][];
         const field = (r: string[], f: string): string => String(r[r.indexOf(f) + 1]);
         const linked = known.filter((r) => field(r, 'flags') === 'slave' && Number(field(r, 'last-ok-ping-reply')) < 1000 && field(r, 'master-link-status') === 'ok');

@@ -26,11 +26,58 @@ const WITH_PARENT = existsSync('/usr/bin/setpriv') ? ['/usr/bin/setpriv', '--pde
 /** Starts `redis-server` with `args`; the process is killed when this one exits or dies, if still running. */
 export function spawnRedis(args: string[]): ChildProcess {
   const [cmd, ...pre] = [...WITH_PARENT, 'redis-server'];
-  const p = spawn(cmd!, [...pre, ...args], { stdio: 'ignore' });
+  // stdout is the server's log (no logfile is set): its last lines say why a server that exits early did.
+  const p = spawn(cmd!, [...pre, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let tail = '';
+  p.stdout!.on('data', (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-LOG_TAIL_CHARS);
+  });
+  // 'close' comes after the last of its output has been read ('exit' may come before).
+  const closed = new Promise<void>((resolve) => p.once('close', () => resolve()));
+  logs.set(p, { tail: () => tail, closed });
   p.on('error', () => undefined);
   running.add(p);
   p.once('exit', () => running.delete(p));
   return p;
+}
+
+const LOG_TAIL_CHARS = 2000;
+const logs = new WeakMap<ChildProcess, { tail: () => string; closed: Promise<void> }>();
+
+/** What a server's log says went wrong (Redis marks warnings with `#`: the last two of them), else its last line. */
+function logReason(p: ChildProcess): string {
+  const lines = (logs.get(p)?.tail() ?? '').split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const strip = (l: string) => l.replace(/^\d+:[A-Z] .*? [*#-] /, '');
+  const warnings = lines.filter((l) => / # /.test(l)).slice(-2);
+  return (warnings.length > 0 ? warnings : lines.slice(-1)).map(strip).join(' / ') || '(no output)';
+}
+
+/** A server that exited before it was ready: `addressInUse` when it could not listen on its port(s). */
+export class ServerExitedError extends Error {
+  constructor(
+    readonly port: number,
+    readonly addressInUse: boolean,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * waitReady for a server `p` just spawned on `port`: rejects at once with ServerExitedError (naming its
+ * exit and last log line) when the process exits before it answers, instead of polling a dead port until
+ * the timeout.
+ */
+export async function waitStarted(p: ChildProcess, port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>): Promise<void> {
+  let gone = false;
+  const exited = (logs.get(p)?.closed ?? new Promise<void>((resolve) => p.once('close', () => resolve()))).then(() => {
+    gone = true;
+    const reason = logReason(p);
+    const how = p.exitCode !== null ? `code ${p.exitCode}` : `signal ${p.signalCode}`;
+    throw new ServerExitedError(port, /Address already in use/.test(reason), `redis-server on port ${port} exited (${how}) before it was ready: ${reason}`);
+  });
+  exited.catch(() => undefined);
+  await Promise.race([waitReady(port, timeoutMs, check, () => gone), exited]);
 }
 
 /** Whether `p` has neither exited nor been killed. */
@@ -50,17 +97,43 @@ export async function endProcess(p: ChildProcess | undefined, signal: NodeJS.Sig
   });
 }
 
+/** A loopback port nothing listens on now. */
 export function freePort(): Promise<number> {
+  return listenOn(0);
+}
+
+/**
+ * Listens on `port` (0: any free one) on loopback, closes, and resolves with the port; rejects when it is
+ * taken.
+ */
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Redis Cluster's bus port is the client port plus this (redis.conf `cluster-port` 0). */
+export const CLUSTER_BUS_OFFSET = 10_000;
+
+/** A free port whose cluster bus port (port + 10,000) is free too: a cluster node listens on both. */
+export async function freeClusterPort(): Promise<number> {
+  for (let tries = 0; ; tries++) {
+    const port = await freePort();
+    if (port + CLUSTER_BUS_OFFSET > 65_535) continue;
+    try {
+      await listenOn(port + CLUSTER_BUS_OFFSET);
+      return port;
+    } catch (err) {
+      if (tries >= 50) throw err;
+    }
+  }
 }
 
 /** Runs `f` with a client on the loopback server at `port`, disconnected after. */
@@ -73,10 +146,12 @@ export async function withRedis<T>(port: number, f: (c: Redis) => Promise<T>): P
   }
 }
 
-export async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>): Promise<void> {
+/** Polls until the server on `port` answers PING (and `check`), for `timeoutMs`; stops early once `gone()` says it never will. */
+export async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>, gone?: () => boolean): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
+    if (gone?.()) return; // the caller reports why
     const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
     c.on('error', () => undefined);
     try {
@@ -103,6 +178,9 @@ export interface ServerOptions {
   aof?: boolean;
   extraArgs?: string[];
 }
+
+/** Ports tried by RedisServer.start when the one it picked is taken before the server listens on it. */
+const START_ATTEMPTS = 5;
 
 /** One redis-server process. */
 export class RedisServer {
@@ -132,15 +210,27 @@ export class RedisServer {
   }
 
   static async start(options: ServerOptions = {}): Promise<RedisServer> {
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'eventlane-redis-'));
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--protected-mode', 'no'];
-    if (options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always');
-    else args.push('--appendonly', 'no');
-    args.push(...(options.extraArgs ?? []));
-    const s = new RedisServer(port, args, dir, true);
-    await s.spawn();
-    return s;
+    const extra = options.extraArgs ?? [];
+    const cluster = extra.includes('--cluster-enabled');
+    for (let attempt = 1; ; attempt++) {
+      const port = cluster ? await freeClusterPort() : await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'eventlane-redis-'));
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--protected-mode', 'no'];
+      if (options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always');
+      else args.push('--appendonly', 'no');
+      args.push(...extra);
+      const s = new RedisServer(port, args, dir, true);
+      try {
+        await s.spawn();
+        return s;
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        // Free when picked, taken before the server bound it (by a server or a connection of a test running
+        // beside this one): another port. Before, the dead server's port was polled until waitReady timed out.
+        if (err instanceof ServerExitedError && err.addressInUse && attempt < START_ATTEMPTS) continue;
+        throw err;
+      }
+    }
   }
 
   /** `REDIS_URL` when set (not owned: never stopped), else a fresh server. */
@@ -153,10 +243,9 @@ export class RedisServer {
   private async spawn(): Promise<void> {
     this.proc = spawnRedis(this.args);
     try {
-      await waitReady(this.port);
+      await waitStarted(this.proc, this.port);
     } catch (err) {
       this.proc.kill('SIGKILL');
-      rmSync(this.dir, { recursive: true, force: true });
       throw err;
     }
   }

@@ -371,6 +371,14 @@ describe('redis-streams: faults', () => {
     const pub = await bus(s.url, { partitions: 1, entryMode }, prefix);
     await pub.publishMany('order.created', orders(3));
     await waitFor(() => out.includes('got 0'), 10_000, 'the child to start seq 0');
+    const raw = new Redis(s.url);
+    cleanup.push(() => raw.disconnect());
+    const key = streamKey(prefix, 'order.created', 0);
+    // Stopped only once every entry was read by it: its blocking read, woken by the first of the three XADDs,
+    // got seq 0 alone and the others on its next read. Stopped before that read (a slow run), the rescuer read
+    // seq 1 and 2 as new entries ahead of reclaiming seq 0, and the wait for seq 0 below timed out.
+    const entries = entryMode === 'event' ? 3 : 1;
+    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === entries, 10_000, 'the child to have read every entry');
     child.kill('SIGSTOP');
     cleanup.push(() => void child.kill('SIGCONT'));
     let release!: () => void;
@@ -381,13 +389,10 @@ describe('redis-streams: faults', () => {
       if (e.data.seq === 0) await released;
     });
     await waitFor(() => rescued.length === 1, 10_000, 'the rescuer to reclaim seq 0');
-    const raw = new Redis(s.url);
-    cleanup.push(() => raw.disconnect());
-    const key = streamKey(prefix, 'order.created', 0);
     const owners = async () => ((await raw.xpending(key, 'g', '-', '+', 10)) as [string, string][]).map((p) => p[1]);
     const allRescuers = entryMode === 'event' ? 'rescuer,rescuer,rescuer' : '';
-    // Not at once: the child's blocking read, woken by the first of the three XADDs, got seq 0 alone and the
-    // others on its next read, so seq 0 can go idle past minIdleMs (and be reclaimed) a pass before them.
+    // Not at once: the child read seq 0 before the others, so seq 0 can go idle past minIdleMs (and be
+    // reclaimed) a pass before them.
     await waitFor(async () => (await owners()).join() === allRescuers, 5000, 'the rescuer to own every entry');
     child.kill('SIGCONT');
     // The child's keepalive runs at once (overdue); its seq-0 handler ends ~4 s after it started.
