@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { endProcess, freePort, RedisServer, ServerExitedError, spawnRedis, waitReady, waitStarted, withRedis } from './redis-server.js';
+import { endProcess, onFreePort, RedisServer, spawnRedis, waitReady, waitStarted, withRedis } from './redis-server.js';
 
 /**
  * A master, `replicas` replicas and one Sentinel (quorum 1) on loopback, monitoring the master as `name`.
@@ -34,10 +34,7 @@ export class RedisSentinelSet {
         servers.push(replica);
         await waitReady(replica.port, 20_000, async (c) => String(await c.info('replication')).includes('master_link_status:up'));
       }
-      let port = 0;
-      // A port taken between picking and binding it: another (as RedisServer.start does).
-      for (let attempt = 1; ; attempt++) {
-        port = await freePort();
+      const [port, sentinel] = await onFreePort(async (port) => {
         const conf = join(dir, 'sentinel.conf');
         writeFileSync(
           conf,
@@ -56,20 +53,15 @@ export class RedisSentinelSet {
         proc = spawnRedis([conf, '--sentinel']);
         // Ready once the Sentinel is linked to every replica (it finds them in the master's INFO) and has
         // heard from each: before that, SENTINEL FAILOVER answers NOGOODSLAVE.
-        const started = waitStarted(proc, port, 20_000, async (c) => {
+        await waitStarted(proc, port, 20_000, async (c) => {
           const known = (await c.call('SENTINEL', 'REPLICAS', name)) as string[][];
           const field = (r: string[], f: string): string => String(r[r.indexOf(f) + 1]);
           const linked = known.filter((r) => field(r, 'flags') === 'slave' && Number(field(r, 'last-ok-ping-reply')) < 1000 && field(r, 'master-link-status') === 'ok');
           return linked.length === replicas;
         });
-        try {
-          await started;
-          break;
-        } catch (err) {
-          if (!(err instanceof ServerExitedError && err.addressInUse && attempt < 5)) throw err;
-        }
-      }
-      return new RedisSentinelSet(servers, proc, port, dir, name);
+        return [port, proc] as const;
+      });
+      return new RedisSentinelSet(servers, sentinel, port, dir, name);
     } catch (err) {
       proc?.kill('SIGKILL');
       await Promise.allSettled(servers.map((s) => s.stop()));

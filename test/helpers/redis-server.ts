@@ -64,13 +64,15 @@ export class ServerExitedError extends Error {
 }
 
 /**
- * waitReady for a server `p` just spawned on `port`: rejects at once with ServerExitedError (naming its
+ * waitReady for a server `p` just spawned (by spawnRedis) on `port`: rejects at once with ServerExitedError (naming its
  * exit and last log line) when the process exits before it answers, instead of polling a dead port until
  * the timeout.
  */
 export async function waitStarted(p: ChildProcess, port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>): Promise<void> {
+  const log = logs.get(p);
+  if (log === undefined) throw new Error('waitStarted: the process was not started by spawnRedis');
   let gone = false;
-  const exited = (logs.get(p)?.closed ?? new Promise<void>((resolve) => p.once('close', () => resolve()))).then(() => {
+  const exited = log.closed.then(() => {
     gone = true;
     const reason = logReason(p);
     const how = p.exitCode !== null ? `code ${p.exitCode}` : `signal ${p.signalCode}`;
@@ -179,8 +181,25 @@ export interface ServerOptions {
   extraArgs?: string[];
 }
 
-/** Ports tried by RedisServer.start when the one it picked is taken before the server listens on it. */
+/** Ports tried by onFreePort when the one it picked is taken before the server listens on it. */
 const START_ATTEMPTS = 5;
+
+/**
+ * `launch(port)` on a port from `pick`; on another one (up to START_ATTEMPTS ports) when the server it started
+ * exited because the port was taken: free when picked, taken before the server bound it (by a server or a
+ * connection of a test running beside this one). Before, the dead server's port was polled until waitReady
+ * timed out.
+ */
+export async function onFreePort<T>(launch: (port: number) => Promise<T>, pick: () => Promise<number> = freePort): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await pick();
+    try {
+      return await launch(port);
+    } catch (err) {
+      if (!(err instanceof ServerExitedError && err.addressInUse && attempt < START_ATTEMPTS)) throw err;
+    }
+  }
+}
 
 /** One redis-server process. */
 export class RedisServer {
@@ -211,9 +230,8 @@ export class RedisServer {
 
   static async start(options: ServerOptions = {}): Promise<RedisServer> {
     const extra = options.extraArgs ?? [];
-    const cluster = extra.includes('--cluster-enabled');
-    for (let attempt = 1; ; attempt++) {
-      const port = cluster ? await freeClusterPort() : await freePort();
+    const pick = extra.includes('--cluster-enabled') ? freeClusterPort : freePort;
+    return onFreePort(async (port) => {
       const dir = mkdtempSync(join(tmpdir(), 'eventlane-redis-'));
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--protected-mode', 'no'];
       if (options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always');
@@ -225,12 +243,9 @@ export class RedisServer {
         return s;
       } catch (err) {
         rmSync(dir, { recursive: true, force: true });
-        // Free when picked, taken before the server bound it (by a server or a connection of a test running
-        // beside this one): another port. Before, the dead server's port was polled until waitReady timed out.
-        if (err instanceof ServerExitedError && err.addressInUse && attempt < START_ATTEMPTS) continue;
         throw err;
       }
-    }
+    }, pick);
   }
 
   /** `REDIS_URL` when set (not owned: never stopped), else a fresh server. */
