@@ -55,37 +55,26 @@ export async function paced(count: number, rate: number, send: (i: number, atMs:
 }
 
 /**
- * Between event-loop turns the `loop` mode of openLoop waits in a plain loop at most this long: each turn
- * allocates (setImmediate's Immediate, ~650 B measured at 1.2M turns/s), so turning the loop back to back
- * while waiting made the pacer alone scavenge every 6 ms with an idle heap (5 s at 10,000/s, no-op send:
- * 823 scavenges), and every ~45 ms in a Redis end-to-end run, pausing the thread 0.5-0.7 ms each time for
- * the library row and the baseline alike. A reply that arrives while the thread waits is read at the next
- * turn, at most this much later.
- */
-export const TURN_SLICE_US = 20;
-
-/**
  * Calls `send(i, intendedMs)` for i in [0, count) at `rate` per second, each as soon as its intended
  * time has come; setTimeout when the next send is more than 2 ms away (timers are too coarse for 100 us
- * spacing). Resolves after the last send. Nearer than that, the event loop turns once (setImmediate: the
- * publish's microtasks, timers and I/O run), then the thread waits in a plain loop:
- * - `spin` false: for at most TURN_SLICE_US before turning the loop again, for threads whose event loop has
+ * spacing). Resolves after the last send. Nearer than that:
+ * - `spin` false: the event loop turns (setImmediate) until it is time, for threads whose event loop has
  *   work while they send (handlers on the main thread, Redis replies);
- * - `spin` true: until it is time, for threads with nothing else to do (native worker runs). Turning the
- *   loop back to back (~1M turns a second, each allocating) made the sender scavenge every ~40 ms, pausing
- *   it ~1 ms each time, which alone put 3-4% of the events over 1 ms late.
+ * - `spin` true: the event loop turns once after each send (the publish's microtasks and any timers run),
+ *   then the thread waits in a plain loop, for threads with nothing else to do (native worker runs). The
+ *   ~1M turns a second of the other mode each allocate: there they made the sender scavenge every ~40 ms,
+ *   pausing it ~1 ms each time, which alone put 3-4% of the events over 1 ms late.
  * Time is read with process.hrtime.bigint(), which optimized code reads without allocating, where
  * performance.now() allocates a heap number per call (Redis end-to-end, 5 interleaved pairs against
  * performance.now(): p99 1.6-4.2 vs 3.2-9.1 ms, p50 97-221 vs 178-292 us).
  */
 export function openLoop(count: number, rate: number, send: (i: number, intendedMs: number) => void, spin = false): Promise<number> {
   const interval = 1000 / rate;
-  const slice = BigInt(TURN_SLICE_US * 1000);
   const t0 = performance.now();
   const h0 = process.hrtime.bigint();
   let i = 0;
   let due = h0; // of event i
-  let turned = false; // the event loop turned since the last send or wait
+  let turned = false; // spin: the event loop turned since the last send
   return new Promise((resolve) => {
     const step = () => {
       while (i < count) {
@@ -93,14 +82,11 @@ export function openLoop(count: number, rate: number, send: (i: number, intended
         if (due > now) {
           const wait = Number(due - now) / 1e6;
           if (wait > 2) return void setTimeout(step, wait - 1);
-          if (!turned) {
+          if (!spin || !turned) {
             turned = true;
             return void setImmediate(step);
           }
-          const until = spin || due - now <= slice ? due : now + slice;
-          while (process.hrtime.bigint() < until);
-          turned = false;
-          if (until !== due) continue; // turn the loop before waiting on
+          while (process.hrtime.bigint() < due);
         }
         turned = false;
         send(i, t0 + i * interval);

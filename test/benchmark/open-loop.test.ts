@@ -1,11 +1,10 @@
 /**
  * The open-loop pacer of the latency scenarios: every send at or after its intended time, in order, none
  * skipped; in `loop` mode the event loop keeps turning between sends (replies are read while the pacer
- * waits), but not back to back: it waits up to TURN_SLICE_US in a plain loop between turns, since every
- * turn allocates and a pacer that turned ~1M times a second made its process scavenge every few ms.
+ * waits).
  */
 import { describe, expect, it } from 'vitest';
-import { openLoop, TURN_SLICE_US } from '../../benchmarking/lib/latency.js';
+import { openLoop } from '../../benchmarking/lib/latency.js';
 
 const COUNT = 2000;
 const RATE = 10_000;
@@ -42,12 +41,8 @@ describe('openLoop', () => {
     });
   }
 
-  it('loop: the event loop turns between sends, at most about once per TURN_SLICE_US while waiting', async () => {
-    const { turns, ms } = await paceCountingTurns(false);
-    // At least once between sends (each wait turns the loop before it spins).
-    expect(turns).toBeGreaterThanOrEqual(COUNT / 2);
-    // Back to back the loop turns ~1M times a second here; sliced, at most one turn per slice plus one per send.
-    const bound = (ms * 1000) / TURN_SLICE_US + COUNT;
-    expect(turns).toBeLessThanOrEqual(bound * 1.5);
+  it('loop: the event loop turns while the pacer waits, more than once between sends', async () => {
+    const { turns } = await paceCountingTurns(false);
+    expect(turns).toBeGreaterThanOrEqual(COUNT * 2);
   });
 });
