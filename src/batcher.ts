@@ -15,7 +15,7 @@
 import { emptyArray } from './arrays.js';
 import { Deque } from './deque.js';
 import { BackpressureError, ClosedError, EventlaneError, TransportError } from './errors.js';
-import type { EventRun, OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
+import { withWritten, writtenCount, type EventRun, type OutgoingEvent, type PublishUnit, type WriteResult } from './transport.js';
 
 /** A run the batcher can split where it crosses a batch or unit bound (`Run` of outgoing.ts). */
 export interface SplittableRun extends EventRun {
@@ -31,6 +31,8 @@ export interface BatcherOptions {
   maxInFlight: number;
   maxPendingEvents: number;
   onFull: 'wait' | 'reject';
+  /** `add` gives each event a promise of its own: see `TransportCapabilities.partialUnits`. */
+  partialUnits?: boolean;
 }
 
 /** A write; a result returned directly (not a promise) means it completed synchronously. */
@@ -64,6 +66,11 @@ const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[
  */
 const RESOLVED = Promise.resolve();
 
+function noop(): void {}
+
+/** Settles one event's own promise: with no error it resolves. */
+type Settle = (err: Error | undefined) => void;
+
 class Unit implements PublishUnit {
   events: OutgoingEvent[] = emptyArray();
   run: EventRun | undefined = undefined;
@@ -81,6 +88,40 @@ class Unit implements PublishUnit {
       this.resolve = resolve;
       this.reject = reject;
     });
+  }
+
+  /**
+   * Per event, the settle of its own promise (`add` with `partialUnits`), or undefined for an event that
+   * settles with `promise` only; undefined while no event has one.
+   */
+  own: (Settle | undefined)[] | undefined = undefined;
+
+  /** A promise of its own for event `index` (the last added), settled by `settle`. */
+  ownPromise(index: number): Promise<void> {
+    let own = this.own;
+    if (own === undefined) {
+      own = this.own = [];
+      void this.promise.catch(noop); // its events may all have promises of their own: none awaits it
+    }
+    while (own.length < index) own.push(undefined);
+    return new Promise<void>((resolve, reject) => own.push((err) => (err === undefined ? resolve() : reject(err))));
+  }
+
+  /**
+   * The unit's fate: written (`err` undefined), or failed after its first `writtenCount(err)` events were
+   * written. Returns how many of its events failed.
+   */
+  settle(err: Error | undefined): number {
+    const own = this.own;
+    if (err === undefined) {
+      this.resolve();
+      if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(undefined);
+      return 0;
+    }
+    const written = Math.min(writtenCount(err), this.count);
+    this.reject(err);
+    if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(i < written ? undefined : err);
+    return this.count - written;
   }
 
   release(): void {
@@ -246,7 +287,7 @@ export class Batcher {
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
-    const p = this.push(lane, event, size);
+    const p = this.push(lane, event, size, this.opts.partialUnits === true);
     const w = lane.waiting;
     if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) {
       // Once per wait: a consumer waking up gets one push (one futex wake), then what piles up meanwhile.
@@ -259,7 +300,8 @@ export class Batcher {
     return p;
   }
 
-  private push(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
+  /** `own`: the event gets a promise of its own (`partialUnits`), made before the batch may leave. */
+  private push(lane: Lane, event: OutgoingEvent, size: number, own = false): Promise<void> {
     const open = this.open;
     let unit = lane.unit;
     if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxUnitEvents || (unit.bytes > 0 && unit.bytes + size > this.opts.maxBytes)) {
@@ -274,13 +316,14 @@ export class Batcher {
     open.events++;
     open.bytes += size;
     this.pending++;
+    const p = own ? unit.ownPromise(unit.count - 1) : unit.promise;
     if (open.events >= this.opts.maxEvents || open.bytes >= this.opts.maxBytes) {
       this.seal();
       this.flush();
     } else if (!this.scheduled) {
       this.schedule();
     }
-    return unit.promise;
+    return p;
   }
 
   private overflow(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
@@ -365,18 +408,14 @@ export class Batcher {
     const units = batch.units;
     if (failure !== undefined) {
       const err = asTransportError(failure);
-      for (let i = 0; i < units.length; i++) units[i]!.reject(err);
-      this.stats.failedEvents += batch.events;
+      for (let i = 0; i < units.length; i++) this.stats.failedEvents += units[i]!.settle(err);
     } else if (res) {
       for (let i = 0; i < units.length; i++) {
         const err = res[i];
-        if (err) {
-          units[i]!.reject(asTransportError(err));
-          this.stats.failedEvents += units[i]!.count;
-        } else units[i]!.resolve();
+        this.stats.failedEvents += units[i]!.settle(err ? asTransportError(err) : undefined);
       }
     } else {
-      for (let i = 0; i < units.length; i++) units[i]!.resolve();
+      for (let i = 0; i < units.length; i++) units[i]!.settle(undefined);
     }
     this.stats.events += batch.events;
     this.admitWaiters();
@@ -398,7 +437,7 @@ export class Batcher {
   private admitWaiters(): void {
     while (this.waiters.length > 0 && this.pending < this.opts.maxPendingEvents) {
       const w = this.waiters.shift()!;
-      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size));
+      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size, this.opts.partialUnits === true));
     }
     if (this.waiters.length > 0) return; // single publishers first: they waited longer
     // Bulk producers, in order, as long as their slices fit in what is free now.
@@ -452,5 +491,7 @@ export class Batcher {
 
 function asTransportError(err: unknown): Error {
   if (err instanceof EventlaneError) return err;
-  return new TransportError(`Transport write failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  const wrapped = new TransportError(`Transport write failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  const written = writtenCount(err);
+  return written > 0 ? withWritten(wrapped, written) : wrapped;
 }

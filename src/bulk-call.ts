@@ -5,6 +5,7 @@
  */
 import { emptyObjectArray } from './arrays.js';
 import { PublishPartialError } from './errors.js';
+import { writtenCount } from './transport.js';
 
 function noop(): void {}
 
@@ -73,19 +74,25 @@ export class BulkCall {
 
   /**
    * The error of a call some unit of which failed, once all have settled (`Promise.allSettled(pending)`):
-   * the transport's own error when none of the call was written, else a `PublishPartialError`.
+   * the transport's own error when none of the call was written, else a `PublishPartialError` (undefined
+   * when the failed units had written all their events after all).
    */
-  failure(type: string, settled: PromiseSettledResult<void>[]): Error {
+  failure(type: string, settled: PromiseSettledResult<void>[]): Error | undefined {
     const carrier = this.carrier ?? this.runCarriers();
     const failed: number[] = [];
     const errors: Error[] = [];
+    // Per unit, its events met so far: a unit that failed after its first events were written (`withWritten`).
+    const seen = new Int32Array(settled.length);
     for (let i = 0; i < carrier.length; i++) {
-      const r = settled[carrier[i]!]!;
+      const c = carrier[i]!;
+      const r = settled[c]!;
       if (r.status === 'fulfilled') continue;
-      failed.push(i);
       const err = r.reason as Error;
+      if (seen[c]!++ < writtenCount(err)) continue;
+      failed.push(i);
       if (!errors.includes(err)) errors.push(err);
     }
+    if (failed.length === 0) return undefined; // every failed unit said all its events were written
     if (failed.length === carrier.length) return errors[0]!;
     return new PublishPartialError(type, failed, carrier.length - failed.length, errors);
   }

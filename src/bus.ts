@@ -316,7 +316,8 @@ export class EventBus<M extends EventMap> {
     try {
       await Promise.all(call.pending);
     } catch {
-      throw call.failure(t.name, await Promise.allSettled(call.pending));
+      const err = call.failure(t.name, await Promise.allSettled(call.pending));
+      if (err !== undefined) throw err;
     } finally {
       // Every unit settled: no transport reads the call's bytes any more (`RunBytes`).
       if (call.bytes !== undefined) this.keepSpare(call.bytes);

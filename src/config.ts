@@ -99,6 +99,11 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, wher
   throw new ConfigError(`Invalid ${where || 'config'}: ${formatIssues(issues)}`, issues);
 }
 
-export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents'>): BatcherOptions {
-  return { ...b, maxInFlight: b.maxInFlight ?? caps.maxInFlight, maxUnitEvents: Math.min(b.maxEvents, caps.maxUnitEvents ?? Infinity) };
+export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents' | 'partialUnits'>): BatcherOptions {
+  return {
+    ...b,
+    maxInFlight: b.maxInFlight ?? caps.maxInFlight,
+    maxUnitEvents: Math.min(b.maxEvents, caps.maxUnitEvents ?? Infinity),
+    partialUnits: caps.partialUnits === true,
+  };
 }

@@ -76,7 +76,8 @@ export interface RunBytes {
 /**
  * Events of one (type, partition) lane collected by the batcher. A unit succeeds or fails as a whole,
  * so the bus can settle every publish promise with the fate of its own event (a transport that cannot
- * fail a unit as a whole makes units of one event: `TransportCapabilities.maxUnitEvents`).
+ * fail a unit as a whole makes units of one event, `TransportCapabilities.maxUnitEvents`, or says which of
+ * its first events were written, `partialUnits` and `withWritten`).
  */
 export interface PublishUnit {
   readonly type: string;
@@ -102,9 +103,28 @@ export interface PublishUnit {
 
 /**
  * Result of one write: `undefined` when every unit was accepted, otherwise one entry per unit
- * (`undefined` for an accepted unit, the error for a failed one).
+ * (`undefined` for an accepted unit, the error for a failed one; see `withWritten` for a unit written in part).
  */
 export type WriteResult = void | undefined | ReadonlyArray<Error | undefined>;
+
+const WRITTEN = Symbol('eventlane.writtenEvents');
+
+/**
+ * Marks `err`, the failure of one unit, as coming after the unit's first `events` events were written (a
+ * transport with `capabilities.partialUnits`, e.g. `native` under `block` when publishTimeoutMs runs out
+ * part-way through a unit): their publish promises resolve, the others reject with `err`, and `publishMany`
+ * counts them as written (`PublishPartialError`). Returns `err`.
+ */
+export function withWritten<E extends Error>(err: E, events: number): E {
+  Object.defineProperty(err, WRITTEN, { value: events, configurable: true });
+  return err;
+}
+
+/** How many of a failed unit's first events were written (`withWritten`); 0 when not marked. */
+export function writtenCount(err: unknown): number {
+  const n = err instanceof Error ? (err as Error & { [WRITTEN]?: number })[WRITTEN] : undefined;
+  return typeof n === 'number' ? n : 0;
+}
 
 /** Backoff between redeliveries of a failed event. */
 export interface BackoffOptions {
@@ -199,6 +219,12 @@ export interface TransportCapabilities {
    * every publish promise settles with the fate of its own event.
    */
   readonly maxUnitEvents?: number;
+  /**
+   * The transport may write a unit's first events and fail the rest (its error marked with `withWritten`).
+   * `publish()` then gets a promise of its own per event (one more promise per event), so that each settles
+   * with its own event's fate; `publishMany` reads the mark from the unit's error.
+   */
+  readonly partialUnits?: boolean;
   /**
    * The transport reads `PublishUnit.run`: the bus may hand it a `publishMany` call's events of one lane as
    * a run, with no `OutgoingEvent` per event (the `events` of such a unit are empty).

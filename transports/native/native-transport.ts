@@ -9,16 +9,18 @@ import { isAbsolute } from 'node:path';
 import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { BackpressureError, ClosedError, ConfigError, EventlaneError, NativeError, PayloadTooLargeError, TimeoutError } from '../../src/errors.js';
-import type {
-  DeadLetter,
-  DeliveryHandler,
-  PublishUnit,
-  SubscriptionSpec,
-  Transport,
-  TransportCapabilities,
-  TransportContext,
-  TransportSubscription,
-  WriteResult,
+import {
+  withWritten,
+  writtenCount,
+  type DeadLetter,
+  type DeliveryHandler,
+  type PublishUnit,
+  type SubscriptionSpec,
+  type Transport,
+  type TransportCapabilities,
+  type TransportContext,
+  type TransportSubscription,
+  type WriteResult,
 } from '../../src/transport.js';
 import { createCore, PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
@@ -103,7 +105,9 @@ export class NativeTransport implements Transport {
     this.source = ctx.service === broker.service ? undefined : ctx.service;
     // Runs written as bytes at publish, with room for the record header, when the records are plain (no source).
     const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes };
+    // `block` may write a unit's first events and time out on the rest (blockingPush).
+    const partialUnits = config.backpressure === 'block';
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes, partialUnits };
     this.mode = MODE[config.backpressure];
   }
 
@@ -137,8 +141,15 @@ export class NativeTransport implements Transport {
     let results: (Error | undefined)[] | undefined;
     let waits: Promise<void>[] | undefined;
     // A push waiting for room: the write settles after it, and its failure fails unit `u`.
+    // With several groups the unit's error is the one that wrote the fewest of its events (`withWritten`).
     const awaitPush = (u: number, p: Promise<void>): void => {
-      (waits ??= []).push(p.catch((err: Error) => void ((results ??= new Array(units.length).fill(undefined))[u] = err)));
+      (waits ??= []).push(
+        p.catch((err: Error) => {
+          const r = (results ??= new Array(units.length).fill(undefined));
+          const prev = r[u];
+          if (prev === undefined || writtenCount(err) < writtenCount(prev)) r[u] = err;
+        }),
+      );
     };
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
@@ -155,7 +166,7 @@ export class NativeTransport implements Transport {
             // A ring still waiting for room (this write or an earlier one in flight): queue behind it, in order.
             const all = copyBatch(batch);
             const until = (deadline ||= Date.now() + this.config.publishTimeoutMs);
-            const p = before.then(() => this.blockingPush(group, unit, all, until));
+            const p = before.then(() => this.blockingPush(group, unit, all, until, all.n));
             this.chain(ring, p);
             awaitPush(u, p);
             continue;
@@ -166,7 +177,7 @@ export class NativeTransport implements Transport {
             if (this.mode === PushMode.allOrNothing) throw this.full(group, unit);
             if (this.mode === PushMode.partial) {
               // Copy the rest now: `batch` is scratch memory reused by the next encode.
-              const p = this.blockingPush(group, unit, copyBatch(batch, done), (deadline ||= Date.now() + this.config.publishTimeoutMs));
+              const p = this.blockingPush(group, unit, copyBatch(batch, done), (deadline ||= Date.now() + this.config.publishTimeoutMs), batch.n);
               this.chain(ring, p);
               awaitPush(u, p);
             }
@@ -284,8 +295,11 @@ export class NativeTransport implements Transport {
     return new NativeError(err instanceof Error ? err.message : String(err), { cause: err });
   }
 
-  /** `block`: waits for room without blocking the event loop, until `deadline` (at least one try). */
-  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number): Promise<void> {
+  /**
+   * `block`: waits for room without blocking the event loop, until `deadline` (at least one try). `rest` is
+   * the unit's last events (of `total`): its failure says how many of the unit's events the ring took.
+   */
+  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number, total: number): Promise<void> {
     let b = rest;
     for (let spins = 0; ; spins++) {
       await new Promise<void>((resolve) => {
@@ -297,14 +311,17 @@ export class NativeTransport implements Transport {
         if (spins < 8) setImmediate(wake);
         else setTimeout(wake, 1);
       });
-      if (this.closed) throw new ClosedError('native transport');
+      if (this.closed) throw withWritten(new ClosedError('native transport'), total - b.n);
       const done = this.core.push(group.lane, unit.partition, b.bytes, b.lens, b.chars, b.n, PushMode.partial);
       if (done > 0) group.kick();
       if (done === b.n) return;
       if (done > 0) b = copyBatch(b, done);
       if (Date.now() >= deadline) {
-        throw new TimeoutError(
-          `Partition ${unit.partition} of "${unit.type}" stayed full for ${this.config.publishTimeoutMs} ms (${b.n} events not accepted); raise transport.publishTimeoutMs or capacity.`,
+        throw withWritten(
+          new TimeoutError(
+            `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") stayed full for ${this.config.publishTimeoutMs} ms (${b.n} of ${total} events not accepted); raise transport.publishTimeoutMs or capacity.`,
+          ),
+          total - b.n,
         );
       }
     }
@@ -361,14 +378,14 @@ export class NativeTransport implements Transport {
         const before = this.blocked.get(ring);
         if (before) {
           const all = copyBatch(chunk);
-          const p = before.then(() => this.blockingPush(group, unit, all, deadline));
+          const p = before.then(() => this.blockingPush(group, unit, all, deadline, all.n));
           this.chain(ring, p);
           p.catch(incomplete);
           continue;
         }
         const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
-          const p = this.blockingPush(group, unit, copyBatch(chunk, done), deadline);
+          const p = this.blockingPush(group, unit, copyBatch(chunk, done), deadline, chunk.n);
           this.chain(ring, p);
           p.catch(incomplete);
         }

@@ -1,0 +1,75 @@
+/**
+ * `backpressure: 'block'` when publishTimeoutMs runs out part-way through a unit: the ring took the unit's
+ * first events and not the rest. Each publish settles with its own event's fate, and publishMany's
+ * PublishPartialError names exactly the events not written: a caller that publishes those again gets every
+ * event delivered once, with no duplicate of one that was written (before, every event of the unit was
+ * reported failed, the written ones included).
+ */
+import { describe, expect, it } from 'vitest';
+import { PublishPartialError, TimeoutError } from '../../src/index.js';
+import { nativeBuses, ticks, type Bus } from './harness.js';
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
+
+/** A main-thread consumer group whose handler waits until released, so its ring (capacity 2) fills. */
+async function stalled(b: Bus, group: string) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const seen: number[] = [];
+  await b.subscribe('tick', { group }, async (e) => {
+    seen.push(e.data.seq);
+    await gate;
+  });
+  return { seen, release };
+}
+
+describe.each(['native', 'js'] as const)('native block: a unit written in part (%s)', (implementation) => {
+  const bus = nativeBuses(implementation, 'partial-publish');
+  const blocking = { capacity: 2, backpressure: 'block', publishTimeoutMs: 200, partitions: 1 };
+
+  it('publishMany rejects with PublishPartialError naming the events not written; those written are delivered, once', async () => {
+    const b = await bus(blocking);
+    const slow = await stalled(b, 'slow');
+    const err = await b.publishMany('tick', ticks(10)).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    const e = err as PublishPartialError;
+    expect(e.accepted).toBeGreaterThanOrEqual(2); // the empty ring took at least its capacity
+    expect(e.accepted).toBeLessThan(10);
+    expect(e.failed).toEqual(range(e.accepted, 10));
+    expect(e.errors[0]).toBeInstanceOf(TimeoutError);
+    // The caller publishes the failed ones again, as the README shows; nothing is delivered twice.
+    slow.release();
+    await b.publishMany('tick', e.failed.map((i) => ({ seq: i })));
+    await b.idle({ timeoutMs: 5_000 });
+    expect(sorted(slow.seen)).toEqual(range(0, 10));
+  });
+
+  it('publish(): the promises of the written events resolve, the others reject with TimeoutError', async () => {
+    const b = await bus(blocking);
+    const slow = await stalled(b, 'slow');
+    const settled = await Promise.allSettled(ticks(10).map((t) => b.publish('tick', t))); // one unit
+    const written = range(0, 10).filter((i) => settled[i]!.status === 'fulfilled');
+    expect(written.length).toBeGreaterThanOrEqual(2);
+    expect(written.length).toBeLessThan(10);
+    expect(written).toEqual(range(0, written.length)); // a prefix: the ring takes a unit in order
+    for (const s of settled.slice(written.length)) expect((s as PromiseRejectedResult).reason).toBeInstanceOf(TimeoutError);
+    expect(b.stats().failedEvents).toBe(10 - written.length);
+    slow.release();
+    await b.idle({ timeoutMs: 5_000 });
+    expect(sorted(slow.seen)).toEqual(written);
+  });
+
+  it('two groups: what counts as written is what the slower group took; the other group got the unit whole', async () => {
+    const b = await bus(blocking);
+    const fast: number[] = [];
+    await b.subscribe('tick', { group: 'fast' }, (e) => void fast.push(e.data.seq));
+    const slow = await stalled(b, 'slow');
+    const e = (await b.publishMany('tick', ticks(10)).then(() => undefined, (x: unknown) => x)) as PublishPartialError;
+    expect(e).toBeInstanceOf(PublishPartialError);
+    slow.release();
+    await b.idle({ timeoutMs: 5_000 });
+    expect(sorted(slow.seen)).toEqual(range(0, e.accepted));
+    expect(sorted(fast)).toEqual(range(0, 10));
+  });
+});
