@@ -2,7 +2,8 @@
  * Faults on the publishing side against real redis-server processes: a stalled server at close, a pool
  * connection killed while a write for several partitions waits for it, error replies for one entry.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
@@ -86,6 +87,26 @@ describe('redis-streams: publish faults', () => {
     expect(rejected, out).not.toBeNull();
     // Before: ioredis's disconnect timers of the failed sockets held it 2 s longer.
     expect(Number(exited![1]) - Number(rejected![1])).toBeLessThan(1000);
+  });
+
+  it('a bus that could not connect to a server that is not Redis (it answers, then closes) does not keep its process alive', async () => {
+    // An HTTP-like server: each attempt opened a socket and sent the handshake again, and ioredis lost the
+    // previous attempt's commands unsettled: their commandTimeoutMs (10 s) timers held the process.
+    const srv = createServer((sock) => sock.end('HTTP/1.1 400 Bad Request\r\n\r\n'));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    try {
+      const port = (srv.address() as AddressInfo).port;
+      const fixture = fileURLToPath(new URL('./fixtures/redis-unreachable.ts', import.meta.url));
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ['--import', 'tsx', fixture, `redis://127.0.0.1:${port}`], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+      );
+      const rejected = /rejected (\d+) ConnectionError/.exec(out);
+      const exited = /exit (\d+)/.exec(out);
+      expect(rejected, out).not.toBeNull();
+      expect(Number(exited![1]) - Number(rejected![1])).toBeLessThan(1000);
+    } finally {
+      srv.close();
+    }
   });
 
 

@@ -59,7 +59,6 @@ export class Connector {
       // connect kept its process alive 2 s after createEventBus rejected.
       disconnectTimeout: 100,
     };
-    if (role === 'command') o.commandTimeout = c.commandTimeoutMs;
     if (role === 'publish') {
       // Publishing never queues blind: a write waits for 'ready' (bounded by commandTimeoutMs, one
       // timer per write, not per command) and is then sent, or rejected without being sent. Commands
@@ -102,10 +101,30 @@ export class Connector {
         // (publish connections only: they send nothing but XADD, whose key ioredis always finds).
         enableAutoPipelining: role === 'publish',
       };
-      return new Cluster(nodes, opts);
+      return this.commandTimeoutOnceReady(role, new Cluster(nodes, opts));
     }
     const opts = this.baseOptions(role);
-    return c.url ? new Redis(c.url, opts) : new Redis(opts);
+    return this.commandTimeoutOnceReady(role, c.url ? new Redis(c.url, opts) : new Redis(opts));
+  }
+
+  /**
+   * The command connection's commands time out after commandTimeoutMs, from its first 'ready' on. Not while
+   * it first connects: ioredis queues its handshake (CLIENT SETNAME, SETINFO, INFO) again on each attempt and
+   * loses the previous attempt's commands unsettled when a socket that opened fails (another server on the
+   * port, a proxy), so their timers kept the process alive commandTimeoutMs after createEventBus rejected.
+   */
+  private commandTimeoutOnceReady(role: Role, client: Client): Client {
+    if (role !== 'command') return client;
+    const ms = this.config.commandTimeoutMs;
+    client.once('ready', () => {
+      if (client instanceof Cluster) {
+        (client.options.redisOptions ??= {}).commandTimeout = ms;
+        for (const node of client.nodes('all')) node.options.commandTimeout = ms;
+      } else {
+        client.options.commandTimeout = ms;
+      }
+    });
+    return client;
   }
 
   /** Connects `client`, rejecting with `ConnectionError` (naming the address) after `connectTimeoutMs`. */
@@ -148,7 +167,11 @@ export class Connector {
       // One deadline for both waits: the PING gets what is left of connectTimeoutMs.
       if (client instanceof Cluster) await this.pingCluster(client, Math.max(0, started + ms - Date.now()));
     } catch (err) {
-      client.disconnect();
+      // Every command still queued is rejected (clearing its timer): each attempt on a socket that opened and
+      // failed (another server on the port, a proxy) queued the handshake (CLIENT SETNAME, SETINFO, INFO) again,
+      // and their commandTimeoutMs timers kept the process alive that long after createEventBus rejected.
+      disconnectNow(client);
+      (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (gave up connecting)'));
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
       if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';
