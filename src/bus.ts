@@ -15,6 +15,7 @@ import {
   toIssues,
 } from './config.js';
 import { flat, IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
+import { checkedKey, checkPublishOptions } from './publish-options.js';
 import {
   BackpressureError,
   ClosedError,
@@ -156,6 +157,7 @@ export class EventBus<M extends EventMap> {
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     try {
+      if (options !== undefined) checkPublishOptions('publish', options);
       return this.enqueue(t, data, options, options?.key);
     } catch (err) {
       return Promise.reject(err);
@@ -177,6 +179,7 @@ export class EventBus<M extends EventMap> {
     if (this.transport.tryWrite === undefined) {
       throw new ConfigError(`The ${this.transport.type} transport has no synchronous write: use publish(), which waits for room.`);
     }
+    if (options !== undefined) checkPublishOptions('tryPublish', options);
     const value = this.parse(t, data, -1);
     // Kept before flushing: a handler run inside that write (memory) may publish, and parse again.
     const json = this.parsedJson;
@@ -203,6 +206,13 @@ export class EventBus<M extends EventMap> {
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     if (!Array.isArray(payloads)) return Promise.reject(new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
+    if (options !== undefined) {
+      try {
+        checkPublishOptions('publishMany', options);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     const keyOpt = options?.key;
     const keyFn = typeof keyOpt === 'function' ? keyOpt : undefined;
     const fixedKey = typeof keyOpt === 'string' ? keyOpt : undefined;
@@ -246,7 +256,7 @@ export class EventBus<M extends EventMap> {
       call.jsons[i] = retained && json !== undefined ? flat(json) : json;
       if (json !== undefined) call.encoded = true;
       call.sizes[i] = this.parsedSize;
-      if (call.keys) call.keys[i] = keyFn!(payloads[i], i);
+      if (call.keys) call.keys[i] = checkedKey(keyFn!(payloads[i], i), i);
     }
   }
 

@@ -1,0 +1,56 @@
+/**
+ * Run-time checks of the options of `publish`, `tryPublish` and `publishMany` (TypeScript checks them at
+ * compile time; JavaScript callers and `any` values get here): a wrong type or an unknown option is a
+ * `ConfigError` naming it, before anything is sent. Nothing is checked when no options are passed.
+ */
+import { ConfigError } from './errors.js';
+
+type Call = 'publish' | 'tryPublish' | 'publishMany';
+
+function fail(call: Call, path: string[], message: string): never {
+  throw new ConfigError(`${call} options: ${path.join('.')} ${message}.`, [{ path: ['options', ...path], message }]);
+}
+
+function checkHeaders(call: Call, headers: unknown): void {
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) fail(call, ['headers'], 'must be an object of string values');
+  for (const name in headers) {
+    const value = (headers as Record<string, unknown>)[name];
+    if (typeof value !== 'string') fail(call, ['headers', name], `must be a string (got ${value === null ? 'null' : typeof value})`);
+  }
+}
+
+/** Throws ConfigError when `options` (not undefined) is not what `call` takes. */
+export function checkPublishOptions(call: Call, options: object): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ConfigError(`${call} options must be an object.`, [{ path: ['options'], message: 'must be an object' }]);
+  }
+  // for-in, not Object.entries: no array per call (a publish with `{ key }` per event checks its options each time).
+  for (const name in options) {
+    const value = (options as Record<string, unknown>)[name];
+    if (value === undefined) continue;
+    switch (name) {
+      case 'key':
+        if (typeof value !== 'string' && !(call === 'publishMany' && typeof value === 'function')) {
+          fail(call, ['key'], call === 'publishMany' ? 'must be a string or a function returning one' : `must be a string (got ${typeof value})`);
+        }
+        break;
+      case 'correlationId':
+      case 'causationId':
+        if (typeof value !== 'string') fail(call, [name], `must be a string (got ${typeof value})`);
+        break;
+      case 'headers':
+        checkHeaders(call, value);
+        break;
+      default:
+        fail(call, [name], 'is not an option (key, correlationId, causationId, headers)');
+    }
+  }
+}
+
+/** What a `publishMany` key function returned for payload `index`: a string or undefined, else ConfigError. */
+export function checkedKey(key: unknown, index: number): string | undefined {
+  if (key === undefined || typeof key === 'string') return key;
+  throw new ConfigError(`publishMany options: key returned ${key === null ? 'null' : typeof key} for payload ${index}; it must return a string or undefined.`, [
+    { path: ['options', 'key'], message: `returned ${key === null ? 'null' : typeof key} for payload ${index}` },
+  ]);
+}
