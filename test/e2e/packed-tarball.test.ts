@@ -30,7 +30,8 @@ const events = el.defineEvents({ 'order.created': z.object({ orderId: z.string()
 describe('packed tarball', () => {
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'eventlane-e2e-'));
-    const out = execFileSync('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: root, encoding: 'utf8' });
+    // --ignore-scripts: `npm test` built dist/ already; prepack would delete and rebuild it while other test files run.
+    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir, '--json'], { cwd: root, encoding: 'utf8' });
     const [{ filename }] = JSON.parse(out.slice(out.indexOf('[')));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
     execFileSync('npm', ['install', '--no-audit', '--no-fund', join(dir, filename), 'zod@4'], { cwd: dir, stdio: 'pipe' });
