@@ -13,7 +13,7 @@ import type { PublishUnit } from '../../src/transport.js';
 import type { ResolvedConfig } from './config.js';
 import type { Client, Connector } from './connection.js';
 import type { Command } from 'ioredis';
-import { askedNode, send, waitCommand } from './wire-command.js';
+import { redirectedNode, send, waitCommand } from './wire-command.js';
 
 /** Where a type's partitions are written. */
 export interface StreamInfo {
@@ -132,15 +132,18 @@ export class ReplicaWait {
   /**
    * Cluster, after a write's replies: the masters the commands `cmds` of a partition's unit went to, when
    * that is not just `issued`, the one its WAIT went to; undefined when it is. A command redirected by ASK
-   * (its key's slot being migrated) went to the node the ASK named; after a MOVED (the slot moved in
-   * flight) ioredis knows the slot's new master. A WAIT on `issued` counted replicas of nothing there.
+   * (its key's slot being migrated) or MOVED (the slot moved in flight) went to the node the last redirect
+   * named (`redirectedNode`: ioredis's slot map can name the old master again for a while after a MOVED,
+   * when the refresh it starts reads CLUSTER SLOTS from a node that has not heard of the move: a unit was
+   * then taken as replicated on the old master's replicas, seen once in redis-cluster.test.ts under load).
+   * Other commands: the slot's master in ioredis's map now. A WAIT on `issued` counted replicas of nothing there.
    */
   private landed(client: Client, t: StreamInfo, partition: number, cmds: readonly Command[], issued: string | undefined): Set<string> | undefined {
     if (issued === undefined) return undefined; // its WAIT rejected already
     const now = this.nodeOf(client, t, partition) ?? issued;
-    if (now === issued && cmds.every((cmd) => askedNode(cmd) === undefined)) return undefined; // the usual case
+    if (now === issued && cmds.every((cmd) => redirectedNode(cmd) === undefined)) return undefined; // the usual case
     const nodes = new Set<string>();
-    for (const cmd of cmds) nodes.add(askedNode(cmd) ?? now);
+    for (const cmd of cmds) nodes.add(redirectedNode(cmd) ?? now);
     return nodes.size === 1 && nodes.has(issued) ? undefined : nodes;
   }
 

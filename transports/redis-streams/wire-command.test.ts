@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { askedNode, encodeCommand, slotOf, waitCommand, wireCommand } from './wire-command.js';
+import { redirectedNode, encodeCommand, slotOf, waitCommand, wireCommand } from './wire-command.js';
 
 /** ioredis's own request bytes for the same command (numbers become strings as ioredis does). */
 function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer {
@@ -55,7 +55,7 @@ describe('waitCommand and slotOf', () => {
   });
 });
 
-describe('askedNode', () => {
+describe('redirectedNode', () => {
   it('notes the node of an ASK passed to a reject assigned over the command\'s own, and passes every error on', async () => {
     const cmd = wireCommand('xadd', ['k', '*', 'f', 'v'], ['k']);
     const seen: string[] = [];
@@ -65,12 +65,23 @@ describe('askedNode', () => {
       seen.push(err.message);
       if (!err.message.startsWith('ASK')) own(err);
     };
-    expect(askedNode(cmd)).toBeUndefined();
+    expect(redirectedNode(cmd)).toBeUndefined();
     cmd.reject(new Error('ASK 3999 127.0.0.1:7002'));
-    expect(askedNode(cmd)).toBe('127.0.0.1:7002');
+    expect(redirectedNode(cmd)).toBe('127.0.0.1:7002');
     cmd.reject(new Error('ERR other'));
     await expect(cmd.promise).rejects.toThrow('ERR other');
     expect(seen).toEqual(['ASK 3999 127.0.0.1:7002', 'ERR other']);
-    expect(askedNode(new Command('xadd', ['k']))).toBeUndefined();
+    expect(redirectedNode(new Command('xadd', ['k']))).toBeUndefined();
+  });
+
+  it('notes the node of a MOVED as well; the last redirect wins', () => {
+    const cmd = wireCommand('xadd', ['k', '*', 'f', 'v'], ['k']);
+    cmd.reject = () => {}; // ioredis's Cluster handler, which resends the command
+    cmd.reject(new Error('MOVED 3999 127.0.0.1:7003'));
+    expect(redirectedNode(cmd)).toBe('127.0.0.1:7003');
+    cmd.reject(new Error('ASK 3999 127.0.0.1:7004'));
+    expect(redirectedNode(cmd)).toBe('127.0.0.1:7004');
+    cmd.reject(new Error('MOVEDX 1 2'));
+    expect(redirectedNode(cmd)).toBe('127.0.0.1:7004');
   });
 });

@@ -116,16 +116,16 @@ class WireCommand extends Command {
     return this.bytes;
   }
 
-  /** The node ("host:port") the last ASK reply sent this command to, if any (see `askedNode`). */
-  asked: string | undefined = undefined;
+  /** The node ("host:port") the last ASK or MOVED reply sent this command to, if any (see `redirectedNode`). */
+  redirected: string | undefined = undefined;
 }
 
 /**
- * ioredis reports a redirect by calling `command.reject` with the `ASK <slot> <host:port>` reply, and a
- * Cluster client reads the command's `reject` and assigns its own (which then resends the command there)
- * over it. An accessor on the prototype keeps what is assigned and hands out a reject that notes an ASK
- * first: a function is made only when `reject` is read (errors, and a Cluster's sendCommand), not per
- * command sent.
+ * ioredis reports a redirect by calling `command.reject` with the `ASK <slot> <host:port>` or
+ * `MOVED <slot> <host:port>` reply, and a Cluster client reads the command's `reject` and assigns its own
+ * (which then resends the command there) over it. An accessor on the prototype keeps what is assigned and
+ * hands out a reject that notes the redirect first: a function is made only when `reject` is read (errors,
+ * and a Cluster's sendCommand), not per command sent.
  */
 type Reject = (err: Error) => void;
 const REJECT = Symbol('reject');
@@ -133,8 +133,9 @@ Object.defineProperty(WireCommand.prototype, 'reject', {
   get(this: WireCommand & { [REJECT]: Reject }): Reject {
     const f = this[REJECT];
     return (err: Error) => {
-      const m = typeof err?.message === 'string' && err.message.startsWith('ASK ') ? err.message.split(' ') : undefined;
-      if (m !== undefined && m.length === 3) this.asked = m[2];
+      const msg = err?.message;
+      const m = typeof msg === 'string' && (msg.startsWith('ASK ') || msg.startsWith('MOVED ')) ? msg.split(' ') : undefined;
+      if (m !== undefined && m.length === 3) this.redirected = m[2];
       f.call(this, err);
     };
   },
@@ -150,12 +151,15 @@ Object.defineProperty(WireCommand.prototype, 'reject', {
 export const WIRE_ANCHORS: readonly object[] = [new RespWriter(0), new WireCommand('xadd', ['k'], Buffer.alloc(0))];
 
 /**
- * Cluster: the node an ASK reply redirected `cmd` to (a key of a slot being migrated that its old master
- * no longer has). ioredis resends the command there without changing its slot map, so a WAIT routed by
- * slot would go to the old master. Undefined when it was not redirected that way (or is not ours).
+ * Cluster: the node the last ASK or MOVED reply redirected `cmd` to. After an ASK (a key of a slot being
+ * migrated that its old master no longer has) ioredis resends the command there without changing its slot
+ * map, so a WAIT routed by slot would go to the old master. After a MOVED ioredis does update its map, but a
+ * slot-map refresh it starts then can put the old master back for a while (CLUSTER SLOTS from a node that
+ * has not heard of the move yet), so the map cannot tell where the command went. Undefined when it was not
+ * redirected (or is not ours).
  */
-export function askedNode(cmd: Command): string | undefined {
-  return cmd instanceof WireCommand ? cmd.asked : undefined;
+export function redirectedNode(cmd: Command): string | undefined {
+  return cmd instanceof WireCommand ? cmd.redirected : undefined;
 }
 
 /** Whether `cmd` was made here (the transport's own XADD, WAIT...), not by ioredis or a caller. */
