@@ -8,18 +8,20 @@ import type { EventData, EventMap, EventName } from './events.js';
 import type { Logger } from './logger.js';
 import type { BatchingConfig } from './config.js';
 import type { DeadLetter, DeliveryContext } from './transport.js';
+import type { TransportBlock } from './transport-configs.js';
 
-/** Bus configuration. */
-export interface EventBusConfig<M extends EventMap> {
+/** Bus configuration; `T` is the transport's type (see `TransportBlock`). */
+export interface EventBusConfig<M extends EventMap, T extends string = string> {
   /** Name of this service: each event's `source`, and part of default consumer names. */
   service: string;
   /** The event map from `defineEvents`. */
   events: M;
   /**
-   * Which transport and its options. Swapping transports is a change here only.
+   * Which transport and its options. Swapping transports is a change here only. A built-in transport's
+   * options are typed (`TransportConfigs`).
    * @example { type: 'redis-streams', url: 'redis://127.0.0.1:6379', partitions: 4 }
    */
-  transport: { type: string; [option: string]: unknown };
+  transport: TransportBlock<T>;
   /** Publish batching; adaptive by default. */
   batching?: BatchingConfig;
   /** A pino logger (or compatible). Silent by default. */

@@ -700,7 +700,7 @@ function encodeJson(t: TypeState, value: unknown): string {
  * @example
  * const bus = await createEventBus({ service: 'checkout', events, transport: { type: 'memory' } });
  */
-export async function createEventBus<M extends EventMap>(config: EventBusConfig<M>): Promise<EventBus<M>> {
+export async function createEventBus<M extends EventMap, T extends string = string>(config: EventBusConfig<M, T>): Promise<EventBus<M>> {
   registerBuiltinTransports();
   if (config === null || typeof config !== 'object') throw new ConfigError('createEventBus() expects a config object.');
   const { events, logger: givenLogger, ...rest } = config;

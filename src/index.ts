@@ -20,6 +20,7 @@ export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
 export { registerTransport } from './registry.js';
+export type { TransportConfigs, TransportBlock } from './transport-configs.js';
 
 /** The transport types `createEventBus` can build: the built-ins and every registered one. */
 export function registeredTransports(): string[] {

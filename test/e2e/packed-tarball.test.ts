@@ -121,6 +121,27 @@ describe('packed tarball', () => {
     expect(tsc('ts-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'quickstart.mts': quickstart + placeholders })).toBe('');
   }, 120_000);
 
+  it("types createEventBus's transport block: a built-in's misspelt option fails to compile; a registered transport declares its block by augmenting 'eventlane'", () => {
+    const program = `import { createEventBus, defineEvents } from 'eventlane';
+import { z } from 'zod';
+declare module 'eventlane' {
+  interface TransportConfigs {
+    'my-queue': { type: 'my-queue'; url: string };
+  }
+}
+const events = defineEvents({ 'a.b': z.object({ x: z.number() }) });
+export async function main(): Promise<void> {
+  // @ts-expect-error misspelt option of a built-in transport
+  await createEventBus({ service: 's', events, transport: { type: 'memory', partitons: 2 } });
+  // @ts-expect-error the declared block needs its url
+  await createEventBus({ service: 's', events, transport: { type: 'my-queue' } });
+  await createEventBus({ service: 's', events, transport: { type: 'my-queue', url: 'q://x' } });
+  await createEventBus({ service: 's', events, transport: { type: 'undeclared-queue', anything: 1 } });
+}
+`;
+    expect(tsc('ts-esm-augment', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'augment.mts': program })).toBe('');
+  }, 120_000);
+
   it('resolves the types of the root and both subpaths in a CommonJS project on the older module resolution (module CommonJS, node10)', () => {
     const program = `import { createEventBus, defineEvents, ValidationError } from 'eventlane';
 import { openRedisStreamsAdmin, type RedisStreamsTransport } from 'eventlane/redis-streams';

@@ -56,4 +56,34 @@ describe('typed API', () => {
     expect(bus.transport.type).toBe('memory');
     await bus.close();
   });
+
+  it("types createEventBus's transport block by its type; other types (registered transports) take any options", async () => {
+    // Never called: the calls with @ts-expect-error would throw ConfigError at run time (config-unknown-keys.test.ts).
+    const compileOnly = () => {
+      // @ts-expect-error a misspelt memory option
+      void createEventBus({ service: 't', events, transport: { type: 'memory', partitons: 4 } });
+      // @ts-expect-error not a backpressure strategy of the native transport
+      void createEventBus({ service: 't', events, transport: { type: 'native', backpressure: 'wait' } });
+      // @ts-expect-error a partition count as a string
+      void createEventBus({ service: 't', events, transport: { type: 'redis-streams', url: 'redis://127.0.0.1:6379', partitions: '4' } });
+      // @ts-expect-error the declared block of a registered transport (below) needs its url
+      void createEventBus({ service: 't', events, transport: { type: 'typed-custom' } });
+      void createEventBus({ service: 't', events, transport: { type: 'typed-custom', url: 'q://x' } });
+      // A registered transport that declared no block: any options.
+      void createEventBus({ service: 't', events, transport: { type: 'loose-custom', anything: 1 } });
+      // A block whose type is not a literal (read at run time): any options, checked at run time.
+      const fromEnv: { type: string; [option: string]: unknown } = { type: process.env['TRANSPORT'] ?? 'memory' };
+      void createEventBus({ service: 't', events, transport: fromEnv });
+    };
+    void compileOnly;
+    const bus = await createEventBus({ service: 't', events, transport: { type: 'native', partitions: 2, backpressure: 'drop-oldest', implementation: 'js' } });
+    await bus.close();
+  });
 });
+
+declare module '../../src/transport-configs.js' {
+  interface TransportConfigs {
+    /** A registered transport's declared block (declaration merging, as the README shows). */
+    'typed-custom': { type: 'typed-custom'; url: string };
+  }
+}

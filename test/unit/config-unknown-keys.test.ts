@@ -16,6 +16,7 @@ async function configError(run: () => Promise<unknown>): Promise<ConfigError> {
 
 describe('unknown config keys', () => {
   it('names a misspelt transport option in the path and the message', async () => {
+    // @ts-expect-error misspelt (refused at compile time too; JavaScript callers get here)
     const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'memory', partitons: 4 } }));
     expect(err.issues.map((i) => i.path)).toEqual([['transport', 'partitons']]);
     expect(err.message).toContain('transport.partitons: Unrecognized key');

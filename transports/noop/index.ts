@@ -17,6 +17,9 @@ export const noopConfigSchema = z
   })
   .strict();
 
+/** The `noop` transport's config block, as `createEventBus` takes it. */
+export type NoopTransportConfig = z.input<typeof noopConfigSchema>;
+
 export class NoopTransport implements Transport {
   readonly type = 'noop';
   readonly capabilities: TransportCapabilities;
