@@ -186,11 +186,14 @@ export class Batcher {
   private closed = false;
   readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0 };
   private readonly flushNow = (): void => this.flush();
+  /** Single publishes (`add`) get a promise of their own per event: `partialUnits`. */
+  private readonly ownPromises: boolean;
 
   constructor(
     private readonly write: WriteFn,
     private readonly opts: BatcherOptions,
   ) {
+    this.ownPromises = opts.partialUnits === true;
     // Written twice so V8 never treats it as a constant (see EventBus's constructor).
     this.closed = true;
     this.closed = false;
@@ -287,7 +290,7 @@ export class Batcher {
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
-    const p = this.push(lane, event, size, this.opts.partialUnits === true);
+    const p = this.push(lane, event, size, this.ownPromises);
     const w = lane.waiting;
     if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) {
       // Once per wait: a consumer waking up gets one push (one futex wake), then what piles up meanwhile.
@@ -437,7 +440,7 @@ export class Batcher {
   private admitWaiters(): void {
     while (this.waiters.length > 0 && this.pending < this.opts.maxPendingEvents) {
       const w = this.waiters.shift()!;
-      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size, this.opts.partialUnits === true));
+      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size, this.ownPromises));
     }
     if (this.waiters.length > 0) return; // single publishers first: they waited longer
     // Bulk producers, in order, as long as their slices fit in what is free now.

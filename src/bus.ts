@@ -206,13 +206,6 @@ export class EventBus<M extends EventMap> {
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     if (!Array.isArray(payloads)) return Promise.reject(new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
-    if (options !== undefined) {
-      try {
-        checkPublishOptions('publishMany', options);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
     const keyOpt = options?.key;
     const keyFn = typeof keyOpt === 'function' ? keyOpt : undefined;
     const fixedKey = typeof keyOpt === 'string' ? keyOpt : undefined;
@@ -220,6 +213,7 @@ export class EventBus<M extends EventMap> {
     const n = payloads.length;
     let bulk: BulkCall | undefined;
     try {
+      if (options !== undefined) checkPublishOptions('publishMany', options);
       if (t.bytes !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
       if (bulk === undefined) {
         bulk = new BulkCall(n, t.partitions, keyFn !== undefined);

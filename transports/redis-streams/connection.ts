@@ -167,11 +167,7 @@ export class Connector {
       // One deadline for both waits: the PING gets what is left of connectTimeoutMs.
       if (client instanceof Cluster) await this.pingCluster(client, Math.max(0, started + ms - Date.now()));
     } catch (err) {
-      // Every command still queued is rejected (clearing its timer): each attempt on a socket that opened and
-      // failed (another server on the port, a proxy) queued the handshake (CLIENT SETNAME, SETINFO, INFO) again,
-      // and their commandTimeoutMs timers kept the process alive that long after createEventBus rejected.
-      disconnectNow(client);
-      (client as unknown as { flushQueue?: (err: Error) => void }).flushQueue?.(new Error('Connection is closed (gave up connecting)'));
+      client.disconnect();
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
       if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';

@@ -196,7 +196,7 @@ export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
     const usage = err instanceof ConfigError || (typeof e.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS'));
     const code = err instanceof EventlaneError ? ` [${err.code}]` : '';
     // The transport names its own options; here they come from --timeout-ms.
-    const message = e.message.replace(/\(transport\.(connectTimeoutMs|commandTimeoutMs)\)/g, '(--timeout-ms)').replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms');
+    const message = e.message.replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms');
     io.err(`eventlane-redis: ${message}${code}`);
     return usage ? 2 : 1;
   }
