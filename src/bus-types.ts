@@ -8,7 +8,7 @@ import type { EventData, EventMap, EventName } from './events.js';
 import type { Logger } from './logger.js';
 import type { BatchingConfig } from './config.js';
 import type { DeadLetter, DeliveryContext } from './transport.js';
-import type { TransportBlock } from './transport-configs.js';
+import type { TransportBlock, TransportSubscribeOptions } from './transport-configs.js';
 
 /** Bus configuration; `T` is the transport's type (see `TransportBlock`). */
 export interface EventBusConfig<M extends EventMap, T extends string = string> {
@@ -32,8 +32,8 @@ export interface EventBusConfig<M extends EventMap, T extends string = string> {
   validateOnConsume?: boolean;
 }
 
-/** Subscription options common to every transport; transports accept more (see their READMEs). */
-export interface SubscribeOptions {
+/** Subscription options every transport takes; each transport accepts more (`TransportSubscribeOptions`). */
+export interface CommonSubscribeOptions {
   /** Consumer group: every group gets every event; members of one group share the work. */
   group: string;
   /** Stable consumer name within the group. @default `${service}@${hostname}:${pid}` */
@@ -47,8 +47,24 @@ export interface SubscribeOptions {
   retry?: { backoff?: { initialMs?: number; maxMs?: number; multiplier?: number; jitter?: number } };
   /** How long `close()` waits for this subscription's in-flight handlers. @default the bus's drainTimeoutMs */
   drainTimeoutMs?: number;
+}
+
+/**
+ * Subscription options of a bus whose transport type is not known at compile time: the common ones and any
+ * transport option, checked at run time by the transport (a `ConfigError` names a misspelt one).
+ */
+export interface SubscribeOptions extends CommonSubscribeOptions {
   [transportOption: string]: unknown;
 }
+
+/**
+ * `subscribe`'s options on a bus of transport type `T`: the common options and that transport's own
+ * (`TransportSubscribeOptions[T]`), so a misspelt option is a compile error; `SubscribeOptions` when `T` is
+ * not a declared type (`string`, or a registered transport that declared no options).
+ */
+export type SubscribeOptionsFor<T extends string = string> = T extends keyof TransportSubscribeOptions
+  ? CommonSubscribeOptions & TransportSubscribeOptions[T]
+  : SubscribeOptions;
 
 /** A typed handler: resolve to ack, throw to retry (or `NonRetryableError` to dead-letter at once). */
 export type EventHandler<M extends EventMap, K extends EventName<M>> = (

@@ -45,7 +45,7 @@ import type {
   IdleOptions,
   InvalidDeadLetter,
   PublishManyOptions,
-  SubscribeOptions,
+  SubscribeOptionsFor,
   Subscription,
   ValidDeadLetter,
 } from './bus-types.js';
@@ -76,7 +76,7 @@ interface TypeState {
   meta: EventMeta;
 }
 
-export class EventBus<M extends EventMap> {
+export class EventBus<M extends EventMap, T extends string = string> {
   private readonly types = new Map<string, TypeState>();
   private readonly ids = new IdGenerator();
   private readonly batcher: Batcher;
@@ -470,11 +470,11 @@ export class EventBus<M extends EventMap> {
    * @example await bus.subscribe('order.created', { group: 'billing', concurrency: 16 }, async (e) => charge(e.data));
    * The handler may be omitted when the transport runs handler modules itself (native: `{ workers, handler: url }`).
    */
-  async subscribe<K extends EventName<M>>(type: K, options: SubscribeOptions, handler?: EventHandler<M, K>): Promise<Subscription> {
+  async subscribe<K extends EventName<M>>(type: K, options: SubscribeOptionsFor<T>, handler?: EventHandler<M, K>): Promise<Subscription> {
     if (this.closing) throw new ClosedError();
     const t = this.types.get(type);
     if (t === undefined) throw new UnknownEventError(type, this.events.names);
-    if (typeof handler !== 'function' && options?.['handler'] === undefined) {
+    if (typeof handler !== 'function' && (options as Record<string, unknown> | undefined)?.['handler'] === undefined) {
       throw new ConfigError(`subscribe("${type}") needs a handler function.`);
     }
     const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
@@ -694,7 +694,7 @@ function encodeJson(t: TypeState, value: unknown): string {
  * @example
  * const bus = await createEventBus({ service: 'checkout', events, transport: { type: 'memory' } });
  */
-export async function createEventBus<M extends EventMap, T extends string = string>(config: EventBusConfig<M, T>): Promise<EventBus<M>> {
+export async function createEventBus<M extends EventMap, T extends string = string>(config: EventBusConfig<M, T>): Promise<EventBus<M, T>> {
   registerBuiltinTransports();
   if (config === null || typeof config !== 'object') throw new ConfigError('createEventBus() expects a config object.');
   const { events, logger: givenLogger, ...rest } = config;

@@ -8,6 +8,8 @@ export { createEventBus, EventBus } from './bus.js';
 export type {
   EventBusConfig,
   SubscribeOptions,
+  CommonSubscribeOptions,
+  SubscribeOptionsFor,
   Subscription,
   EventHandler,
   PublishManyOptions,
@@ -20,7 +22,7 @@ export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
 export { registerTransport } from './registry.js';
-export type { TransportConfigs, TransportBlock } from './transport-configs.js';
+export type { TransportConfigs, TransportBlock, TransportSubscribeOptions } from './transport-configs.js';
 
 /** The transport types `createEventBus` can build: the built-ins and every registered one. */
 export function registeredTransports(): string[] {

@@ -12,9 +12,9 @@
  * ```
  */
 import type { MemoryTransportConfig } from '../transports/memory/index.js';
-import type { NativeTransportConfig } from '../transports/native/config.js';
+import type { NativeSubscribeOptions, NativeTransportConfig } from '../transports/native/config.js';
 import type { NoopTransportConfig } from '../transports/noop/index.js';
-import type { RedisStreamsConfig } from '../transports/redis-streams/config.js';
+import type { RedisStreamsConfig, RedisSubscribeOptions } from '../transports/redis-streams/config.js';
 
 /** Config blocks by transport type; open to declaration merging. */
 export interface TransportConfigs {
@@ -29,3 +29,17 @@ export interface TransportConfigs {
  * that declared none; `T` is `string` when the block's type is not a literal, e.g. a config read at run time).
  */
 export type TransportBlock<T extends string = string> = { type: T } & (T extends keyof TransportConfigs ? TransportConfigs[T] : { [option: string]: unknown });
+
+/**
+ * Each transport's own `subscribe` options, by type (next to `CommonSubscribeOptions`); open to declaration
+ * merging as `TransportConfigs` is. A bus whose transport type is declared here types `subscribe`'s options
+ * exactly (`SubscribeOptionsFor`).
+ */
+export interface TransportSubscribeOptions {
+  /** The memory transport takes only the common options. */
+  memory: Record<never, never>;
+  /** The noop transport cannot be subscribed to (`subscribe` rejects with a `ConfigError`). */
+  noop: Record<never, never>;
+  native: NativeSubscribeOptions;
+  'redis-streams': RedisSubscribeOptions;
+}

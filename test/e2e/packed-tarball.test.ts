@@ -121,12 +121,15 @@ describe('packed tarball', () => {
     expect(tsc('ts-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'quickstart.mts': quickstart + placeholders })).toBe('');
   }, 120_000);
 
-  it("types createEventBus's transport block: a built-in's misspelt option fails to compile; a registered transport declares its block by augmenting 'eventlane'", () => {
+  it("types createEventBus's transport block and subscribe's options: a built-in's misspelt option fails to compile; a registered transport declares its block and options by augmenting 'eventlane'", () => {
     const program = `import { createEventBus, defineEvents } from 'eventlane';
 import { z } from 'zod';
 declare module 'eventlane' {
   interface TransportConfigs {
     'my-queue': { type: 'my-queue'; url: string };
+  }
+  interface TransportSubscribeOptions {
+    'my-queue': { prefetch?: number };
   }
 }
 const events = defineEvents({ 'a.b': z.object({ x: z.number() }) });
@@ -135,7 +138,14 @@ export async function main(): Promise<void> {
   await createEventBus({ service: 's', events, transport: { type: 'memory', partitons: 2 } });
   // @ts-expect-error the declared block needs its url
   await createEventBus({ service: 's', events, transport: { type: 'my-queue' } });
-  await createEventBus({ service: 's', events, transport: { type: 'my-queue', url: 'q://x' } });
+  const queue = await createEventBus({ service: 's', events, transport: { type: 'my-queue', url: 'q://x' } });
+  await queue.subscribe('a.b', { group: 'g', prefetch: 10 }, () => {});
+  // @ts-expect-error the declared subscribe options: no such option
+  await queue.subscribe('a.b', { group: 'g', prefetsh: 10 }, () => {});
+  const redis = await createEventBus({ service: 's', events, transport: { type: 'redis-streams', url: 'redis://127.0.0.1:6379' } });
+  await redis.subscribe('a.b', { group: 'g', concurrency: 8, minIdleMs: 60_000 }, () => {});
+  // @ts-expect-error misspelt subscribe option of a built-in transport
+  await redis.subscribe('a.b', { group: 'g', concurency: 8 }, () => {});
   await createEventBus({ service: 's', events, transport: { type: 'undeclared-queue', anything: 1 } });
 }
 `;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, type EventEnvelope, type MemoryTransportConfig } from '../../src/index.js';
+import { createEventBus, defineEvents, type EventBus, type EventEnvelope, type MemoryTransportConfig } from '../../src/index.js';
 
 const events = defineEvents({
   'order.created': z.object({ orderId: z.string(), amount: z.number() }),
@@ -79,11 +79,54 @@ describe('typed API', () => {
     const bus = await createEventBus({ service: 't', events, transport: { type: 'native', partitions: 2, backpressure: 'drop-oldest', implementation: 'js' } });
     await bus.close();
   });
+
+  it("types subscribe's options by the bus's transport type; a bus of unknown type takes any, checked at run time", async () => {
+    const compileOnly = async () => {
+      const redis = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', url: 'redis://127.0.0.1:6379' } });
+      await redis.subscribe('user.deleted', { group: 'g', concurrency: 4, minIdleMs: 60_000, blockMs: 500, readCount: 100 }, () => {});
+      // @ts-expect-error a misspelt common option
+      await redis.subscribe('user.deleted', { group: 'g', concurency: 4 }, () => {});
+      // @ts-expect-error a native option on a Redis bus
+      await redis.subscribe('user.deleted', { group: 'g', workers: 2 }, () => {});
+      // @ts-expect-error a Redis option of the wrong type
+      await redis.subscribe('user.deleted', { group: 'g', minIdleMs: '1m' }, () => {});
+      const native = await createEventBus({ service: 't', events, transport: { type: 'native' } });
+      await native.subscribe('user.deleted', { group: 'g', workers: 2, handler: new URL('file:///h.js'), cpus: [1] });
+      // @ts-expect-error a Redis option on a native bus
+      await native.subscribe('user.deleted', { group: 'g', minIdleMs: 100 }, () => {});
+      const memory = await createEventBus({ service: 't', events, transport: { type: 'memory' } });
+      // @ts-expect-error the memory transport has no options of its own
+      await memory.subscribe('user.deleted', { group: 'g', blockMs: 100 }, () => {});
+      const custom = await createEventBus({ service: 't', events, transport: { type: 'typed-custom', url: 'q://x' } });
+      await custom.subscribe('user.deleted', { group: 'g', lane: 'fast' }, () => {});
+      // @ts-expect-error the declared subscribe options of a registered transport (below)
+      await custom.subscribe('user.deleted', { group: 'g', lane: 3 }, () => {});
+      // A bus whose transport type is not a literal, and a registered transport that declared no options: any options.
+      const fromEnv: { type: string; [option: string]: unknown } = { type: process.env['TRANSPORT'] ?? 'memory' };
+      const loose = await createEventBus({ service: 't', events, transport: fromEnv });
+      await loose.subscribe('user.deleted', { group: 'g', minIdleMs: 100, workers: 2 }, () => {});
+      const other = await createEventBus({ service: 't', events, transport: { type: 'loose-custom' } });
+      await other.subscribe('user.deleted', { group: 'g', anything: 1 }, () => {});
+      // A typed bus is an EventBus<M> where one is expected.
+      const buses: EventBus<typeof events>[] = [redis, native, memory, loose];
+      void buses;
+    };
+    void compileOnly;
+    // What the types stop at compile time, the transport stops at run time, naming the option.
+    const bus = await createEventBus({ service: 't', events, transport: { type: 'memory' } });
+    const options: Record<string, unknown> = { group: 'g', concurency: 4 };
+    await expect(bus.subscribe('user.deleted', options as { group: string }, () => {})).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('concurency') });
+    await bus.close();
+  });
 });
 
 declare module '../../src/transport-configs.js' {
   interface TransportConfigs {
     /** A registered transport's declared block (declaration merging, as the README shows). */
     'typed-custom': { type: 'typed-custom'; url: string };
+  }
+  interface TransportSubscribeOptions {
+    /** A registered transport's declared subscribe options. */
+    'typed-custom': { lane?: 'fast' | 'slow' };
   }
 }

@@ -62,3 +62,5 @@ export const nativeSubscribeSchema = z
       .optional(),
   })
   .strict();
+
+export type NativeSubscribeOptions = z.input<typeof nativeSubscribeSchema>;
