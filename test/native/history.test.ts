@@ -83,4 +83,29 @@ describe('native retained history', () => {
     expect(got.at(-1)).toBe(`r${next - 1}`);
     expect(got.length).toBeGreaterThanOrEqual(10_000);
   });
+
+  it('forget takes back the end of a unit: later reads skip it, the events count drops, other units stay', () => {
+    const h = new History(1_000);
+    h.add(batch(0, 4));
+    h.add(batch(4, 6));
+    const mark = h.mark(6)!;
+    h.add(batch(10, 3));
+    h.forget(mark, 2); // r6..r9 not written
+    expect(records(h)).toEqual(['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r10', 'r11', 'r12']);
+    expect(h.events).toBe(9);
+    h.forget(h.mark(3)!, 3); // nothing to take back
+    expect(h.events).toBe(9);
+  });
+
+  it('a mark of a block dropped (and reused) since is a no-op', () => {
+    const h = new History(10);
+    h.add(batch(0, 5));
+    const mark = h.mark(5)!;
+    // Whole blocks of one unit each (a unit larger than the standard block gets its own), so old ones drop.
+    for (let u = 0; u < 4; u++) h.add(batch(100 + u * 5000, 5000, 64));
+    h.forget(mark, 0);
+    expect(records(h).length).toBe(h.events);
+    expect(records(h)).not.toContain('r0');
+    expect(h.events).toBeGreaterThanOrEqual(10);
+  });
 });

@@ -72,4 +72,22 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     expect(sorted(slow.seen)).toEqual(range(0, e.accepted));
     expect(sorted(fast)).toEqual(range(0, 10));
   });
+
+  it('a group created later (startFrom 0) replays only the events written, so republishing the failed ones delivers each once', async () => {
+    const b = await bus(blocking);
+    const slow = await stalled(b, 'slow');
+    const before = (await b.publishMany('tick', ticks(10)).then(() => undefined, (x: unknown) => x)) as PublishPartialError;
+    expect(before).toBeInstanceOf(PublishPartialError);
+    slow.release();
+    await b.idle({ timeoutMs: 5_000 });
+    await b.publishMany('tick', before.failed.map((i) => ({ seq: i })));
+    await b.publish('tick', { seq: 10 });
+    await b.idle({ timeoutMs: 5_000 });
+    const late: number[] = [];
+    await b.subscribe('tick', { group: 'late', startFrom: '0' }, (e) => void late.push(e.data.seq));
+    await b.idle({ timeoutMs: 5_000 });
+    expect(sorted(late)).toEqual(range(0, 11));
+    // In history order: the written prefix, then the republished rest, then what came after.
+    expect(late).toEqual([...range(0, before.accepted), ...before.failed, 10]);
+  });
 });

@@ -22,6 +22,11 @@ const SPARE_MAX_BYTES = 1024 * 1024;
 class Block implements EncodedBatch {
   n = 0;
   used = 0;
+  /** Bumped each time the block is reused: a `HistoryMark` of an earlier use no longer applies. */
+  gen = 0;
+  /** Records taken back (`History.forget`), as [from, to) index pairs; replays skip them. */
+  dead: number[] | undefined = undefined;
+  deadCount = 0;
   readonly bytes: Uint8Array;
   readonly lens: Uint32Array;
   readonly chars: Uint32Array;
@@ -43,10 +48,54 @@ class Block implements EncodedBatch {
     this.n += b.n;
   }
 
-  /** The records held, as a batch for `PartitionCore.push` (views, no copy). */
+  /** Records held and not taken back. */
+  get live(): number {
+    return this.n - this.deadCount;
+  }
+
+  /** The records held, as a batch for `PartitionCore.push` (views, no copy; a compacted copy when some were taken back). */
   view(): EncodedBatch {
+    if (this.dead !== undefined) return this.compacted(this.dead);
     return { bytes: this.bytes.subarray(0, this.used), lens: this.lens.subarray(0, this.n), chars: this.chars.subarray(0, this.n), n: this.n };
   }
+
+  private compacted(dead: readonly number[]): EncodedBatch {
+    const n = this.live;
+    const lens = new Uint32Array(n);
+    const chars = new Uint32Array(n);
+    const parts: Uint8Array[] = [];
+    let k = 0;
+    let off = 0;
+    for (let i = 0; i < this.n; i++) {
+      const len = this.lens[i]!;
+      if (!isDead(dead, i)) {
+        parts.push(this.bytes.subarray(off, off + len));
+        lens[k] = len;
+        chars[k++] = this.chars[i]!;
+      }
+      off += len;
+    }
+    return { bytes: new Uint8Array(Buffer.concat(parts)), lens, chars, n };
+  }
+
+  reset(): void {
+    this.n = this.used = this.deadCount = 0;
+    this.dead = undefined;
+    this.gen++;
+  }
+}
+
+function isDead(dead: readonly number[], i: number): boolean {
+  for (let d = 0; d < dead.length; d += 2) if (i >= dead[d]! && i < dead[d + 1]!) return true;
+  return false;
+}
+
+/** Where `History.mark` found a unit's records, for `forget`. */
+export interface HistoryMark {
+  readonly block: Block;
+  readonly gen: number;
+  readonly start: number;
+  readonly n: number;
 }
 
 export class History {
@@ -70,11 +119,11 @@ export class History {
     }
     last.append(b, size);
     this.events += b.n;
-    while (this.blocks.length > 1 && this.events - this.blocks[0]!.n >= this.limit) {
+    while (this.blocks.length > 1 && this.events - this.blocks[0]!.live >= this.limit) {
       const dropped = this.blocks.shift()!;
-      this.events -= dropped.n;
+      this.events -= dropped.live;
+      dropped.reset();
       if (dropped.bytes.length <= SPARE_MAX_BYTES && (this.spare === undefined || dropped.bytes.length >= this.spare.bytes.length)) {
-        dropped.n = dropped.used = 0;
         this.spare = dropped;
       }
     }
@@ -82,6 +131,25 @@ export class History {
 
   /** The largest block dropped lately (up to SPARE_MAX_BYTES), reused as the next one that fits (no new memory, nothing left to collect). */
   private spare: Block | undefined;
+
+  /** Where the last `add` put its `n` records (call right after it). */
+  mark(n: number): HistoryMark | undefined {
+    const block = this.blocks[this.blocks.length - 1];
+    return block === undefined || n === 0 ? undefined : { block, gen: block.gen, start: block.n - n, n };
+  }
+
+  /**
+   * Takes back a unit's records from its `from`-th on: a `block` write whose remainder timed out (its
+   * publishes rejected, so a caller may publish them again) must not be replayed to groups created later.
+   * A no-op once the unit's block was dropped.
+   */
+  forget(mark: HistoryMark, from: number): void {
+    const { block } = mark;
+    if (block.gen !== mark.gen || from >= mark.n) return; // dropped (and maybe reused) since
+    (block.dead ??= []).push(mark.start + from, mark.start + mark.n);
+    block.deadCount += mark.n - from;
+    this.events -= mark.n - from;
+  }
 
   /** The retained records, oldest first, as views valid until the next `add`. */
   chunks(): EncodedBatch[] {

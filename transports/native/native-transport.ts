@@ -25,7 +25,7 @@ import {
 import { createCore, PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
-import { History } from './history.js';
+import { History, type HistoryMark } from './history.js';
 import { copyBatch, encodeEvents, encodeRun, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
 
 const MODE = {
@@ -34,6 +34,13 @@ const MODE = {
   'drop-oldest': PushMode.evictOldest,
   error: PushMode.allOrNothing,
 } as const;
+
+/** A unit of a write still waiting for room, and where the history holds it. */
+interface RetainedUnit {
+  readonly u: number;
+  readonly history: History;
+  readonly mark: HistoryMark;
+}
 
 class Topic {
   readonly groups = new Map<string, NativeGroup>();
@@ -151,9 +158,11 @@ export class NativeTransport implements Transport {
         }),
       );
     };
+    let retained: RetainedUnit[] | undefined;
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
+      const waited = waits?.length ?? 0;
       let batch: EncodedBatch;
       try {
         batch = this.encode(unit);
@@ -184,12 +193,32 @@ export class NativeTransport implements Transport {
           }
         }
         // After the pushes: a unit `error` refused is not retained either.
-        topic.history[unit.partition]?.add(batch);
+        const history = topic.history[unit.partition];
+        if (history !== undefined) {
+          history.add(batch);
+          // A unit still waiting for room: what it fails to write is taken back once it settles.
+          const mark = waits !== undefined && waits.length > waited ? history.mark(batch.n) : undefined;
+          if (mark !== undefined) (retained ??= []).push({ u, history, mark });
+        }
       } catch (err) {
         (results ??= new Array(units.length).fill(undefined))[u] = this.mapError(err);
       }
     }
-    if (waits) return Promise.all(waits).then(() => results);
+    if (waits) return Promise.all(waits).then(() => this.settled(results, retained));
+    return results;
+  }
+
+  /**
+   * The results of a write that waited: the events a unit failed to write (its error's `writtenCount` on)
+   * leave the retained history, so a group created later does not replay events whose publish rejected
+   * (and that the caller may publish again).
+   */
+  private settled(results: (Error | undefined)[] | undefined, retained: readonly RetainedUnit[] | undefined): (Error | undefined)[] | undefined {
+    if (results === undefined || retained === undefined) return results;
+    for (const { u, history, mark } of retained) {
+      const err = results[u];
+      if (err !== undefined) history.forget(mark, writtenCount(err));
+    }
     return results;
   }
 
