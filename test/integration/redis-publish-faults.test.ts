@@ -82,10 +82,10 @@ async function partitionOneRefused(name: string) {
  * createEventBus against `url` in a child process (fixtures/redis-unreachable.ts): how long the process lived
  * after the call rejected with ConnectionError (nothing of the bus may keep it alive).
  */
-async function livedAfterReject(url: string): Promise<number> {
+async function livedAfterReject(url: string, cluster = false): Promise<number> {
   const fixture = fileURLToPath(new URL('./fixtures/redis-unreachable.ts', import.meta.url));
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', fixture, url], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    execFile(process.execPath, ['--import', 'tsx', fixture, url, ...(cluster ? ['cluster'] : [])], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
   );
   const rejected = /rejected (\d+) ConnectionError/.exec(out);
   const exited = /exit (\d+)/.exec(out);
@@ -97,6 +97,12 @@ describe('redis-streams: publish faults', () => {
   it('a bus that could not connect does not keep its process alive', async () => {
     // Before: ioredis's disconnect timers of the failed sockets held it 2 s longer.
     expect(await livedAfterReject('redis://127.0.0.1:1')).toBeLessThan(1000);
+  });
+
+  it('a Cluster bus whose seed is unreachable does not keep its process alive', async () => {
+    // Before: a connect retry already scheduled when createEventBus gave up opened the disconnected client
+    // again, and so on every 100 ms, for as long as the process lived.
+    expect(await livedAfterReject('redis://127.0.0.1:1', true)).toBeLessThan(1000);
   });
 
   it('a bus that could not connect to a server that is not Redis (it answers, then closes) does not keep its process alive', async () => {

@@ -135,6 +135,10 @@ export class Connector {
     let fail: ((err: unknown) => void) | undefined;
     const started = Date.now();
     let onEnd: (() => void) | undefined;
+    // Set once this connect settles: a Cluster retry scheduled before then must not run after it (its
+    // connect() would open the client the catch below disconnected, and schedule the next, for good).
+    let settled = false;
+    let retry: NodeJS.Timeout | undefined;
     const onError = (err: unknown): void => {
       lastError = err;
       // Bad credentials do not get better by retrying: fail now instead of at the timeout.
@@ -145,13 +149,14 @@ export class Connector {
       await new Promise<void>((resolve, reject) => {
         fail = reject;
         timer = setTimeout(() => reject(new TimeoutError(`timed out after ${ms} ms`)), ms);
-        let ended = false;
         const attempt = (): void => {
+          retry = undefined;
+          if (settled) return;
           client.connect().then(resolve, (err: unknown) => {
             lastError = err;
             // ioredis keeps retrying in the background; a Cluster needs a fresh connect() call (not once
-            // the caller disconnected it: that would open it again).
-            if (client instanceof Cluster && client.status !== 'ready' && !ended) setTimeout(attempt, 100).unref();
+            // this connect gave up or the caller disconnected it: that would open it again).
+            if (client instanceof Cluster && client.status !== 'ready' && !settled) retry = setTimeout(attempt, 100).unref();
           });
         };
         attempt();
@@ -159,7 +164,7 @@ export class Connector {
         // Disconnected by the caller while connecting (a consumer closing): give up now, not at the timeout.
         // ('end' comes only from disconnect(): both retry strategies here always retry.)
         onEnd = () => {
-          ended = true;
+          settled = true;
           reject(new ConnectionError(`the connection to ${this.address} was closed while connecting`));
         };
         client.once('end', onEnd);
@@ -167,6 +172,8 @@ export class Connector {
       // One deadline for both waits: the PING gets what is left of connectTimeoutMs.
       if (client instanceof Cluster) await this.pingCluster(client, Math.max(0, started + ms - Date.now()));
     } catch (err) {
+      settled = true;
+      clearTimeout(retry);
       client.disconnect();
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
       if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
@@ -179,6 +186,8 @@ export class Connector {
         { cause: lastError ?? err },
       );
     } finally {
+      settled = true;
+      clearTimeout(retry);
       clearTimeout(timer);
       client.off('error', onError);
       if (onEnd) client.off('end', onEnd);
