@@ -254,6 +254,24 @@ describe('redis-streams: faults', () => {
     expect((err as Error).message).toMatch(/credentials|WRONGPASS/);
   });
 
+  it('a database the server has not got is a ConnectionError naming transport.db at once, not a bus on db 0', async () => {
+    const s = await server();
+    for (const [url, extra] of [[s.url, { db: 99 }], [`${s.url}/99`, {}]] as const) {
+      const started = Date.now();
+      const err = await makeBus(url, { ...extra, connectTimeoutMs: 3000 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionError);
+      expect((err as Error).message).toMatch(/cannot select database .*transport\.db.*DB index is out of range/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+    const ok = await bus(s.url, { db: 3 });
+    await ok.publish('order.created', orders(1)[0]!);
+    const probe = new Redis(s.url);
+    cleanup.push(() => void probe.disconnect());
+    expect(await probe.dbsize()).toBe(0); // before, refused SELECTs left the bus writing to db 0
+    await probe.select(3);
+    expect(await probe.dbsize()).toBeGreaterThan(0);
+  });
+
   it('Redis going away: publish rejects with ConnectionError after commandTimeoutMs, no hang', async () => {
     const s = await server();
     const b = await bus(s.url, { commandTimeoutMs: 300 });

@@ -141,8 +141,9 @@ export class Connector {
     let retry: NodeJS.Timeout | undefined;
     const onError = (err: unknown): void => {
       lastError = err;
-      // Bad credentials do not get better by retrying: fail now instead of at the timeout.
-      if (err instanceof Error && /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(err.message)) fail?.(err);
+      // Bad credentials do not get better by retrying: fail now instead of at the timeout. Nor does a db the
+      // server has not got: ioredis reports its failed SELECT as an 'error' and goes on, ready, on db 0.
+      if (err instanceof Error && (AUTH_REFUSED.test(err.message) || DB_REFUSED.test(err.message))) fail?.(err);
     };
     client.on('error', onError);
     try {
@@ -178,11 +179,13 @@ export class Connector {
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
       if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
       const why = lastError instanceof Error ? `: ${lastError.message}` : '';
-      const auth = lastError instanceof Error && /WRONGPASS|NOAUTH|NOPERM|invalid password/i.test(lastError.message);
+      const reason = lastError instanceof Error ? lastError.message : '';
       throw new ConnectionError(
-        auth
+        AUTH_REFUSED.test(reason)
           ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
-          : `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
+          : DB_REFUSED.test(reason)
+            ? `Redis at ${this.address} cannot select database ${this.config.db ?? '(from the URL)'} (transport.db or the URL's /db)${why}`
+            : `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
         { cause: lastError ?? err },
       );
     } finally {
@@ -222,6 +225,11 @@ export class Connector {
 }
 
 function noop(): void {}
+
+/** Replies refusing our credentials. */
+const AUTH_REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid password/i;
+/** The reply to a SELECT of a database the server has not got. */
+const DB_REFUSED = /DB index is out of range/i;
 
 /** A socket that can hold writes back and send them as one (`net.Socket`'s cork/uncork). */
 export interface Corkable {
