@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
-import { retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { dlqKey, retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
 import { events, fastRead, redisForFile } from './redis-common.js';
 
@@ -188,6 +188,20 @@ describe('redis-streams review: admin', () => {
     await waitFor(settled, 5000, 'the retry entry pending, the original acked');
     expect(await admin.groups('order.created')).toEqual([expect.objectContaining({ group: 'g', pending: 1, retrying: 1 })]);
   });
+
+  it("idle()'s count of what is left counts a retry entry once (it is pending and in the retry stream)", async () => {
+    const prefix = uniquePrefix('idlecount');
+    const a = await bus(prefix, { partitions: 2 });
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000, multiplier: 2, jitter: 0 } } }, () => {
+      throw new Error('later');
+    });
+    await a.publishMany('order.created', [0, 1, 2, 3, 4].map((seq) => ({ orderId: `o-${seq}`, amount: seq, seq })), { key: (o) => o.orderId });
+    const admin = await (a.transport as RedisStreamsTransport).admin();
+    await waitFor(async () => (await admin.groups('order.created'))[0]?.retrying === 5 && (await admin.pending('order.created', 'g')).total === 5, 5000, 'five retries pending');
+    // Before: 10 (each retry entry counted as pending and again as retrying).
+    expect(await admin.unfinished('order.created', 'g')).toBe(5);
+    await expect(a.idle({ timeoutMs: 100 })).rejects.toThrow(/group "g": 5\b/);
+  });
 });
 
 describe('redis-streams review: error types', () => {
@@ -215,6 +229,30 @@ describe('redis-streams review: error types', () => {
     await s.stop();
     const err = await b.subscribe('order.created', { group: 'g', ...fastRead }, () => undefined).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
+  });
+
+  it('deadLetters and every admin command reject with typed errors naming the command: a key of another type, Redis gone', async () => {
+    const prefix = uniquePrefix('admintyped');
+    const b = await bus(prefix);
+    const admin = await (b.transport as RedisStreamsTransport).admin();
+    await r.raw.set(dlqKey(prefix, 'order.created', 0), 'not a stream');
+    for (const call of [() => b.deadLetters('order.created'), () => admin.replayDeadLetters('order.created'), () => admin.purgeDeadLetters('order.created')]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TransportError);
+      expect((err as Error).message).toMatch(/^XRANGE .* failed: WRONGTYPE/);
+    }
+    await r.raw.del(dlqKey(prefix, 'order.created', 0));
+    const s = await RedisServer.start();
+    r.cleanup.push(() => s.stop());
+    const gone = await createEventBus({ service: 'review', events, transport: { type: 'redis-streams', url: s.url, prefix, connectTimeoutMs: 300, commandTimeoutMs: 300 } });
+    r.cleanup.push(() => gone.close());
+    const goneAdmin = await (gone.transport as RedisStreamsTransport).admin();
+    await s.stop();
+    for (const call of [() => gone.deadLetters('order.created'), () => goneAdmin.listStreams(), () => goneAdmin.replayDeadLetters('order.created'), () => goneAdmin.purgeDeadLetters('order.created')]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionError);
+      expect((err as Error).message).not.toContain('Cluster'); // the hint fits the client
+    }
   });
 });
 

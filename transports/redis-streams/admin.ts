@@ -47,7 +47,10 @@ export interface GroupInfo {
    * when Redis cannot tell.
    */
   trimmed: number | undefined;
-  /** Events waiting in the group's retry streams. */
+  /**
+   * Entries in the group's retry streams: waiting for their due time, or delivered and not acked yet (those
+   * are counted in `pending` too).
+   */
   retrying: number;
   /** Every partition's newest entry was delivered to the group (whether or not `lag` can be told). */
   caughtUp: boolean;
@@ -75,18 +78,34 @@ export class RedisStreamsAdmin {
     return new RedisStreamsAdmin(this.client, this.config, (t) => (t === type ? partitions : this.partitionsFor(t)));
   }
 
+  /** `reply`, its failure as a typed error naming `command` (the Redis error as `cause`). */
+  private typed<T>(reply: Promise<T>, command: string): Promise<T> {
+    return reply.catch((err: unknown) => {
+      throw adminError(command, err, this.client instanceof Cluster);
+    });
+  }
+
+  /** `reply`, or `fallback` when Redis says the stream or group is not there; any other failure as `typed`. */
+  private unlessMissing<T, F>(reply: Promise<T>, fallback: F, command: string): Promise<T | F> {
+    const found = reply.catch((err: unknown) => {
+      if (isMissing(err)) return fallback;
+      throw err;
+    });
+    return this.typed(found, command);
+  }
+
   private keys(type: string): number[] {
     return Array.from({ length: this.partitionsFor(type) }, (_, p) => p);
   }
 
   /** Partition streams under this prefix (SCAN; every master that owns slots in a cluster). */
   async listStreams(): Promise<StreamInfo[]> {
-    const nodes = this.client instanceof Cluster ? await slotOwners(this.client) : [this.client];
+    const nodes = this.client instanceof Cluster ? await this.typed(slotOwners(this.client), 'CLUSTER SLOTS') : [this.client];
     const found = new Set<string>();
     for (const node of nodes) {
       let cursor = '0';
       do {
-        const [next, keys] = (await node.scan(cursor, 'MATCH', `${this.config.prefix}:{*}`, 'COUNT', 1000)) as [string, string[]];
+        const [next, keys] = (await this.typed(node.scan(cursor, 'MATCH', `${this.config.prefix}:{*}`, 'COUNT', 1000), 'SCAN')) as [string, string[]];
         cursor = next;
         for (const k of keys) found.add(k);
       } while (cursor !== '0');
@@ -95,7 +114,7 @@ export class RedisStreamsAdmin {
     for (const key of found) {
       const parsed = parseStreamKey(this.config.prefix, key);
       if (!parsed) continue;
-      out.push({ key, ...parsed, length: Number(await this.c.xlen!(key)) });
+      out.push({ key, ...parsed, length: Number(await this.typed(this.c.xlen!(key), `XLEN ${key}`)) });
     }
     return out.sort((a, b) => (a.type === b.type ? a.partition - b.partition : a.type < b.type ? -1 : 1));
   }
@@ -131,13 +150,13 @@ export class RedisStreamsAdmin {
   /** One partition's groups (or `only`), each with the length and pending count of its retry stream. */
   private async partitionGroups(type: string, p: number, only: string | undefined): Promise<(GroupPosition & { retrying: number; retryPending: number })[]> {
     const key = streamKey(this.config.prefix, type, p);
-    const rows = await unlessMissing(groupPositions(this.client, key), [], `XINFO GROUPS ${key}`); // none: no stream yet
+    const rows = await this.unlessMissing(groupPositions(this.client, key), [], `XINFO GROUPS ${key}`); // none: no stream yet
     const wanted = only === undefined ? rows : rows.filter((r) => r.group === only);
     return Promise.all(
       wanted.map(async (row) => {
         // Either may find nothing (no retry stream yet, or no group on it yet): 0.
         const rk = retryKey(this.config.prefix, type, p, row.group);
-        const [len, summary] = await Promise.all([unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`), unlessMissing(this.c.xpending!(rk, row.group), [0], `XPENDING ${rk}`)]);
+        const [len, summary] = await Promise.all([this.unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`), this.unlessMissing(this.c.xpending!(rk, row.group), [0], `XPENDING ${rk}`)]);
         return { ...row, retrying: Number(len), retryPending: Number((summary as [number])[0]) };
       }),
     );
@@ -150,9 +169,12 @@ export class RedisStreamsAdmin {
    * events); 0 once the group has caught up. 0 for a group that does not exist.
    */
   async unfinished(type: string, group: string): Promise<number> {
-    const [g] = await this.collectGroups(type, group);
-    if (g === undefined) return 0;
-    return g.pending + g.retrying + (g.lag ?? (g.caughtUp ? 0 : 1));
+    const rows = (await Promise.all(this.keys(type).map((p) => this.partitionGroups(type, p, group)))).flat();
+    if (rows.length === 0) return 0;
+    // A retry stream's pending entries are in its length already (acked ones are deleted).
+    let n = 0;
+    for (const row of rows) n += row.pending + row.retrying + (row.lag ?? (row.caughtUp ? 0 : 1));
+    return n;
   }
 
   /** Pending (delivered, not acked) entries of a group, per consumer. */
@@ -160,7 +182,7 @@ export class RedisStreamsAdmin {
     type Summary = [number, string | null, string | null, [string, string][] | null];
     const keys = this.keys(type).flatMap((p) => [streamKey(this.config.prefix, type, p), retryKey(this.config.prefix, type, p, group)]);
     // Every stream at once; one without the stream or the group there counts as nothing.
-    const summaries = await Promise.all(keys.map((key) => unlessMissing(this.c.xpending!(key, group) as Promise<Summary>, undefined, `XPENDING ${key}`)));
+    const summaries = await Promise.all(keys.map((key) => this.unlessMissing(this.c.xpending!(key, group) as Promise<Summary>, undefined, `XPENDING ${key}`)));
     const out: PendingInfo = { total: 0, consumers: {} };
     for (const summary of summaries) {
       if (summary === undefined) continue;
@@ -174,7 +196,8 @@ export class RedisStreamsAdmin {
   async deadLetters(type: string, group?: string, limit = 1000): Promise<RedisDeadLetter[]> {
     const all: RedisDeadLetter[] = [];
     for (const p of this.keys(type)) {
-      const rows = (await this.c.xrange!(dlqKey(this.config.prefix, type, p), '-', '+', 'COUNT', group === undefined ? limit : 1_000_000)) as [string, string[]][];
+      const key = dlqKey(this.config.prefix, type, p);
+      const rows = (await this.typed(this.c.xrange!(key, '-', '+', 'COUNT', group === undefined ? limit : 1_000_000), `XRANGE ${key}`)) as [string, string[]][];
       for (const [dlqId, fields] of rows) {
         const d = decodeDeadLetter(dlqId, fields, type, p);
         if (group === undefined || d.group === group) all.push(d);
@@ -198,8 +221,10 @@ export class RedisStreamsAdmin {
       if (d.event === undefined) continue; // undecodable: inspect `raw` and purge instead
       const fields = envelopeFields(d.event);
       fields.push('attempt', '1', 'due', '0', 'origin', d.origin, 'replayed', d.dlqId);
-      await this.c.xadd!(retryKey(this.config.prefix, type, d.partition, d.group), '*', ...fields);
-      await this.c.xdel!(dlqKey(this.config.prefix, type, d.partition), d.dlqId);
+      const to = retryKey(this.config.prefix, type, d.partition, d.group);
+      await this.typed(this.c.xadd!(to, '*', ...fields), `XADD ${to}`);
+      const from = dlqKey(this.config.prefix, type, d.partition);
+      await this.typed(this.c.xdel!(from, d.dlqId), `XDEL ${from}`);
       n++;
     }
     return n;
@@ -212,7 +237,8 @@ export class RedisStreamsAdmin {
     let n = 0;
     for (const d of letters) {
       if (wanted && !matches(wanted, d)) continue;
-      n += Number(await this.c.xdel!(dlqKey(this.config.prefix, type, d.partition), d.dlqId));
+      const key = dlqKey(this.config.prefix, type, d.partition);
+      n += Number(await this.typed(this.c.xdel!(key, d.dlqId), `XDEL ${key}`));
     }
     return n;
   }
@@ -247,17 +273,10 @@ function isMissing(err: unknown): boolean {
   return m.includes('no such key') || m.startsWith('NOGROUP');
 }
 
-/** `reply`, or `fallback` when Redis says the stream or group is not there; any other failure as adminError(`command`). */
-function unlessMissing<T, F>(reply: Promise<T>, fallback: F, command: string): Promise<T | F> {
-  return reply.catch((err: unknown) => {
-    if (isMissing(err)) return fallback;
-    throw adminError(command, err);
-  });
-}
-
 /** A failed admin command as a typed error naming it (the Redis error as `cause`). */
-function adminError(what: string, err: unknown): Error {
-  const msg = `${what} failed: ${err instanceof Error ? err.message : String(err)} (a Cluster master unreachable? see transport.commandTimeoutMs)`;
+function adminError(what: string, err: unknown, cluster: boolean): Error {
+  const hint = !isConnectionProblem(err) ? '' : cluster ? ' (a Cluster master unreachable? see transport.commandTimeoutMs)' : ' (see transport.commandTimeoutMs)';
+  const msg = `${what} failed: ${err instanceof Error ? err.message : String(err)}${hint}`;
   return isConnectionProblem(err) ? new ConnectionError(msg, { cause: err }) : new TransportError(msg, { cause: err });
 }
 
