@@ -157,8 +157,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     try {
-      if (options !== undefined) checkPublishOptions('publish', options);
-      return this.enqueue(t, data, options, options?.key);
+      return this.enqueue(t, data, options, options?.key, options !== undefined ? checkPublishOptions('publish', options) : 0);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -179,8 +178,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     if (this.transport.tryWrite === undefined) {
       throw new ConfigError(`The ${this.transport.type} transport has no synchronous write: use publish(), which waits for room.`);
     }
-    if (options !== undefined) checkPublishOptions('tryPublish', options);
-    const value = this.parse(t, data, -1);
+    const value = this.parse(t, data, -1, options !== undefined ? checkPublishOptions('tryPublish', options) : 0);
     // Kept before flushing: a handler run inside that write (memory) may publish, and parse again.
     const json = this.parsedJson;
     const size = this.parsedSize;
@@ -213,13 +211,13 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const n = payloads.length;
     let bulk: BulkCall | undefined;
     try {
-      if (options !== undefined) checkPublishOptions('publishMany', options);
+      const extra = options !== undefined ? checkPublishOptions('publishMany', options) : 0;
       if (t.bytes !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
       if (bulk === undefined) {
         bulk = new BulkCall(n, t.partitions, keyFn !== undefined);
         // A large call keeps its encoded payloads across young-generation GCs: store them flat (measured:
         // 2x faster at 16k+ events, slower below a few thousand where they die young anyway).
-        this.parseAll(t, payloads, bulk, keyFn, n > 4096);
+        this.parseAll(t, payloads, bulk, keyFn, n > 4096, extra);
       }
     } catch (err) {
       return Promise.reject(err);
@@ -243,9 +241,9 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * Nothing before the loop needs type feedback (see `queueSlice`): this runs once per call, and its first
    * run is over before V8 keeps feedback for what it did before its loop.
    */
-  private parseAll(t: TypeState, payloads: readonly unknown[], call: BulkCall, keyFn: ((data: any, i: number) => string | undefined) | undefined, retained: boolean): void {
+  private parseAll(t: TypeState, payloads: readonly unknown[], call: BulkCall, keyFn: ((data: any, i: number) => string | undefined) | undefined, retained: boolean, extra: number): void {
     for (let i = 0; i < payloads.length; i++) {
-      call.values[i] = this.parse(t, payloads[i], i);
+      call.values[i] = this.parse(t, payloads[i], i, extra);
       const json = this.parsedJson;
       call.jsons[i] = retained && json !== undefined ? flat(json) : json;
       if (json !== undefined) call.encoded = true;
@@ -406,8 +404,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
     this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p) => call.trackRun(start + from, start + to, part, p));
   }
 
-  private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined): Promise<void> {
-    const value = this.parse(t, data, -1);
+  private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined, extra: number): Promise<void> {
+    const value = this.parse(t, data, -1, extra);
     const ev = this.make(t, value, this.parsedJson, this.metaOf(t, options), key);
     return this.batcher.add(t.lanes[ev.partition]!, ev, this.parsedSize);
   }
@@ -426,22 +424,26 @@ export class EventBus<M extends EventMap, T extends string = string> {
   /** Set by `parse`: what the event counts toward `batching.maxBytes` (JSON length, or the schema's estimate). */
   private parsedSize = 0;
 
-  /** Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. */
-  private parse(t: TypeState, data: unknown, index: number): unknown {
+  /**
+   * Validates (and, where needed, encodes and size-checks) one payload; throws a typed error. `extra`: the
+   * bytes of the event's publish options (key, ids, headers), which count toward `maxEventBytes` with it.
+   */
+  private parse(t: TypeState, data: unknown, index: number, extra: number): unknown {
     const value = validated(t, data, index, undefined);
     let json: string | undefined;
+    const limit = this.maxEventBytes - extra;
     // One compiled walk per event in the common case: the bound is at most BOUND_PER_ESTIMATE x the
     // estimate, so it is only computed when the estimate alone cannot rule the event out.
     const estimate = t.encode || t.sizeEstimate === undefined ? undefined : t.sizeEstimate(value);
     const mayExceed =
       t.sizeBound !== undefined &&
-      (estimate === undefined || estimate * BOUND_PER_ESTIMATE > this.maxEventBytes) &&
-      t.sizeBound(value) > this.maxEventBytes;
-    if (t.encode || mayExceed) {
+      (estimate === undefined || estimate * BOUND_PER_ESTIMATE > limit) &&
+      t.sizeBound(value) > limit;
+    if (t.encode || mayExceed || limit < 0) {
       json = encodeJson(t, value);
-      if (json.length > this.maxEventBytes / 3) {
+      if (json.length > limit / 3) {
         const bytes = Buffer.byteLength(json);
-        if (bytes > this.maxEventBytes) throw new PayloadTooLargeError(bytes, this.maxEventBytes, 'transport.maxEventBytes');
+        if (bytes > limit) throw new PayloadTooLargeError(bytes + extra, this.maxEventBytes, 'transport.maxEventBytes', extra);
       }
     }
     this.parsedJson = json;

@@ -88,8 +88,10 @@ export class SerializationError extends EventlaneError {
 export class PayloadTooLargeError extends EventlaneError {
   readonly size: number;
   readonly limit: number;
-  constructor(size: number, limit: number, option: string) {
-    super('ERR_PAYLOAD_TOO_LARGE', `Encoded event is ${size} bytes; the limit is ${limit} bytes (option ${option}).`);
+  /** `options`: bytes of `size` that are the publish options (key, ids, headers) rather than the payload. */
+  constructor(size: number, limit: number, option: string, options = 0) {
+    const of = options > 0 ? ` (${size - options} of payload, ${options} of publish options: key, ids, headers)` : '';
+    super('ERR_PAYLOAD_TOO_LARGE', `Encoded event is ${size} bytes${of}; the limit is ${limit} bytes (option ${option}).`);
     this.size = size;
     this.limit = limit;
   }

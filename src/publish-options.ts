@@ -16,20 +16,28 @@ function fail(call: Call, path: string[], message: string): never {
   throw new ConfigError(`${call} options: ${path.join('.')} ${message}.`, [{ path: ['options', ...path], message }]);
 }
 
-function checkHeaders(call: Call, headers: unknown): void {
+/** The headers' UTF-8 bytes (names and values); ConfigError when they are not a map of strings. */
+function checkHeaders(call: Call, headers: unknown): number {
   if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) fail(call, ['headers'], 'must be an object of string values');
+  let bytes = 0;
   for (const name in headers) {
     const value = (headers as Record<string, unknown>)[name];
     if (typeof value !== 'string') fail(call, ['headers', name], `must be a string (got ${kind(value)})`);
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
   }
+  return bytes;
 }
 
-/** Throws ConfigError when `options` (not undefined) is not what `call` takes. */
-export function checkPublishOptions(call: Call, options: object): void {
+/**
+ * Throws ConfigError when `options` (not undefined) is not what `call` takes. Returns the UTF-8 bytes of its
+ * strings (key, ids, header names and values), which count toward each event's `maxEventBytes`.
+ */
+export function checkPublishOptions(call: Call, options: object): number {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new ConfigError(`${call} options must be an object.`, [{ path: ['options'], message: 'must be an object' }]);
   }
   // for-in, not Object.entries: no array per call (a publish with `{ key }` per event checks its options each time).
+  let bytes = 0;
   for (const name in options) {
     const value = (options as Record<string, unknown>)[name];
     if (value === undefined) continue;
@@ -38,18 +46,21 @@ export function checkPublishOptions(call: Call, options: object): void {
         if (typeof value !== 'string' && !(call === 'publishMany' && typeof value === 'function')) {
           fail(call, ['key'], call === 'publishMany' ? 'must be a string or a function returning one' : `must be a string (got ${kind(value)})`);
         }
+        if (typeof value === 'string') bytes += Buffer.byteLength(value);
         break;
       case 'correlationId':
       case 'causationId':
         if (typeof value !== 'string') fail(call, [name], `must be a string (got ${kind(value)})`);
+        bytes += Buffer.byteLength(value);
         break;
       case 'headers':
-        checkHeaders(call, value);
+        bytes += checkHeaders(call, value);
         break;
       default:
         fail(call, [name], 'is not an option (key, correlationId, causationId, headers)');
     }
   }
+  return bytes;
 }
 
 /** What a `publishMany` key function returned for payload `index`: a string or undefined, else ConfigError. */

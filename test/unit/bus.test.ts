@@ -83,6 +83,27 @@ describe('publishing bad input', () => {
     expect(seen).toEqual(['z'.repeat(900)]);
   });
 
+  it("counts the publish options (key, ids, headers) toward maxEventBytes with the payload, in publish, tryPublish and publishMany", async () => {
+    const small = defineEvents({ note: z.object({ text: z.string() }) });
+    const bus = await createEventBus({ service: 's', events: small, transport: { type: 'memory', maxEventBytes: 1000 } });
+    const seen: string[] = [];
+    await bus.subscribe('note', { group: 'g' }, (e) => void seen.push(e.data.text));
+    const big = { headers: { h: 'y'.repeat(5000) } };
+    const err = await bus.publish('note', { text: 'x' }, big).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PayloadTooLargeError);
+    expect((err as Error).message).toMatch(/5013 bytes \(12 of payload, 5001 of publish options/);
+    expect(() => bus.tryPublish('note', { text: 'x' }, big)).toThrow(PayloadTooLargeError);
+    await expect(bus.publishMany('note', [{ text: 'x' }], big)).rejects.toBeInstanceOf(PayloadTooLargeError);
+    // Each within the limit alone, not together (UTF-8 bytes: 'é' is two).
+    const payload = { text: 'z'.repeat(900) };
+    await expect(bus.publish('note', payload, { correlationId: 'é'.repeat(60) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await expect(bus.publish('note', payload, { key: 'k'.repeat(100) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await bus.publish('note', payload, { key: 'k'.repeat(50) });
+    await bus.publish('note', payload);
+    await bus.close();
+    expect(seen).toEqual([payload.text, payload.text]);
+  });
+
   it('reports every zod issue with its path', async () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
     const err = await bus.publish('user.signed-up', { userId: 1, email: 'nope' } as never).catch((e) => e);
