@@ -71,7 +71,7 @@ describe('redis-streams codec', () => {
     ] as const) {
       const fields = entryFields(new BatchEncoder().request(['k', '*'], 'order.created', 'svc', batch, bytes, (d) => JSON.stringify(d)));
       expect(fields.filter((_, i) => i % 2 === 0)).toEqual(['v', 'kind', 'type', 'source', 'count', 'idw', 'ids', 'times', 'meta', 'payloads']); // docs/wire-format.md order
-      const d = decodeEntry('1-0', fields, 'x');
+      const d = decodeEntry('1-0', fields, 'order.created');
       expect(d).not.toBeInstanceOf(Malformed);
       const got = (d as Exclude<typeof d, Malformed>).events;
       expect(got).toHaveLength(95);
@@ -128,7 +128,7 @@ describe('redis-streams codec', () => {
         const viaEvents = new BatchEncoder().request(['k', '*'], 'order.created', 'svc', run.events(), bytes, serialize, writer);
         expect(viaRun.equals(viaEvents)).toBe(true);
       }
-      const d = decodeEntry('1-0', entryFields(new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, 0, serialize, writer)), 'x') as { events: EventEnvelope[] };
+      const d = decodeEntry('1-0', entryFields(new BatchEncoder().requestRun(['k', '*'], 'order.created', 'svc', run, 0, serialize, writer)), 'order.created') as { events: EventEnvelope[] };
       expect(d.events.map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data])).toEqual(run.events().map((e) => [e.id, e.time, e.key, e.correlationId, e.headers, e.data]));
     }
   });
@@ -142,7 +142,7 @@ describe('redis-streams codec', () => {
   it('per-event entries round-trip and foreign entries get defaults', () => {
     const out: (string | number)[] = [];
     pushEventFields(out, ev(3, { key: 'k', headers: { a: 'b' } }), 'svc');
-    const d = decodeEntry('5-0', asStrings(out), 'x') as unknown as { events: Record<string, unknown>[] };
+    const d = decodeEntry('5-0', asStrings(out), 'order.created') as unknown as { events: Record<string, unknown>[] };
     expect(d.events[0]).toMatchObject({ id: ev(3).id, type: 'order.created', source: 'svc', key: 'k', headers: { a: 'b' }, data: ev(3).data });
     const foreign = decodeEntry('1700000000123-4', ['data', '{"x":1}'], 'orders') as unknown as { events: Record<string, unknown>[] };
     expect(foreign.events[0]).toEqual({ id: '1700000000123-4', type: 'orders', source: '', time: 1700000000123, data: { x: 1 } });
@@ -167,7 +167,14 @@ describe('redis-streams codec', () => {
     expect(batch('["x",2]')).toContain('bad run ["x", 2]');
     expect(batch('[5,1.5,6,0.5]')).toContain('bad run [5, 1.5]');
     expect(decodeEntry('1-0', ['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', '[5,1,6,1]', 'payloads', '[1,2]'], 't')).not.toBeInstanceOf(Malformed);
-    expect(reason(['v', '1', 'kind', 'event', 'time', 'soon', 'data', '1'])).toContain('field "time" is not a time in ms: soon');
+    expect(reason(['v', '1', 'kind', 'event', 'time', 'soon', 'data', '1'])).toContain('field "time" is not a time in ms: "soon"');
+    // Number() would read these as 0, 16 and 5.
+    for (const time of ['', '0x10', ' 5']) expect(reason(['time', time, 'data', '1'])).toContain(`field "time" is not a time in ms: "${time}"`);
+    expect(decodeEntry('1-0', ['time', '1700000000123', 'data', '1'], 't')).toMatchObject({ events: [{ time: 1700000000123 }] });
+    expect(reason(['id', '', 'data', '1'])).toContain('field "id" is empty');
+    // A stream holds one type: an entry naming another (per-event or batch) is not delivered as this one.
+    expect(reason(['type', 'note.added', 'data', '1'])).toContain('field "type" is "note.added", not the stream\'s type "t"');
+    expect(reason(['v', '1', 'kind', 'batch', 'type', 'u', 'idw', '1', 'ids', 'ab', 'times', '[5,2]', 'payloads', '[1,2]'])).toContain('field "type" is "u"');
     expect(reason(['v', '1', 'kind', 'event', 'headers', '["a"]', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
     expect(reason(['v', '1', 'kind', 'event', 'headers', '{"a":1}', 'data', '1'])).toContain('"headers" is not a JSON object of strings');
     expect(reason(['v', '1', 'kind', 'event', 'headers', '{', 'data', '1'])).toContain('"headers" is not JSON');

@@ -212,6 +212,9 @@ export interface DecodedEntry {
   due: number;
 }
 
+/** A per-event entry's `time`: ms since the epoch, in decimal. */
+const TIME_MS = /^\d{1,16}(\.\d+)?$/;
+
 /** Thrown (as a plain value) by decode: the reason an entry is malformed. */
 export class Malformed {
   constructor(readonly reason: string) {}
@@ -278,7 +281,9 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
     }
   }
   if (v !== undefined && v !== WIRE_VERSION) return new Malformed(`unsupported wire version "${v}" (this reader knows ${WIRE_VERSION})`);
-  const t = type ?? fallbackType;
+  // A stream holds one type: an entry naming another would reach handlers typed for this one.
+  if (type !== undefined && type !== fallbackType) return new Malformed(`field "type" is "${type}", not the stream's type "${fallbackType}"`);
+  const t = fallbackType;
   const src = source ?? '';
   const att = attempt === undefined ? 1 : Number(attempt);
   if (!Number.isInteger(att) || att < 1) return new Malformed(`field "attempt" is not a positive integer: ${attempt}`);
@@ -292,8 +297,10 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
   } catch (err) {
     return new Malformed(`field "data" is not JSON: ${(err as Error).message}`);
   }
+  // Decimal digits only: Number() takes '' (0), '0x10' and ' 5 ' too.
+  if (time !== undefined && !TIME_MS.test(time)) return new Malformed(`field "time" is not a time in ms: "${time}"`);
   const at = time === undefined ? idTime(streamId) : Number(time);
-  if (!Number.isFinite(at)) return new Malformed(`field "time" is not a time in ms: ${time}`);
+  if (id === '') return new Malformed('field "id" is empty (omit it to take the stream entry id)');
   const env: { -readonly [K in keyof EventEnvelope]: EventEnvelope[K] } = {
     id: id ?? streamId,
     type: t,
