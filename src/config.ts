@@ -26,11 +26,16 @@ export const batchingSchema = z
 export const backoffSchema = z
   .object({
     initialMs: z.number().min(0).default(100),
-    maxMs: z.number().min(0).default(30_000),
+    /** Default: 30 s, or `initialMs` when that is longer. */
+    maxMs: z.number().min(0).optional(),
     multiplier: z.number().min(1).default(2),
     jitter: z.number().min(0).max(1).default(0.2),
   })
-  .strict();
+  .strict()
+  .transform((b, ctx) => {
+    if (b.maxMs !== undefined && b.maxMs < b.initialMs) ctx.addIssue({ code: 'custom', path: ['maxMs'], message: `must be at least initialMs (${b.initialMs}), the first delay` });
+    return { ...b, maxMs: b.maxMs ?? Math.max(30_000, b.initialMs) };
+  });
 
 export const busConfigSchema = z
   .object({

@@ -37,4 +37,21 @@ describe('unknown config keys', () => {
       await bus.close();
     }
   });
+
+  it('refuses options that contradict each other, naming the one refused, instead of ignoring one', async () => {
+    const redis = (o: Record<string, unknown>) => configError(() => createEventBus({ service: 's', events, transport: { type: 'redis-streams', ...o } } as never));
+    expect((await redis({ url: 'redis://127.0.0.1:1', port: 6499 })).issues.map((i) => i.path.join('.'))).toEqual(['transport.port']);
+    expect((await redis({ url: 'redis://127.0.0.1:1', host: 'x' })).message).toContain('transport.host: give url or host/port, not both');
+    expect((await redis({ cluster: { nodes: ['127.0.0.1:1'] }, url: 'redis://127.0.0.1:1' })).message).toContain('transport.url: not with cluster');
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    try {
+      const err = await configError(() => bus.subscribe('order.created', { group: 'g', retry: { backoff: { initialMs: 5000, maxMs: 1000 } } }, () => {}));
+      expect(err.message).toContain('retry.backoff.maxMs: must be at least initialMs (5000)');
+      // initialMs alone above the default maxMs (30 s) raises maxMs to it.
+      const sub = await bus.subscribe('order.created', { group: 'g', retry: { backoff: { initialMs: 60_000 } } }, () => {});
+      await sub.close();
+    } finally {
+      await bus.close();
+    }
+  });
 });

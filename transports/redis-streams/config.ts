@@ -114,6 +114,14 @@ export const redisStreamsConfigSchema = z
   })
   .strict()
   .transform((c, ctx) => {
+    // Where to connect is said once: a second way was ignored without a word (`url` won over `port`).
+    const standalone = (['url', 'host', 'port'] as const).filter((k) => c[k] !== undefined);
+    if (c.url !== undefined && standalone.length > 1) {
+      ctx.addIssue({ code: 'custom', path: [standalone[1]!], message: 'give url or host/port, not both' });
+    }
+    if (c.cluster !== undefined && standalone.length > 0) {
+      ctx.addIssue({ code: 'custom', path: [standalone[0]!], message: 'not with cluster (its seed nodes say where to connect)' });
+    }
     if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
     }
