@@ -90,7 +90,8 @@ export class BulkCall {
       const err = r.reason as Error;
       if (seen[c]!++ < writtenCount(err)) continue;
       failed.push(i);
-      if (!errors.includes(err)) errors.push(err);
+      // Distinct failures: per-event writes refused for one reason (WRONGTYPE on a partition) are one.
+      if (!errors.some((e) => e === err || (e?.constructor === err?.constructor && e?.message === err?.message))) errors.push(err);
     }
     if (failed.length === 0) return undefined; // every failed unit said all its events were written
     if (failed.length === carrier.length) return errors[0]!;

@@ -171,7 +171,7 @@ export class PublishPartialError extends EventlaneError {
     readonly failed: readonly number[],
     /** How many events of the call were written. */
     readonly accepted: number,
-    /** Every distinct failure, in the order of the first index it failed. */
+    /** Every distinct failure (one of each class and message), in the order of the first index it failed. */
     readonly errors: readonly Error[],
   ) {
     const first = errors[0]!;

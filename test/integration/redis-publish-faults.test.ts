@@ -307,5 +307,7 @@ describe('redis-streams: publish faults', () => {
     const written = payloads.flatMap((d, i) => (failed.has(i) ? [] : [d.seq]));
     expect(written.length).toBe(partial.accepted);
     expect(await stored()).toEqual([0, ...written]);
+    // One reply per refused entry, all the same OOM: one distinct failure.
+    expect(partial.errors).toHaveLength(1);
   });
 });
