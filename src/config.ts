@@ -101,7 +101,8 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, wher
       return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: 'Unrecognized key' })) : [issue];
     })
     .map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
-  throw new ConfigError(`Invalid ${where || 'config'}: ${formatIssues(issues)}`, issues);
+  // Each issue names its full path ("transport.partitions", "subscribe options.group"), `where` first.
+  throw new ConfigError(`Invalid config: ${formatIssues(issues)}`, issues);
 }
 
 export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents' | 'partialUnits'>): BatcherOptions {

@@ -178,7 +178,8 @@ export class Connector {
       client.disconnect();
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
       if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
-      const why = lastError instanceof Error ? `: ${lastError.message}` : '';
+      // ioredis's refusal of a command while its socket is still connecting says nothing of why: no reason then.
+      const why = lastError instanceof Error && !/Stream isn't writeable/.test(lastError.message) ? `: ${lastError.message}` : '';
       const reason = lastError instanceof Error ? lastError.message : '';
       throw new ConnectionError(
         AUTH_REFUSED.test(reason)
