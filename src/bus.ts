@@ -581,17 +581,33 @@ export class EventBus<M extends EventMap, T extends string = string> {
     }
   }
 
-  /** Flushes pending publishes, drains in-flight handlers (acking them), then disconnects. Idempotent. */
+  /** Publishes accepted before close (bulk calls' slices, buffered and waiting events), sent and settled. */
+  private async sendAccepted(): Promise<void> {
+    await Promise.allSettled([...this.bulkCalls]);
+    await this.batcher.close();
+  }
+
+  /**
+   * Flushes pending publishes (waiting up to `drainTimeoutMs` for the transport to take them), drains
+   * in-flight handlers (acking them; up to `drainTimeoutMs`), then disconnects. Idempotent.
+   */
   close(): Promise<void> {
     this.closing ??= this.doClose();
     return this.closing;
   }
 
   private async doClose(): Promise<void> {
-    await Promise.allSettled([...this.bulkCalls]);
-    await this.batcher.close();
+    const sent = this.sendAccepted();
+    // Up to drainTimeoutMs: a write waiting for room that only this bus's own stuck consumers could make
+    // (native `block`) held close() for the transport's publishTimeoutMs (30 s). Closing the transport then
+    // ends such writes: their publishes reject with ClosedError.
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([sent.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, this.config.drainTimeoutMs, true)))]);
+    clearTimeout(timer);
+    if (late) this.logger.warn({ drainTimeoutMs: this.config.drainTimeoutMs }, 'close(): publishes still waiting for the transport after drainTimeoutMs; closing it rejects them');
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     await this.transport.close();
+    await sent;
     this.logger.debug({}, 'event bus closed'); // the bus's logger names the service already
     lastClosed = this;
   }

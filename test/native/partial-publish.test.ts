@@ -6,7 +6,7 @@
  * reported failed, the written ones included).
  */
 import { describe, expect, it } from 'vitest';
-import { PublishPartialError, TimeoutError } from '../../src/index.js';
+import { ClosedError, PublishPartialError, TimeoutError } from '../../src/index.js';
 import { nativeBuses, ticks, type Bus } from './harness.js';
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
@@ -89,5 +89,23 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     expect(sorted(late)).toEqual(range(0, 11));
     // In history order: the written prefix, then the republished rest, then what came after.
     expect(late).toEqual([...range(0, before.accepted), ...before.failed, 10]);
+  });
+
+  it("close() with publishes waiting for room only the bus's own stuck handler could make: bounded by drainTimeoutMs, they reject with ClosedError", async () => {
+    const b = await bus({ ...blocking, publishTimeoutMs: 30_000 }, { drainTimeoutMs: 200 });
+    await b.subscribe('tick', { group: 'stuck' }, () => new Promise<void>(() => {}));
+    const settled = Promise.allSettled(ticks(10).map((t) => b.publish('tick', t)));
+    const many = b.publishMany('tick', ticks(5, 10)).then(() => undefined, (e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await b.close();
+    // Before: 30 s (publishTimeoutMs). Now drainTimeoutMs for the publishes, then for the handler.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const results = await settled;
+    const rejected = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    expect(rejected.length).toBeGreaterThan(0);
+    for (const reason of rejected) expect(reason).toBeInstanceOf(ClosedError);
+    const m = await many; // queued behind the blocked ring: nothing of it written (else partial, for want of the rest)
+    expect(m instanceof ClosedError || (m instanceof PublishPartialError && m.cause instanceof ClosedError)).toBe(true);
   });
 });
