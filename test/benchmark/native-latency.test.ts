@@ -147,3 +147,20 @@ describe('native benchmark paths (worker threads)', () => {
     expect(run.variants[0].ratios.vsBaseline).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe('latency-sustained rows with --transport-option spinUs', () => {
+  it('every native row says it spins the given time, and the row spinning 200 us of its own is left out', async () => {
+    const { latencySustained } = await import('../../benchmarking/scenarios/latency-sustained.js');
+    const { GLOBAL_DEFAULTS } = await import('../../benchmarking/lib/config.js');
+    const labels = (transportOptions: Record<string, unknown>) =>
+      latencySustained.variants({ ...GLOBAL_DEFAULTS, ...latencySustained.defaults, transport: 'native', transportOptions }, new Set()).map((v) => v.label);
+    const plain = labels({});
+    expect(plain.filter((l) => l.includes('spins 200 us')).length).toBeGreaterThan(0);
+    expect(plain.some((l) => l.includes('--transport-option spinUs'))).toBe(false);
+    const spun = labels({ spinUs: 2000 });
+    // Before: the 200 us rows ran with 2,000 us too, and the others did not say they spun.
+    expect(spun.some((l) => l.includes('spins 200 us'))).toBe(false);
+    expect(spun.length).toBeGreaterThan(0);
+    for (const l of spun) expect(l).toContain('consumer spins 2000 us (--transport-option spinUs)');
+  });
+});
