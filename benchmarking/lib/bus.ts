@@ -4,6 +4,11 @@
 import { createEventBus, registeredTransports, type BatchingConfig, type EventBus } from '../../src/index.js';
 import { registerBuiltinTransports } from '../../src/builtin-transports.js';
 import { resolveTransport } from '../../src/registry.js';
+import type { z } from 'zod';
+import { memoryConfigSchema } from '../../transports/memory/memory-transport.js';
+import { nativeConfigSchema } from '../../transports/native/config.js';
+import { noopConfigSchema } from '../../transports/noop/index.js';
+import { redisStreamsConfigSchema } from '../../transports/redis-streams/config.js';
 import { UsageError } from './config.js';
 import { benchEvents } from './payload.js';
 import type { BenchConfig, TransportName } from './types.js';
@@ -27,6 +32,31 @@ export async function assertTransportAvailable(name: TransportName): Promise<voi
   } catch (err) {
     throw new UsageError(`Transport "${name}" failed to load: ${firstLine(err)}`);
   }
+}
+
+/** The built-in transports' config schemas, to check `--transport-option`s before any child runs. */
+const SCHEMAS: Record<TransportName, z.ZodType> = {
+  memory: memoryConfigSchema,
+  noop: noopConfigSchema,
+  native: nativeConfigSchema,
+  redis: redisStreamsConfigSchema,
+};
+
+/**
+ * Throws a one-line UsageError when a `--transport-option` is not an option of the transport or has a bad
+ * value (a misspelt key forked every iteration's child to fail there).
+ */
+export function assertTransportOptions(config: BenchConfig): void {
+  const given = Object.keys(config.transportOptions);
+  const schema = SCHEMAS[config.transport];
+  if (given.length === 0 || schema === undefined) return;
+  const res = schema.safeParse(transportBlock(config));
+  if (res.success) return;
+  const bad = res.error.issues.flatMap((i) => {
+    const keys = i.code === 'unrecognized_keys' ? i.keys.map((k) => [...i.path, k]) : [i.path];
+    return keys.filter((path) => given.includes(String(path[0]))).map((path) => `${path.join('.')}: ${i.code === 'unrecognized_keys' ? 'not an option of the transport' : i.message}`);
+  });
+  if (bad.length > 0) throw new UsageError(`--transport-option for ${config.transport}: ${bad.join('; ')}`);
 }
 
 export async function transportAvailable(name: TransportName): Promise<boolean> {

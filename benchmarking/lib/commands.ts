@@ -9,7 +9,7 @@ import { environment, SCHEMA, type BenchReport } from '../report/report.js';
 import { renderTerminal } from '../report/terminal.js';
 import { warnings } from '../report/rows.js';
 import { findScenario, SCENARIOS, DEFAULT_SUITE } from '../scenarios/index.js';
-import { assertTransportAvailable, inProcessTransport } from './bus.js';
+import { assertTransportAvailable, assertTransportOptions, inProcessTransport } from './bus.js';
 import { resolveConfig, UsageError } from './config.js';
 import { flagsToConfig } from './flags.js';
 import { redisVersion } from './redis.js';
@@ -54,6 +54,7 @@ class Progress {
 
 async function preflight(transport: TransportName, config: BenchConfig): Promise<string | null> {
   await assertTransportAvailable(transport);
+  assertTransportOptions(config);
   return transport === 'redis' ? redisVersion(config.redisUrl) : null;
 }
 

@@ -47,6 +47,9 @@ describe('benchmark CLI', () => {
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--message-count', 'lots']))).toMatch(/message-count/);
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'carrier-pigeon']))).toMatch(/transport/);
     expect(oneLineError(await runCli(['run', '--scenario', 'latency-burst', '--transport', 'noop']))).toMatch(/runs on/);
+    // Checked against the transport's options before any child runs (a misspelt key failed every row there).
+    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'partitons=2']))).toMatch(/transport-option for memory: partitons: not an option/);
+    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'maxLen=-1']))).toMatch(/maxLen: Too small/);
   });
 
   it('unreachable Redis: one-line error, non-zero exit', async () => {
