@@ -84,6 +84,17 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect((err as ConfigError).issues[0]!.path).toEqual(['workerData']);
   });
 
+  it('worker consumers: a relative handler path, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
+    const b = await bus();
+    // Before: a relative path resolved against eventlane's folder ("Cannot find module"), and the function was never called.
+    const relative = await b.subscribe('tick', { group: 'w', workers: 1, handler: './count-handler.mjs' }).catch((e: unknown) => e);
+    expect(relative).toBeInstanceOf(ConfigError);
+    expect((relative as ConfigError).message).toContain("new URL('./count-handler.mjs', import.meta.url)");
+    const both = await b.subscribe('tick', { group: 'w', workers: 1, handler: fixture('count-handler.mjs') }, () => {}).catch((e: unknown) => e);
+    expect(both).toBeInstanceOf(ConfigError);
+    expect((both as ConfigError).issues[0]!.path).toEqual(['handler']);
+  });
+
   it('drop-oldest never freezes the event loop when the room is held by handlers: the rest is dropped as the newest', async () => {
     // A group made by a `block` bus: its worker thread holds what it pops until its handlers finish. A
     // drop-oldest bus on the same broker then finds nothing to evict while that thread is busy.

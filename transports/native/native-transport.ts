@@ -361,6 +361,14 @@ export class NativeTransport implements Transport {
     const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
     const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
     if (useWorkers && opts.handler === undefined) throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
+    if (typeof opts.handler === 'string' && /^\.\.?[\\/]/.test(opts.handler)) {
+      const message = `a relative path ("${opts.handler}") would resolve against eventlane's own folder: pass new URL('${opts.handler}', import.meta.url) or an absolute path`;
+      throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
+    }
+    if (useWorkers && typeof handler === 'function') {
+      const message = 'a handler module runs in worker threads: pass it or a handler function, not both';
+      throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
+    }
     if (!useWorkers && opts.cpus !== undefined) throw new ConfigError('subscribe options: `cpus` pins worker threads: it needs `workers` and `handler`.', [{ path: ['cpus'], message: 'only with workers' }]);
     if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
     const topic = this.topic(spec.type);
