@@ -7,6 +7,11 @@ import { fmtCompact } from './rows.js';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
 
+/** Room for `text` in the 12 px label font, generously (system-ui averages ~6.2 px per character). */
+function labelWidth(text: string): number {
+  return Math.ceil(text.length * 6.8);
+}
+
 export function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
@@ -15,7 +20,8 @@ export function esc(s: string): string {
 export function throughputChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => !v.error && v.iterations.length);
   if (!rows.length) return '';
-  const labelW = 330;
+  // Wide enough for the longest label: a fixed width cut long ones on the left.
+  const labelW = Math.max(330, 16 + Math.max(...rows.map((v) => labelWidth(v.label))));
   const barW = 420;
   const rowH = 34;
   const max = Math.max(...rows.map((v) => Math.max(v.summary.throughput.max, v.seed?.throughput ?? 0))) || 1;
@@ -43,22 +49,25 @@ export function throughputChart(r: ScenarioResult): string {
 export function latencyChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => v.summary.latency && v.summary.latency.count > 0);
   if (!rows.length) return '';
-  const W = 760;
-  const H = 300;
+  // The legend goes under the plot, a line per configuration, as wide as its longest label: beside the
+  // plot it was cut at the right edge, and the floor rows (long labels) could not be told apart.
   const L = 60;
+  const W = Math.max(760, L + 20 + Math.max(...rows.map((v) => labelWidth(v.label))));
+  const plotH = 300;
+  const H = plotH + 10 + rows.length * 16;
   const B = 40;
   const T = 10;
-  const R = 280;
+  const R = W - 760 + 20;
   const xs = (p: number) => Math.log10(1 / Math.max(1e-5, 1 - Math.min(p, 99.999) / 100)); // 0 at p0, 5 at 99.999
   const allUs = rows.flatMap((v) => v.summary.latency!.curve.map(([, us]) => us)).concat(rows.flatMap((v) => Object.values(v.seed?.latencyUs ?? {})));
   const lo = Math.max(0.1, Math.min(...allUs.filter((u) => u > 0)));
   const hi = Math.max(...allUs, lo * 10);
   const ly = (us: number) => Math.log10(Math.max(lo, us));
   const px = (p: number) => L + (xs(p) / 5) * (W - L - R);
-  const py = (us: number) => T + (1 - (ly(us) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo) || 1)) * (H - T - B);
+  const py = (us: number) => T + (1 - (ly(us) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo) || 1)) * (plotH - T - B);
   const parts: string[] = [];
   for (const p of [0, 50, 90, 99, 99.9, 99.99]) {
-    parts.push(`<line x1="${px(p)}" x2="${px(p)}" y1="${T}" y2="${H - B}" stroke="#e5e7eb"/><text x="${px(p)}" y="${H - B + 16}" text-anchor="middle" class="axis">p${p}</text>`);
+    parts.push(`<line x1="${px(p)}" x2="${px(p)}" y1="${T}" y2="${plotH - B}" stroke="#e5e7eb"/><text x="${px(p)}" y="${plotH - B + 16}" text-anchor="middle" class="axis">p${p}</text>`);
   }
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
     const us = 10 ** e;
@@ -69,7 +78,7 @@ export function latencyChart(r: ScenarioResult): string {
     const color = COLORS[i % COLORS.length]!;
     const pts = v.summary.latency!.curve.filter(([p]) => p < 100).map(([p, us]) => `${px(p).toFixed(1)},${py(us).toFixed(1)}`);
     parts.push(`<polyline class="latency-curve" data-variant="${esc(v.id)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
-    parts.push(`<text x="${W - R + 8}" y="${T + 14 + i * 16}" fill="${color}" class="label">${esc(v.label)}</text>`);
+    parts.push(`<text x="${L}" y="${plotH + 14 + i * 16}" fill="${color}" class="label">${esc(v.label)}</text>`);
     const s = v.seed?.latencyUs;
     if (s) {
       for (const [k, p] of [['p50', 50], ['p90', 90], ['p99', 99], ['p99.9', 99.9]] as const) {
@@ -78,6 +87,6 @@ export function latencyChart(r: ScenarioResult): string {
       }
     }
   });
-  parts.push(`<text x="${L}" y="${H - 6}" class="axis">percentile (log scale of 1/(1-p)); circles: seed figures / targets; y: microseconds (log)</text>`);
+  parts.push(`<text x="${L}" y="${plotH - 6}" class="axis">percentile (log scale of 1/(1-p)); circles: seed figures / targets; y: microseconds (log)</text>`);
   return `<svg class="chart latency-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${parts.join('')}</svg>`;
 }

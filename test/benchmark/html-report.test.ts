@@ -2,11 +2,11 @@
  * The --html report renders in headless Chromium with its charts: throughput bars for every
  * configuration and latency percentile curves, and loads nothing from the network.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from './run-cli.js';
 
@@ -49,6 +49,7 @@ describe('HTML report', () => {
       const box = await curves.first().boundingBox();
       expect(box!.width).toBeGreaterThan(100);
       expect(box!.height).toBeGreaterThan(10);
+      expect(await clippedLabels(page)).toEqual([]);
       // seed figures are drawn beside ours
       expect(await page.locator('svg.latency-chart circle.seed-point').count()).toBeGreaterThan(0);
       // the embedded data is the same report
@@ -61,4 +62,35 @@ describe('HTML report', () => {
       await browser.close();
     }
   }, 120_000);
+
+  it('draws long configuration names whole: the bar labels and the latency legend grow the chart instead of being cut', async () => {
+    const json = join(dir, 'report.json'); // written by the test above
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    // As long as the native floor rows' names, which were cut ("...the native core, 1 partiti").
+    for (const v of report.runs[0].variants) v.label = `C++ threads, no JS: the native core, 1 partition / 1 consumer, one burst after 50 ms idle (machine floor), pinned ${v.id}`;
+    const long = join(dir, 'long.json');
+    writeFileSync(long, JSON.stringify(report));
+    const html = join(dir, 'long.html');
+    const r = await runCli(['report', '--from', long, '--html', html]);
+    expect(r.code, r.stderr).toBe(0);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    try {
+      const page = await browser.newPage();
+      await page.goto(pathToFileURL(html).href);
+      expect(await page.locator('svg.chart text.label').count()).toBe(2 * report.runs[0].variants.length);
+      expect(await clippedLabels(page)).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
 });
+
+/** Labels drawn (in part) outside their chart's box. */
+function clippedLabels(page: Page): Promise<(string | null)[]> {
+  // A string: this file is compiled without the DOM's types.
+  return page.evaluate(`[...document.querySelectorAll('svg.chart text.label')].flatMap((t) => {
+    const svg = t.ownerSVGElement.getBoundingClientRect();
+    const b = t.getBoundingClientRect();
+    return b.left < svg.left - 0.5 || b.right > svg.right + 0.5 ? [t.textContent] : [];
+  })`);
+}
