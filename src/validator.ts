@@ -88,15 +88,32 @@ function numberCondition(def: Def, v: string): string | undefined {
  */
 const HAS_LENGTH: unknown = checksOf(defOf(z.string().max(1)))[0]?.when;
 
+/**
+ * Whether this zod counts a string's length in code points (zod 4.6: `'😀'` has length 1) rather than UTF-16
+ * units (zod 4.1: 2), asked of zod itself. A string's UTF-16 length is at least its code points, so with code
+ * points a `.length` bound passes what zod refuses only for `.min()` and `.length()`; those then hold
+ * without a surrogate (or, for `.min(n)`, at 2n units or more), else the compiled check says "invalid" and
+ * zod gives the verdict.
+ */
+const CODE_POINTS = z.string().length(1).safeParse('\u{1F600}').success;
+
 /** The condition a string node puts on `v`: length bounds only (no format, no coerce, no transforms). */
 function stringCondition(def: Def, v: string): string | undefined {
   if (def.coerce || def.format !== undefined) return undefined;
   const parts = [`typeof ${v} === 'string'`];
+  // With code points, a string without a surrogate has as many of them as UTF-16 units.
+  const plain = `!/[\\uD800-\\uDFFF]/.test(${v})`;
   for (const c of checksOf(def)) {
     if (c.when !== undefined && c.when !== HAS_LENGTH) return undefined;
-    if (c.check === 'min_length' && Number.isInteger(c.minimum)) parts.push(`${v}.length >= ${c.minimum}`);
-    else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
-    else if (c.check === 'length_equals' && Number.isInteger(c.length)) parts.push(`${v}.length === ${c.length}`);
+    if (c.check === 'min_length' && Number.isInteger(c.minimum)) {
+      const min = c.minimum as number;
+      parts.push(`${v}.length >= ${min}`);
+      if (CODE_POINTS && min > 0) parts.push(`(${v}.length >= ${2 * min} || ${plain})`);
+    } else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
+    else if (c.check === 'length_equals' && Number.isInteger(c.length)) {
+      parts.push(`${v}.length === ${c.length}`);
+      if (CODE_POINTS && (c.length as number) > 0) parts.push(plain);
+    }
     else return undefined;
   }
   return parts.join(' && ');

@@ -128,6 +128,18 @@ describe('compileValidator', () => {
     expect(accepted).toBe(3);
   });
 
+  it('string lengths as this zod counts them (code points since zod 4.6, UTF-16 units before): never accepts what zod rejects', () => {
+    const schema = z.object({ code: z.string().length(2), name: z.string().min(2), short: z.string().max(2).optional() });
+    const strings = ['ab', '😀', '𝒜', 'a😀', '😀😀', '\uD800', '\uD800\uD800', 'é', 'abc', '😀😀😀', 'a\uDC00'];
+    const inputs = strings.flatMap((x) => [{ code: x, name: 'nn' }, { code: 'cc', name: x }, { code: 'cc', name: 'nn', short: x }]);
+    // Before: with zod 4.6 '😀' passed length(2) and '𝒜' min(2), which zod refuses.
+    const { accepted } = agree(schema, inputs);
+    expect(accepted).toBeGreaterThan(3);
+    const both = compileValidator(z.string().length(2))!;
+    expect(both('😀') === INVALID || z.string().length(2).safeParse('😀').success).toBe(true);
+    expect(both('ab')).toBe('ab');
+  });
+
   it('handles top-level primitives, arrays and recursion', () => {
     agree(z.string(), ['a', 1, null]);
     agree(z.array(z.object({ a: z.number() })), [[{ a: 1, b: 2 }], [{ a: 'x' }], [], 'x']);
