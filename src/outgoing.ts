@@ -24,7 +24,9 @@ export class EventMeta {
     self.time = time;
     self.correlationId = options?.correlationId;
     self.causationId = options?.causationId;
-    self.headers = options?.headers;
+    // A copy: a caller reusing one headers object for its next publish must not change this event's.
+    const headers = options?.headers;
+    self.headers = headers === undefined ? undefined : { ...headers };
   }
 }
 

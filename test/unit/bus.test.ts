@@ -83,6 +83,31 @@ describe('publishing bad input', () => {
     expect(seen).toEqual(['z'.repeat(900)]);
   });
 
+  it('copies the headers at publish: a caller reusing one headers object changes no event already published', async () => {
+    const small = defineEvents({ note: z.object({ text: z.string() }) });
+    const bus = await createEventBus({ service: 's', events: small, transport: { type: 'memory' } });
+    const seen: (string | undefined)[] = [];
+    await bus.subscribe('note', { group: 'g', startFrom: '0' }, (e) => void seen.push(e.headers?.['trace']));
+    const headers: Record<string, string> = {};
+    const sent: Promise<void>[] = [];
+    for (const t of ['t1', 't2', 't3']) {
+      headers['trace'] = t;
+      sent.push(bus.publish('note', { text: t }, { headers }));
+    }
+    headers['trace'] = 'later';
+    await bus.publishMany('note', [{ text: 'm' }], { headers });
+    headers['trace'] = 'after';
+    await Promise.all(sent);
+    await bus.idle();
+    // Before: t3, t3, t3 (one object shared), and replays showed what the caller wrote later.
+    expect(seen).toEqual(['t1', 't2', 't3', 'later']);
+    const replay: (string | undefined)[] = [];
+    await bus.subscribe('note', { group: 'late', startFrom: '0' }, (e) => void replay.push(e.headers?.['trace']));
+    await bus.idle();
+    expect(replay).toEqual(['t1', 't2', 't3', 'later']);
+    await bus.close();
+  });
+
   it("counts the publish options (key, ids, headers) toward maxEventBytes with the payload, in publish, tryPublish and publishMany", async () => {
     const small = defineEvents({ note: z.object({ text: z.string() }) });
     const bus = await createEventBus({ service: 's', events: small, transport: { type: 'memory', maxEventBytes: 1000 } });
