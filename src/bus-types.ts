@@ -66,11 +66,15 @@ export type SubscribeOptionsFor<T extends string = string> = T extends keyof Tra
   ? CommonSubscribeOptions & TransportSubscribeOptions[T]
   : SubscribeOptions;
 
-/** A typed handler: resolve to ack, throw to retry (or `NonRetryableError` to dead-letter at once). */
+/**
+ * A typed handler: return (or resolve) to ack, throw (or reject) to retry (or `NonRetryableError` to
+ * dead-letter at once). What it returns or resolves to is ignored, so `(e) => list.push(e)` and a handler
+ * returning another call's promise need no wrapping.
+ */
 export type EventHandler<M extends EventMap, K extends EventName<M>> = (
   event: EventEnvelope<EventData<M, K>, K>,
   ctx: DeliveryContext,
-) => void | Promise<void>;
+) => unknown;
 
 /**
  * A dead letter of `bus.deadLetters(type)`, its payload checked against the event's schema when read

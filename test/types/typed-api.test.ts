@@ -37,6 +37,10 @@ describe('typed API', () => {
       void id;
       void typed;
     });
+    // Whatever a handler returns or resolves to is ignored: no need to wrap a push or another call's promise.
+    const ids: string[] = [];
+    await bus.subscribe('user.deleted', { group: 'h1' }, (e) => ids.push(e.data.userId));
+    await bus.subscribe('user.deleted', { group: 'h2' }, (e) => Promise.resolve(e.data.userId.length));
     await bus.idle({ type: 'user.deleted', timeoutMs: 5000 });
     // @ts-expect-error idle() of an unknown event name
     await bus.idle({ type: 'order.deleted' }).catch(code);
