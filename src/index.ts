@@ -47,6 +47,8 @@ export type {
   DeadLetter,
   BackoffOptions,
 } from './transport.js';
+/** For a transport with `capabilities.partialUnits`: mark a unit's error with how many of its first events were written. */
+export { withWritten, writtenCount } from './transport.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export type { BatchingConfig } from './config.js';

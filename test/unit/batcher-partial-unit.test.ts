@@ -62,3 +62,34 @@ describe('Batcher: a unit written in part', () => {
     expect(b.stats.failedEvents).toBe(2);
   });
 });
+
+describe('a registered transport with partialUnits (the package root exports withWritten)', () => {
+  it('publishMany gets PublishPartialError naming exactly the events its write did not take', async () => {
+    const { createEventBus, defineEvents, registerTransport, PublishPartialError, withWritten: fromRoot } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    const taken: number[] = [];
+    registerTransport('half-taker', () => ({
+      type: 'half-taker',
+      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20, partialUnits: true },
+      async connect() {},
+      async close() {},
+      partitionsFor: () => 1,
+      write(units) {
+        return units.map((u) => {
+          const half = Math.floor(u.events.length / 2);
+          for (const e of u.events.slice(0, half)) taken.push((e.data as { n: number }).n);
+          return fromRoot(new TimeoutError('full'), half);
+        });
+      },
+      async subscribe() {
+        throw new Error('not here');
+      },
+    }));
+    const bus = await createEventBus({ service: 's', events: defineEvents({ t: z.object({ n: z.number() }) }), transport: { type: 'half-taker' } });
+    const err = await bus.publishMany('t', Array.from({ length: 10 }, (_, n) => ({ n }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PublishPartialError);
+    expect((err as InstanceType<typeof PublishPartialError>).failed).toEqual([5, 6, 7, 8, 9]);
+    expect(taken).toEqual([0, 1, 2, 3, 4]);
+    await bus.close();
+  });
+});
