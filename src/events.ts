@@ -62,12 +62,27 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
   return Object.freeze({ schemas, names: Object.freeze(names), needsEncodeCheck, transforming });
 }
 
-/** Whether a schema holds a node that changes values: a transform (also inside `z.preprocess`) or a codec. */
+/**
+ * zod's own string normalizers (`.trim()`, `.toLowerCase()`, `.toUpperCase()`, `.normalize()`): overwrites that
+ * give the same value when applied again, so their output is still valid input. Known by their source text.
+ */
+const IDEMPOTENT_OVERWRITE = /^\(input\) => input\.(trim|toLowerCase|toUpperCase|normalize)\((form)?\)$/;
+
+/**
+ * Whether a schema holds a node that changes values, so that its output may not pass it again as input: a
+ * transform (also inside `z.preprocess`), a codec, a pipe into a coercion, an `.overwrite()` other than zod's
+ * idempotent string normalizers; inside `z.lazy` too.
+ */
 function hasTransform(schema: unknown, seen: Set<unknown>): boolean {
   if (seen.has(schema)) return false;
   seen.add(schema);
   const def = (schema as { _zod: { def: Record<string, unknown> } })._zod.def;
   if (def.type === 'transform' || (def.type === 'pipe' && typeof def.transform === 'function')) return true;
+  // A pipe into a coercion (`z.string().pipe(z.coerce.number())`): its output is not of its input's type. (A
+  // coercion alone is not counted: `z.coerce.date()` is what a consumer should read a JSON date with.)
+  if (def.type === 'pipe' && (def.out as { _zod?: { def: { coerce?: boolean } } })?._zod?.def.coerce === true) return true;
+  if (def.check === 'overwrite' && !IDEMPOTENT_OVERWRITE.test(String(def.tx))) return true;
+  if (def.type === 'lazy' && typeof def.getter === 'function') return hasTransform((def.getter as () => unknown)(), seen);
   // Every schema the node holds: inner types, elements, options, an object's shape (its getters too).
   const isSchema = (v: unknown): boolean => typeof v === 'object' && v !== null && '_zod' in v;
   for (const v of Object.values(def)) {

@@ -6,12 +6,34 @@ import { waitFor } from '../helpers/wait.js';
 describe('schemas that transform values', () => {
   it('are found through wrappers, objects, arrays, unions, preprocess and codecs; plain ones are not', () => {
     const events = defineEvents({
-      plain: z.object({ a: z.string().trim().default('x'), b: z.array(z.number().int()).optional(), c: z.string().overwrite((s) => s.trim()) }),
+      plain: z.object({ a: z.string().trim().default('x'), b: z.array(z.number().int()).optional(), c: z.string().toLowerCase().normalize(), d: z.coerce.date() }),
       nested: z.object({ a: z.array(z.union([z.number(), z.string().transform((s) => s.length)])).optional() }),
       pre: z.preprocess((v) => (typeof v === 'string' ? Number(v) : v), z.number()),
       codec: z.object({ at: z.codec(z.iso.datetime(), z.date(), { decode: (s) => new Date(s), encode: (d) => d.toISOString() }) }),
+      // Found by a review: a transform inside z.lazy, a pipe into a coercion, a custom overwrite (not known to be idempotent).
+      lazy: z.object({ a: z.lazy(() => z.string().transform((s) => s.length)) }),
+      piped: z.object({ n: z.string().pipe(z.coerce.number()) }),
+      overwrite: z.object({ n: z.number().overwrite((n) => n + 1) }),
     });
-    expect([...events.transforming]).toEqual(['nested', 'pre', 'codec']);
+    expect([...events.transforming]).toEqual(['nested', 'pre', 'codec', 'lazy', 'piped', 'overwrite']);
+  });
+
+  it('a non-idempotent overwrite and a pipe into a coercion reach handlers as published, once applied', async () => {
+    const events = defineEvents({
+      bumped: z.object({ n: z.number().overwrite((n) => n + 1) }),
+      piped: z.object({ n: z.string().pipe(z.coerce.number()) }),
+    });
+    const bus = await createEventBus({ service: 't', events, transport: { type: 'memory' } });
+    const got: unknown[] = [];
+    await bus.subscribe('bumped', { group: 'g', maxDeliveries: 1 }, (e) => void got.push(e.data));
+    await bus.subscribe('piped', { group: 'g', maxDeliveries: 1 }, (e) => void got.push(e.data));
+    await bus.publish('bumped', { n: 1 });
+    await bus.publish('piped', { n: '7' });
+    await bus.idle();
+    // Before: n + 2 (applied again on consume), and the piped event dead-lettered (7 is not a string).
+    expect(got).toEqual([{ n: 2 }, { n: 7 }]);
+    expect(await bus.deadLetters('piped')).toEqual([]);
+    await bus.close();
   });
 
   it('reach consumers with the published output instead of failing the consumer-side check', async () => {
