@@ -9,6 +9,7 @@ import {
   batcherOptions,
   busConfigSchema,
   formatIssues,
+  deadLettersOptionsSchema,
   idleOptionsSchema,
   parseConfig,
   subscribeOptionsSchema,
@@ -525,13 +526,17 @@ export class EventBus<M extends EventMap, T extends string = string> {
   async deadLetters<K extends EventName<M>>(type: K, options: { group?: string; limit?: number } = {}): Promise<EventDeadLetter<M, K>[]> {
     const t = this.types.get(type);
     if (t === undefined) throw new UnknownEventError(type, this.events.names);
+    options = parseConfig(deadLettersOptionsSchema, options ?? {}, 'deadLetters options');
     if (!this.transport.deadLetters) throw new ConfigError(`The ${this.transport.type} transport keeps no dead letters.`);
     const letters = await this.transport.deadLetters(type, options.group, options.limit);
     const trusted = this.events.transforming.has(type);
     return letters.map((letter) => checkedDeadLetter(t, trusted, letter)) as EventDeadLetter<M, K>[];
   }
 
-  /** Publish counters: events written, batches, units, failures; and events buffered now. */
+  /**
+   * Publish counters: `events` handed to the transport (written or not: `failedEvents` of them failed),
+   * batches, units; and events buffered now.
+   */
   stats(): { events: number; batches: number; units: number; failedEvents: number; pendingEvents: number } {
     return { ...this.batcher.stats, pendingEvents: this.batcher.pendingEvents };
   }

@@ -69,6 +69,14 @@ export const subscribeOptionsSchema = z
   })
   .passthrough();
 
+/** `bus.deadLetters()` options. */
+export const deadLettersOptionsSchema = z
+  .object({
+    group: z.string().min(1).optional(),
+    limit: z.number().int().min(1).max(10_000_000).optional(),
+  })
+  .strict();
+
 /** `bus.idle()` options. */
 export const idleOptionsSchema = z
   .object({

@@ -119,4 +119,17 @@ describe('bus.deadLetters', () => {
     expect(dead[1]!.error).toMatch(/ValidationError/);
     await Promise.all([consumer.close(), loose.close()]);
   });
+
+  it('refuses a bad limit or group with a ConfigError naming it', async () => {
+    const { createEventBus: create, defineEvents: define, ConfigError: CE } = await import('../../src/index.js');
+    const { z: zod } = await import('zod');
+    const bus = await create({ service: 's', events: define({ a: zod.object({ x: zod.number() }) }), transport: { type: 'memory' } });
+    for (const bad of [{ limit: -1 }, { limit: 'x' }, { group: '' }, { lmit: 5 }]) {
+      const err = await bus.deadLetters('a', bad as never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CE);
+      expect((err as Error).message).toContain('deadLetters options.');
+    }
+    expect(await bus.deadLetters('a', { limit: 5 })).toEqual([]);
+    await bus.close();
+  });
 });
