@@ -42,14 +42,15 @@ export const latencySustained: Scenario = {
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
-    const rate = `${c.rate.toLocaleString('en-US')}/s`;
+    // `--rate 0` runs closed loop: no rate to name.
+    const rate = c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop';
     const rows: Variant[] = [];
     // `--transport-option spinUs=N` applies to every row (and the floor's threads): each label says so, and
     // the row spinning 200 us of its own is left out (it would spin N us too).
     const userSpin = c.transport === 'native' ? c.transportOptions['spinUs'] : undefined;
     const spinning = userSpin === undefined ? '' : `, consumer spins ${String(userSpin)} us (--transport-option spinUs)`;
     for (const [p, k] of pc as [number, number][]) {
-      const label = `${p} partition${p > 1 ? 's' : ''} / ${k} consumer${k > 1 ? 's' : ''} at ${rate}${spinning}`;
+      const label = `${p} partition${p > 1 ? 's' : ''} / ${k} consumer${k > 1 ? 's' : ''} ${rate}${spinning}`;
       const seed = p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined;
       if (c.transport === 'native') rows.push(...nativeRows(c, `${p}p${k}c`, label, { partitions: p, consumers: k }, {}, seed));
       else rows.push(variant(c, `${p}p${k}c`, label, 'sustained', { partitions: p, consumers: k }, {}, { seed }));
@@ -57,7 +58,7 @@ export const latencySustained: Scenario = {
     // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (transport option spinUs;
     // default 0, so an idle consumer costs no CPU). The seed's C++ consumer polled every 50 us.
     if (c.transport === 'native' && userSpin === undefined && pc.some(([p, k]) => p === 1 && k === 1)) {
-      rows.push(...nativeRows(c, '1p1c-spin', `1 partition / 1 consumer at ${rate}, consumer spins 200 us (spinUs)`, { partitions: 1, consumers: 1 }, { spinUs: 200 }, SEED_1P1C));
+      rows.push(...nativeRows(c, '1p1c-spin', `1 partition / 1 consumer ${rate}, consumer spins 200 us (spinUs)`, { partitions: 1, consumers: 1 }, { spinUs: 200 }, SEED_1P1C));
     }
     return rows;
   },
