@@ -170,6 +170,26 @@ export async function main(): Promise<string> {
     expect(tsc('ts-cjs-node10', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
   }, 120_000);
 
+  it("compiles without the consumer listing Node's types (types: [], TypeScript 6+'s default): the declarations reference them", () => {
+    // One program per entry point: ioredis's own declarations reference Node's types, which would hide a
+    // missing reference in the root's when both are imported.
+    const body = `const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+export async function main(): Promise<void> {
+  const bus = await createEventBus({ service: 's', events, transport: { type: 'native' } });
+  await bus.publish('order.created', { orderId: 'o-1' });
+}
+`;
+    const programs: Record<string, string> = {
+      root: `import { createEventBus, defineEvents } from 'eventlane';\nimport { z } from 'zod';\n${body}`,
+      native: `import { createEventBus, defineEvents } from 'eventlane';\nimport { pinCurrentThread } from 'eventlane/native';\nimport { z } from 'zod';\n${body}export const pin = pinCurrentThread;\n`,
+      redis: `import { createEventBus, defineEvents } from 'eventlane';\nimport { openRedisStreamsAdmin } from 'eventlane/redis-streams';\nimport { z } from 'zod';\n${body}export const open = openRedisStreamsAdmin;\n`,
+    };
+    for (const [name, program] of Object.entries(programs)) {
+      expect(tsc(`ts-no-node-types-${name}`, { module: 'NodeNext', moduleResolution: 'NodeNext', types: [] }, { 'main.mts': program }), name).toBe('');
+      expect(tsc(`ts-no-node-types-${name}-cjs`, { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true, types: [] }, { 'main.ts': program }), name).toBe('');
+    }
+  }, 120_000);
+
   it('ships type declarations for both entry points', () => {
     const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
     expect(pkg.exports['.'].import.types).toMatch(/\.d\.ts$/);
