@@ -15,6 +15,7 @@ import { flagsToConfig } from './flags.js';
 import { redisVersion } from './redis.js';
 import { runScenario, type RunOptions } from './runner.js';
 import type { BenchConfig, ConfigKey, Scenario, ScenarioResult, TransportName } from './types.js';
+import { scenarioTitle } from './types.js';
 
 type Opts = Record<string, any>;
 
@@ -104,7 +105,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
 function skipped(p: Planned, reason: string): ScenarioResult {
   return {
     scenario: p.scenario.name,
-    title: p.scenario.title,
+    title: scenarioTitle(p.scenario, p.config),
     seed: p.scenario.seed,
     transport: p.config.transport,
     config: p.config,

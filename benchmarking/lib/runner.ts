@@ -14,6 +14,7 @@ import { Watchdog } from './watchdog.js';
 import { deletePrefix } from './redis.js';
 import { linkBaselines, summarize } from './stats.js';
 import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
+import { scenarioTitle } from './types.js';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const CHILD = fileURLToPath(new URL(FROM_SOURCE ? './child.ts' : './child.js', import.meta.url));
@@ -239,7 +240,7 @@ export async function runScenario(
   linkBaselines(results);
   return {
     scenario: scenario.name,
-    title: scenario.title,
+    title: scenarioTitle(scenario, runConfig),
     seed: scenario.seed,
     transport: config.transport,
     config: runConfig,

@@ -184,7 +184,8 @@ export type Runner = (ctx: RunContext) => Promise<Measured>;
 
 export interface Scenario {
   name: string;
-  title: string;
+  /** The report's heading; a function when it names figures the flags change (event count, rate). */
+  title: string | ((c: BenchConfig) => string);
   /** The seed report reproduced (file name in ../shared/seeds), or `issue N` for targets from the issues. */
   seed: string;
   description: string;
@@ -197,4 +198,9 @@ export interface Scenario {
   /** The configurations measured; flags the user set explicitly collapse the scenario's sweeps. */
   variants(config: BenchConfig, explicit: ReadonlySet<ConfigKey>): Variant[];
   runners: Record<string, Runner>;
+}
+
+/** The scenario's title for the configuration it ran with. */
+export function scenarioTitle(scenario: Scenario, c: BenchConfig): string {
+  return typeof scenario.title === 'function' ? scenario.title(c) : scenario.title;
 }

@@ -26,7 +26,7 @@ function floorRow(c: BenchConfig, id: string, label: string, layout: Partial<Ben
 
 export const latencyBurst: Scenario = {
   name: 'latency-burst',
-  title: 'Burst latency: 15,000 events into a 16K-capacity partition',
+  title: (c) => `Burst latency: ${c.messageCount.toLocaleString('en-US')} events published at once into a partition`,
   seed: '001',
   description: '15,000 trading events {"id":N,"sym":"AAPL","px":150.25,"qty":100} in one burst; 1P/1C and 4P/4C; publish -> handler start.',
   transports: ['memory', 'native', 'redis'],

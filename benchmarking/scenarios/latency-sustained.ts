@@ -34,7 +34,7 @@ function nativeRows(c: BenchConfig, id: string, label: string, layout: Layout, p
 
 export const latencySustained: Scenario = {
   name: 'latency-sustained',
-  title: 'Sustained latency: 50,000 events at 10,000/s',
+  title: (c) => `Sustained latency: ${c.messageCount.toLocaleString('en-US')} events ${c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop'}`,
   seed: '001',
   description: 'open-loop constant rate (coordinated omission corrected); 1P/1C and 4P/4C; publish -> handler start. Native: addon, JS fallback and the machine floor (C++ threads, no JS).',
   transports: ['memory', 'native', 'redis'],

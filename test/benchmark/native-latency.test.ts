@@ -31,6 +31,8 @@ describe('native benchmark paths (worker threads)', () => {
     const r = await runCli(['run', '--scenario', 'latency-sustained', '--transport', 'native', '--message-count', '400', '--rate', '4000', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    // The title names the count and rate run (it said '50,000 events at 10,000/s' whatever the flags).
+    expect(run.title).toBe('Sustained latency: 400 events at 4,000/s');
     // per layout (and the native-only spinning 1P/1C): the addon, the JS fallback, the C++ floor
     const layouts = ['1p1c', '4p4c', '1p1c-spin'];
     expect(run.variants.map((v: { id: string }) => v.id)).toEqual(layouts.flatMap((l) => [l, `${l}-js`, `${l}-floor`]));
@@ -77,6 +79,7 @@ describe('native benchmark paths (worker threads)', () => {
     const r = await runCli(['run', '--scenario', 'latency-burst', '--transport', 'native', '--message-count', '400', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
+    expect(run.title).toBe('Burst latency: 400 events published at once into a partition');
     // each layout and its C++ floor, plus the native-only 1P/1C tuning rows: batches of 256 and pinned threads
     // (this machine has 2+ CPUs), the pinned one beside a pinned floor
     expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '1p1c-floor', '4p4c', '4p4c-floor', '1p1c-batch256', '1p1c-pinned', '1p1c-pinned-floor']);
