@@ -58,7 +58,8 @@ export function variantRow(v: VariantResult): string[] {
   const lat = v.summary.latency;
   return [
     `${v.kind === 'baseline' ? '[baseline] ' : ''}${v.label}`,
-    v.error ? `error: ${v.error}` : fmtInt(t.mean),
+    // The reason is in the warnings under the table: in a cell it set the column's width to its length.
+    v.error ? 'failed (below)' : fmtInt(t.mean),
     v.error ? '' : `${fmtCompact(t.min)}..${fmtCompact(t.max)}`,
     v.error ? '' : `${t.spreadPct.toFixed(1)}%`,
     lat ? `${fmtUs(lat.p50Us)} / ${fmtUs(lat.p99Us)}` : '',
