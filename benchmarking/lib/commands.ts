@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { renderHtml } from '../report/html.js';
-import { writeMarkdown } from '../report/markdown.js';
+import { checkMarkdownTarget, writeMarkdown } from '../report/markdown.js';
 import { environment, SCHEMA, type BenchReport } from '../report/report.js';
 import { renderTerminal } from '../report/terminal.js';
 import { warnings } from '../report/rows.js';
@@ -75,6 +75,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
   if (!runOpts.fork && nodeOptions.length > 0) {
     throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
   }
+  if (o['markdown']) checkMarkdownTarget(o['markdown']);
   for (const p of plans) {
     try {
       redis = (await preflight(p.config.transport, p.config)) ?? redis;
@@ -211,5 +212,6 @@ export async function reportCommand(o: Opts): Promise<void> {
     throw new UsageError(`Cannot read report ${o['from']}: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (report.schema !== SCHEMA) throw new UsageError(`${o['from']} is not an ${SCHEMA} report.`);
+  if (o['markdown']) checkMarkdownTarget(o['markdown']);
   output(report, o);
 }

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { nodeOptionsText, type BenchReport } from './report.js';
 import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
+import { UsageError } from '../lib/config.js';
 
 const START = '<!-- benchmark-results:start -->';
 const END = '<!-- benchmark-results:end -->';
@@ -53,17 +54,32 @@ export function renderMarkdown(report: BenchReport): string {
 
 export function writeMarkdown(file: string, report: BenchReport): void {
   const body = renderMarkdown(report);
-  if (existsSync(file)) {
-    const text = readFileSync(file, 'utf8');
-    // Markers count only on a line of their own (prose may quote them, e.g. this document's Outputs section).
-    const a = lineIndex(text, START);
-    const b = a >= 0 ? lineIndex(text, END, a) : -1;
-    if (a >= 0 && b > a) {
-      writeFileSync(file, `${text.slice(0, a + START.length)}\n\n${body}\n${text.slice(b)}`);
-      return;
-    }
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  const section = text === undefined ? undefined : resultsSection(file, text);
+  if (text !== undefined && section !== undefined) {
+    writeFileSync(file, `${text.slice(0, section.start + START.length)}\n\n${body}\n${text.slice(section.end)}`);
+    return;
   }
   writeFileSync(file, `# eventlane benchmark results\n\n${body}`);
+}
+
+/**
+ * Checks, before a run, that `--markdown <file>` can be written as the docs say: a file with one marker and
+ * not the other would be replaced whole (a README that lost its end marker, after a run of minutes).
+ */
+export function checkMarkdownTarget(file: string): void {
+  if (existsSync(file)) resultsSection(file, readFileSync(file, 'utf8'));
+}
+
+/** The marked results section of `text` (offsets of its markers), undefined when it has no marker. */
+function resultsSection(file: string, text: string): { start: number; end: number } | undefined {
+  // Markers count only on a line of their own (prose may quote them, e.g. this document's Outputs section).
+  const start = lineIndex(text, START);
+  const end = lineIndex(text, END, start >= 0 ? start : 0);
+  if (start >= 0 && end > start) return { start, end };
+  if (start < 0 && lineIndex(text, END) < 0) return undefined;
+  const [has, lacks] = start >= 0 ? [START, END] : [END, START];
+  throw new UsageError(`--markdown ${file}: it has a ${has} line and no ${lacks} line after it; add the missing marker (only the text between them is replaced), or name another file.`);
 }
 
 /** Offset of `marker` standing alone on a line (at or after `from`), or -1. */

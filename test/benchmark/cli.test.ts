@@ -2,7 +2,7 @@
  * The benchmark CLI: help, one-line errors, a tiny noop run producing valid JSON whose figures agree
  * with the events the transport itself counted.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -51,6 +51,25 @@ describe('benchmark CLI', () => {
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'partitons=2']))).toMatch(/transport-option for memory: partitons: not an option/);
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'maxLen=-1']))).toMatch(/maxLen: Too small/);
   });
+
+  it('--markdown into a file with one results marker and not the other: refused before the run, the file kept', async () => {
+    const file = join(dir, 'half-marked.md');
+    const text = '# Our results\n\nprose\n\n<!-- benchmark-results:start -->\nold tables\n';
+    writeFileSync(file, text);
+    const args = ['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '1000', '--iterations', '1', '--warmup', '0', '--quiet', '--markdown', file];
+    // Before: the run went on and replaced the whole file with its tables.
+    expect(oneLineError(await runCli(args))).toMatch(/--markdown .*half-marked\.md: it has a <!-- benchmark-results:start --> line and no <!-- benchmark-results:end --> line/);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    // With both markers only the section is replaced.
+    writeFileSync(file, `${text}<!-- benchmark-results:end -->\n\nafter\n`);
+    const r = await runCli(args);
+    expect(r.code, r.stderr).toBe(0);
+    const out = readFileSync(file, 'utf8');
+    expect(out.startsWith('# Our results\n\nprose\n\n<!-- benchmark-results:start -->\n')).toBe(true);
+    expect(out.endsWith('<!-- benchmark-results:end -->\n\nafter\n')).toBe(true);
+    expect(out).toContain('publish-overhead on noop');
+    expect(out).not.toContain('old tables');
+  }, 60_000);
 
   it('unreachable Redis: one-line error, non-zero exit', async () => {
     const line = oneLineError(await runCli(['run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', 'redis://127.0.0.1:1', '--iterations', '1']));
