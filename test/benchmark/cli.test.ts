@@ -58,7 +58,9 @@ describe('benchmark CLI', () => {
     writeFileSync(file, text);
     const args = ['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '1000', '--iterations', '1', '--warmup', '0', '--quiet', '--markdown', file];
     // Before: the run went on and replaced the whole file with its tables.
-    expect(oneLineError(await runCli(args))).toMatch(/--markdown .*half-marked\.md: it has a <!-- benchmark-results:start --> line and no <!-- benchmark-results:end --> line/);
+    const refused = await runCli(args);
+    expect(oneLineError(refused)).toMatch(/--markdown .*half-marked\.md: it has a <!-- benchmark-results:start --> line and no <!-- benchmark-results:end --> line/);
+    expect(refused.stdout).not.toContain('publish-overhead on noop'); // nothing ran
     expect(readFileSync(file, 'utf8')).toBe(text);
     // With both markers only the section is replaced.
     writeFileSync(file, `${text}<!-- benchmark-results:end -->\n\nafter\n`);
