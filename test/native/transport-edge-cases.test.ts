@@ -84,6 +84,31 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect((err as ConfigError).issues[0]!.path).toEqual(['workerData']);
   });
 
+  it('worker consumers: a subscribe that fails leaves no group behind to fill up and stall the publishers; a MessagePort in workerData is a ConfigError too', async () => {
+    const b = await bus({ capacity: 8, backpressure: 'block', publishTimeoutMs: 300 });
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'good' }, (e) => void seen.push(e.data.seq));
+    const broken = await b.subscribe('tick', { group: 'broken', workers: 1, handler: fixture('throws-on-load.mjs') }).catch((e: unknown) => e);
+    expect(broken).toBeInstanceOf(ConfigError);
+    const { port1, port2 } = new MessageChannel();
+    const port = await b.subscribe('tick', { group: 'port', workers: 1, handler: fixture('count-handler.mjs'), workerData: { port: port1 } }).catch((e: unknown) => e);
+    port1.close();
+    port2.close();
+    // Before: a TypeError (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST), not an EventlaneError.
+    expect(port).toBeInstanceOf(ConfigError);
+    expect((port as ConfigError).issues[0]!.path).toEqual(['workerData']);
+    // Before: both groups kept rings of 8 that nobody consumed; past the 8th event every publish timed out.
+    for (let i = 0; i < 40; i++) await b.publish('tick', { seq: i });
+    await waitFor(() => seen.length === 40, 5_000, 'every event by the group that was joined');
+    expect(transportOf(b).stats('tick', 0, 'broken')).toBeUndefined();
+    // The name is free: subscribing it again makes a new group, which gets what is published from then on.
+    const again: number[] = [];
+    await b.subscribe('tick', { group: 'broken' }, (e) => void again.push(e.data.seq));
+    await b.publish('tick', { seq: 40 });
+    await waitFor(() => again.length === 1, 5_000, 'the new group');
+    expect(again).toEqual([40]);
+  });
+
   it('worker consumers: a relative handler path, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
     const b = await bus();
     // Before: a relative path resolved against eventlane's folder ("Cannot find module"), and the function was never called.

@@ -114,6 +114,15 @@ export class NativeGroup {
   /** Events handed back by members that left, by partition, until an owner takes them. */
   private readonly backlog = new Map<number, Pending[]>();
   private kickScheduled = false;
+  /** joinWorkers calls still loading their module. */
+  private joins = 0;
+  /** Taken out of its topic (`NativeTransport` removes a group nobody ever joined): its rings take nothing more. */
+  removed = false;
+
+  /** No member, and none joining: nobody has ever consumed, or ever will, what its rings hold. */
+  get unused(): boolean {
+    return this.members.length === 0 && this.joins === 0 && this.leaving.size === 0;
+  }
 
   constructor(
     private readonly core: PartitionCore,
@@ -200,15 +209,25 @@ export class NativeGroup {
    */
   async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
     if (transportClosing.aborted) throw new ClosedError('native transport');
+    this.joins++;
+    try {
+      return await this.startWorkers(spec, workers, handlerModule, userData, cpus, transportClosing);
+    } finally {
+      this.joins--;
+    }
+  }
+
+  private async startWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
     const started: { thread: ConsumerThread; ready: Promise<void> }[] = [];
     try {
       for (let k = 0; k < workers; k++) started.push(this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
     } catch (err) {
-      // new Worker() refused: workerData that cannot be cloned (a function, a class with private state), or no
-      // more threads. The ones already started go.
+      // new Worker() refused: workerData that cannot be cloned (a function, a class with private state, a
+      // MessagePort, which would need a transfer list), or no more threads. The ones already started go.
       for (const s of started) s.ready.catch(() => undefined);
       await Promise.all(started.map((s) => s.thread.end()));
-      if ((err as Error).name === 'DataCloneError') {
+      const code = (err as { code?: string }).code;
+      if ((err as Error).name === 'DataCloneError' || code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST') {
         const message = `cannot be passed to a worker thread (structured clone): ${(err as Error).message}`;
         throw new ConfigError(`subscribe options: workerData ${message}`, [{ path: ['workerData'], message }], { cause: err });
       }

@@ -341,6 +341,7 @@ export class NativeTransport implements Transport {
         else setTimeout(wake, 1);
       });
       if (this.closed) throw withWritten(new ClosedError('native transport'), total - b.n);
+      if (group.removed) return; // no such group any more: the unit is written to every group there is
       const done = this.core.push(group.lane, unit.partition, b.bytes, b.lens, b.chars, b.n, PushMode.partial);
       if (done > 0) group.kick();
       if (done === b.n) return;
@@ -373,6 +374,7 @@ export class NativeTransport implements Transport {
     if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
+    const created = group === undefined;
     if (!group) {
       const lane = this.core.createLane(this.config.partitions);
       group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
@@ -390,7 +392,13 @@ export class NativeTransport implements Transport {
     }
     if (!useWorkers) return group.joinMain(spec, handler);
     const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
-    const joining = group.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus, this.closing.signal);
+    const joined = group;
+    const joining = joined.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus, this.closing.signal).catch((err: unknown) => {
+      // A group this subscribe created, that nobody joined after all: taken out, or its rings would take every
+      // event published to the type, consumed by nobody, until they were full and stalled the publishers.
+      if (created && joined.unused && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
+      throw err;
+    });
     const settled = joining.then(
       () => undefined,
       () => undefined,
@@ -398,6 +406,17 @@ export class NativeTransport implements Transport {
     this.joining.add(settled);
     void settled.then(() => this.joining.delete(settled));
     return joining;
+  }
+
+  /**
+   * Takes `group` out of its topic: writes stop going to its rings, a write waiting there for room stops
+   * waiting, and a subscribe of the same name later creates the group anew. Its rings stay allocated until
+   * the transport closes (the core keeps a lane for its lifetime).
+   */
+  private removeGroup(topic: Topic, group: NativeGroup): void {
+    topic.groups.delete(group.name);
+    group.removed = true;
+    for (const wake of [...this.waiting]) wake();
   }
 
   /**
