@@ -109,6 +109,32 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect(again).toEqual([40]);
   });
 
+  it('deleteGroup: a group whose subscriptions closed stops stalling block publishers once deleted; one with members is refused', async () => {
+    const b = await bus({ capacity: 8, backpressure: 'block', publishTimeoutMs: 200 });
+    const t = transportOf(b);
+    const seen: number[] = [];
+    await b.subscribe('tick', { group: 'live' }, (e) => void seen.push(e.data.seq));
+    const audit = await b.subscribe('tick', { group: 'audit' }, () => {});
+    await audit.close();
+    // The closed group keeps its ring (its events wait for a member): full, it stalls the publisher.
+    for (let i = 0; i < 8; i++) await b.publish('tick', { seq: i });
+    await expect(b.publish('tick', { seq: 8 })).rejects.toThrow(/group "audit"\) stayed full/);
+    const err = await Promise.resolve().then(() => t.deleteGroup('tick', 'live')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).message).toMatch(/group "live" of "tick" has members/);
+    // A publish waiting for room in the deleted group's ring stops waiting.
+    const waiting = b.publish('tick', { seq: 9 });
+    await sleep(20);
+    expect(t.deleteGroup('tick', 'audit')).toBe(true);
+    await waiting;
+    expect(t.deleteGroup('tick', 'audit')).toBe(false);
+    expect(t.stats('tick', 0, 'audit')).toBeUndefined();
+    for (let i = 10; i < 40; i++) await b.publish('tick', { seq: i });
+    // The refused one too: the live group's ring had taken it (documented for block with several groups).
+    await waitFor(() => seen.length === 40, 5_000, 'every event, by the live group');
+    expect(seen).toEqual(ticks(40).map((x) => x.seq));
+  });
+
   it('worker consumers: a relative handler path, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
     const b = await bus();
     // Before: a relative path resolved against eventlane's folder ("Cannot find module"), and the function was never called.

@@ -459,6 +459,25 @@ export class NativeTransport implements Transport {
     return this.topics.get(type)?.groups.get(group)?.unfinished() ?? 0;
   }
 
+  /**
+   * Deletes consumer group `group` of `type`, which nobody consumes any more: its rings take no more events
+   * (a group whose subscriptions all closed keeps them, and under `block` its full rings stall every publisher
+   * of the type), a write waiting there for room stops waiting, and its queued events and dead letters go.
+   * `true` when there was such a group; a group with members (or a subscribe still joining) is a ConfigError.
+   */
+  deleteGroup(type: string, group: string): boolean {
+    if (this.closed) throw new ClosedError('native transport');
+    const topic = this.topics.get(type);
+    const g = topic?.groups.get(group);
+    if (topic === undefined || g === undefined) return false;
+    if (!g.unused) {
+      const message = 'has members: close its subscriptions first';
+      throw new ConfigError(`deleteGroup: group "${group}" of "${type}" ${message}.`, [{ path: ['group'], message }]);
+    }
+    this.removeGroup(topic, g);
+    return true;
+  }
+
   /** Exact ring counters of one partition of a (type, group). */
   stats(type: string, partition: number, group: string): RingStats | undefined {
     return this.topics.get(type)?.groups.get(group ?? '')?.ringStats(partition);
