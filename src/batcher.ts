@@ -27,6 +27,8 @@ export interface BatcherOptions {
   /** Most events per unit (at most maxEvents): see `TransportCapabilities.maxUnitEvents`. */
   maxUnitEvents: number;
   maxBytes: number;
+  /** Most bytes per unit (default and at most maxBytes): see `TransportCapabilities.maxUnitBytes`. */
+  maxUnitBytes?: number;
   maxWaitMs: number;
   maxInFlight: number;
   maxPendingEvents: number;
@@ -188,12 +190,15 @@ export class Batcher {
   private readonly flushNow = (): void => this.flush();
   /** Single publishes (`add`) get a promise of their own per event: `partialUnits`. */
   private readonly ownPromises: boolean;
+  /** Most bytes per unit: `maxUnitBytes`, at most `maxBytes`. */
+  private readonly unitBytes: number;
 
   constructor(
     private readonly write: WriteFn,
     private readonly opts: BatcherOptions,
   ) {
     this.ownPromises = opts.partialUnits === true;
+    this.unitBytes = Math.min(opts.maxBytes, opts.maxUnitBytes ?? Infinity);
     // Written twice so V8 never treats it as a constant (see EventBus's constructor).
     this.closed = true;
     this.closed = false;
@@ -248,6 +253,7 @@ export class Batcher {
     if (this.closed) return track(0, run.count, Promise.reject(new ClosedError('publisher')));
     const n = run.count;
     const { maxEvents, maxUnitEvents, maxBytes } = this.opts;
+    const maxUnitBytes = this.unitBytes;
     for (let from = 0; from < n; ) {
       const open = this.open;
       const most = Math.min(n, from + Math.min(maxUnitEvents, Math.max(1, maxEvents - open.events)));
@@ -255,7 +261,7 @@ export class Batcher {
       let bytes = 0;
       while (to < most) {
         const size = sizes[at + to]!;
-        if (bytes > 0 && bytes + size > maxBytes) break; // the unit is full (push starts a new unit there)
+        if (bytes > 0 && bytes + size > maxUnitBytes) break; // the unit is full (push starts a new unit there)
         bytes += size;
         to++;
         if (open.bytes + bytes >= maxBytes) break; // the batch is full (push seals it there)
@@ -307,7 +313,7 @@ export class Batcher {
   private push(lane: Lane, event: OutgoingEvent, size: number, own = false): Promise<void> {
     const open = this.open;
     let unit = lane.unit;
-    if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxUnitEvents || (unit.bytes > 0 && unit.bytes + size > this.opts.maxBytes)) {
+    if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxUnitEvents || (unit.bytes > 0 && unit.bytes + size > this.unitBytes)) {
       unit = new Unit(lane.type, lane.partition);
       lane.unit = unit;
       lane.gen = this.gen;

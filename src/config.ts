@@ -113,11 +113,12 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, wher
   throw new ConfigError(`Invalid config: ${formatIssues(issues)}`, issues);
 }
 
-export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents' | 'partialUnits'>): BatcherOptions {
+export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents' | 'maxUnitBytes' | 'partialUnits'>): BatcherOptions {
   return {
     ...b,
     maxInFlight: b.maxInFlight ?? caps.maxInFlight,
     maxUnitEvents: Math.min(b.maxEvents, caps.maxUnitEvents ?? Infinity),
+    maxUnitBytes: Math.min(b.maxBytes, caps.maxUnitBytes ?? Infinity),
     partialUnits: caps.partialUnits === true,
   };
 }

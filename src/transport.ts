@@ -220,6 +220,12 @@ export interface TransportCapabilities {
    */
   readonly maxUnitEvents?: number;
   /**
+   * Most bytes (as counted toward `batching.maxBytes`) the batcher puts in one unit (default:
+   * `batching.maxBytes`). A transport that takes a unit whole or not at all into a store of bounded size (the
+   * native rings under `error`) sets what an empty store surely holds, so that no unit is refused for its size.
+   */
+  readonly maxUnitBytes?: number;
+  /**
    * The transport may write a unit's first events and fail the rest (its error marked with `withWritten`).
    * `publish()` then gets a promise of its own per event (one more promise per event), so that each settles
    * with its own event's fate; `publishMany` reads the mark from the unit's error.

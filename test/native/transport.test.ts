@@ -59,12 +59,38 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   it('error: rejects a unit that does not fit with BackpressureError, counted as rejected', async () => {
     const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
     const { seen, release } = await stuckConsumer(b);
-    await expect(b.publishMany('tick', ticks(10))).rejects.toBeInstanceOf(BackpressureError);
-    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 0, rejected: 10 });
-    await b.publishMany('tick', ticks(4, 100));
+    await b.publishMany('tick', ticks(3, 100));
+    await waitFor(() => seen.length === 1, 5000, 'the first event popped'); // 2 left in the ring: room for 2
+    await expect(b.publishMany('tick', ticks(3))).rejects.toBeInstanceOf(BackpressureError);
+    expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 3, rejected: 3 });
+    await b.publishMany('tick', ticks(2, 200));
+    release();
+    await waitFor(() => seen.length === 5, 5000, '5 events');
+    expect(seen).toEqual([100, 101, 102, 200, 201]);
+  });
+
+  it('error: a burst of publish() calls into an empty ring is taken as far as the ring holds (no unit is larger than the ring)', async () => {
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const { seen, release } = await stuckConsumer(b);
+    // One tick: before, the batcher made one unit of all 10, which a ring of 4 refused whole, empty as it was.
+    const results = await Promise.allSettled(ticks(10).map((t) => b.publish('tick', t)));
+    expect(results.map((r) => r.status)).toEqual([...Array(4).fill('fulfilled'), ...Array(6).fill('rejected')]);
+    for (const r of results.slice(4)) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(BackpressureError);
     release();
     await waitFor(() => seen.length === 4, 5000, '4 events');
-    expect(seen).toEqual([100, 101, 102, 103]);
+    expect(seen).toEqual([0, 1, 2, 3]);
+    // By bytes too: an arena of 64 KiB takes units of at most a quarter of it.
+    const big = await bus({ arenaBytes: 64 * 1024, backpressure: 'error' }, { batching: { maxEvents: 4000 } });
+    const held = await stuckConsumer(big); // holds the first event: the ring fills
+    const pad = 'x'.repeat(1000);
+    // 200 events of ~1 KB in one tick, more than the arena: before, one unit, refused whole.
+    const settled = await Promise.allSettled(ticks(200).map((t) => big.publish('tick', { ...t, pad })));
+    const accepted = settled.filter((r) => r.status === 'fulfilled').length;
+    expect(accepted).toBeGreaterThan(0);
+    expect(settled.slice(0, accepted).every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(transportOf(big).stats('tick', 0, 'g')).toMatchObject({ pushed: accepted, rejected: 200 - accepted });
+    held.release();
+    await waitFor(() => held.seen.length === accepted, 5000, 'the accepted events');
   });
 
   it('error: a publishMany of several units the ring takes part of rejects with PublishPartialError naming the refused payloads', async () => {

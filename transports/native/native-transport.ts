@@ -114,7 +114,10 @@ export class NativeTransport implements Transport {
     const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
     // `block` may write a unit's first events and time out on the rest (blockingPush).
     const partialUnits = config.backpressure === 'block';
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes, partialUnits };
+    // `error` takes a unit whole or refuses it: a unit larger than an empty ring would always be refused (a
+    // burst of publish() calls in one tick, batched into one unit, was refused whole by an empty ring).
+    const units = config.backpressure === 'error' ? { maxUnitEvents: this.core.capacity, maxUnitBytes: this.core.arenaBytes / 4 } : {};
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes, partialUnits, ...units };
     this.mode = MODE[config.backpressure];
   }
 
