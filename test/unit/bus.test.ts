@@ -155,6 +155,20 @@ describe('tryPublish', () => {
     expect(() => bus.tryPublish('user.signed-up', { userId: 'u4', email: 'a@b.co' })).toThrow(/closed/i);
   });
 
+  it('memory always has room: true behind a burst of publish() calls several batches long', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxEvents: 100 } });
+    const seen: string[] = [];
+    await bus.subscribe('user.signed-up', { group: 'g' }, (e) => void seen.push(e.data.userId));
+    const burst = Array.from({ length: 1000 }, (_, i) => bus.publish('user.signed-up', { userId: `u${i}`, email: 'a@b.co' }));
+    // Before: the memory write returned a promise, so one batch of the ten could go now and this was false.
+    expect(bus.tryPublish('user.signed-up', { userId: 'last', email: 'a@b.co' })).toBe(true);
+    await Promise.all(burst);
+    await bus.idle();
+    expect(seen.length).toBe(1001);
+    expect(seen.at(-1)).toBe('last');
+    await bus.close();
+  });
+
   it('throws ConfigError on a transport without a synchronous write', async () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
     expect(() => bus.tryPublish('user.signed-up', { userId: 'u1', email: 'a@b.co' })).toThrow(ConfigError);

@@ -106,8 +106,13 @@ export class MemoryTransport implements Transport {
     return t;
   }
 
-  write(units: readonly PublishUnit[]): Promise<WriteResult> {
-    if (this.closed) return Promise.reject(new ClosedError('memory transport'));
+  /**
+   * Completes before it returns (no promise): the batcher frees its write slot at once, so `tryPublish` can
+   * hand everything buffered to the groups first (with a promise, only one batch could go synchronously and
+   * `tryPublish` returned false behind a burst of `publish()` calls, on a transport that always has room).
+   */
+  write(units: readonly PublishUnit[]): WriteResult {
+    if (this.closed) throw new ClosedError('memory transport');
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
@@ -120,13 +125,13 @@ export class MemoryTransport implements Transport {
       }
       for (const group of topic.groups.values()) group.enqueue(unit.partition, items);
     }
-    return Promise.resolve(undefined);
+    return undefined;
   }
 
   /** Always has room (its queues are unbounded): writes the unit now. */
   tryWrite(unit: PublishUnit): boolean {
     if (this.closed) throw new ClosedError('memory transport');
-    void this.write([unit]);
+    this.write([unit]);
     return true;
   }
 
