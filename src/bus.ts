@@ -570,17 +570,25 @@ export class EventBus<M extends EventMap, T extends string = string> {
     // Twice in a row, a poll apart: a count read while an event moves between two places (a message to or
     // from a worker thread, a retry moving streams) cannot end the wait alone.
     let quiet = 0;
+    // The groups to watch: those subscribed when it started and since (a subscription closing does not take its group off).
+    const groups = new Map<string, [string, string]>();
     for (;;) {
-      const groups = new Map<string, [string, string]>();
       for (const s of this.subscriptions) if (o.type === undefined || s.type === o.type) groups.set(`${s.type}\0${s.group}`, [s.type, s.group]);
       const pairs = [...groups.values()];
+      // Events this bus still buffers (a handler's publish waiting out `batching.maxWaitMs`) are not finished.
+      const buffered = this.batcher.pendingEvents;
+      if (buffered > 0) void this.flush();
       const counts = await Promise.all(pairs.map(([type, group]) => transport.unfinished!(type, group)));
-      if (counts.every((n) => n === 0)) {
+      // close() while waiting: what is left is dropped with an in-process transport, never finished.
+      if (this.closing) throw new ClosedError();
+      if (buffered === 0 && counts.every((n) => n === 0)) {
         if (++quiet >= 2) return;
       } else quiet = 0;
-      if (performance.now() >= deadline) {
+      // Past the deadline after a quiet look, one more look decides (a timeoutMs of 0 on an idle bus resolves).
+      if (performance.now() >= deadline && quiet === 0) {
         const behind = pairs.flatMap(([type, group], i) => (counts[i]! > 0 ? [`"${type}" group "${group}": ${counts[i]}`] : []));
-        throw new TimeoutError(`bus.idle() waited ${timeoutMs} ms (options.timeoutMs); events not finished yet: ${behind.join(', ') || 'none on the last look'}.`);
+        if (buffered > 0) behind.push(`${buffered} published by this bus and not yet sent`);
+        throw new TimeoutError(`bus.idle() waited ${timeoutMs} ms (options.timeoutMs); events not finished yet: ${behind.join(', ')}.`);
       }
       await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
     }

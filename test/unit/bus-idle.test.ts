@@ -28,6 +28,46 @@ describe('bus.idle()', () => {
     await expect(bus.idle()).rejects.toBeInstanceOf(ClosedError);
   });
 
+  it("waits for a handler's publish lingering in the batch (batching.maxWaitMs), and its handling", async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxWaitMs: 200 } });
+    const sent: number[] = [];
+    await bus.subscribe('job.done', { group: 'jobs' }, async (e) => {
+      if (e.data.n !== 1) return void sent.push(e.data.n);
+      await new Promise((r) => setTimeout(r, 20)); // some work
+      void bus.publish('job.done', { n: 2 }); // then the next step, not awaited
+    });
+    await bus.publish('job.done', { n: 1 });
+    // Before: idle() flushed once, then asked only the groups; n: 2 sat in the batch for 200 ms, uncounted.
+    await bus.idle({ timeoutMs: 5000 });
+    expect(sent).toEqual([2]);
+    expect(bus.stats().pendingEvents).toBe(0);
+    await bus.close();
+  });
+
+  it('rejects with ClosedError when close() runs while it waits (close drops what was not handled)', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, drainTimeoutMs: 100 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    await bus.subscribe('job.done', { group: 'jobs' }, () => gate);
+    await bus.publishMany('job.done', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const waiting = bus.idle({ timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 20));
+    const closed = bus.close();
+    // Before: the closed subscription left no group to ask, and idle() resolved as if all were handled.
+    await expect(waiting).rejects.toBeInstanceOf(ClosedError);
+    release();
+    await closed;
+  });
+
+  it('timeoutMs 0 on an idle bus resolves (one more look after a quiet one)', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    await bus.subscribe('job.done', { group: 'jobs' }, () => {});
+    await bus.idle({ timeoutMs: 0 });
+    await bus.publish('job.done', { n: 1 });
+    await bus.idle({ timeoutMs: 0 });
+    await bus.close();
+  });
+
   it('is a ConfigError on a transport that keeps no consumer groups (noop)', async () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: 'noop' } });
     await expect(bus.idle()).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringContaining('noop') });
