@@ -85,6 +85,11 @@ export class EventBus<M extends EventMap, T extends string = string> {
   /** publishMany calls still queueing slices. */
   private readonly bulkCalls = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
+  /**
+   * Set by close() once the subscriptions have drained: publishes are refused from then on. Until then the
+   * handlers close() drains may still publish (the next step of their work), and those events are sent.
+   */
+  private publishClosed: boolean;
   private readonly maxEventBytes: number;
   /** The transport takes a publishMany call's events of one lane as runs (`TransportCapabilities.runs`). */
   private readonly runs: boolean;
@@ -110,6 +115,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
     // round after). The same for the batcher's and the transports' closed flags, and the id generator's clock.
     this.closing = Promise.resolve();
     this.closing = undefined;
+    this.publishClosed = true;
+    this.publishClosed = false;
     const caps = transport.capabilities;
     this.maxEventBytes = caps.maxEventBytes;
     this.runs = caps.runs === true;
@@ -154,7 +161,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * @example await bus.publish('order.created', { orderId: 'o-1', amount: 10 }, { key: 'customer-7' });
    */
   publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void> {
-    if (this.closing) return Promise.reject(new ClosedError());
+    if (this.publishClosed) return Promise.reject(new ClosedError());
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     try {
@@ -173,7 +180,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * @example if (!bus.tryPublish('tick.received', tick)) skipped++;
    */
   tryPublish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): boolean {
-    if (this.closing) throw new ClosedError();
+    if (this.publishClosed) throw new ClosedError();
     const t = this.types.get(type);
     if (t === undefined) throw new UnknownEventError(type, this.events.names);
     if (this.transport.tryWrite === undefined) {
@@ -201,7 +208,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     payloads: readonly EventInput<M, K>[],
     options?: PublishManyOptions<EventInput<M, K>>,
   ): Promise<void> {
-    if (this.closing) return Promise.reject(new ClosedError());
+    if (this.publishClosed) return Promise.reject(new ClosedError());
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
     if (!Array.isArray(payloads)) return Promise.reject(new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
@@ -601,8 +608,20 @@ export class EventBus<M extends EventMap, T extends string = string> {
   }
 
   /**
-   * Flushes pending publishes (waiting up to `drainTimeoutMs` for the transport to take them), drains
-   * in-flight handlers (acking them; up to `drainTimeoutMs`), then disconnects. Idempotent.
+   * Waits up to `ms` for `sending`; true when it had not settled by then. A write waiting for room that only
+   * this bus's own stuck consumers could make (native `block`) held close() for the transport's
+   * publishTimeoutMs (30 s); closing the transport ends such writes: their publishes reject with ClosedError.
+   */
+  private async late(sending: Promise<void>, ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([sending.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, true)))]);
+    clearTimeout(timer);
+    return late;
+  }
+
+  /**
+   * Sends what was published (up to `drainTimeoutMs`), drains in-flight handlers (acking them; up to
+   * `drainTimeoutMs`), sends what they published meanwhile, then disconnects. Idempotent.
    */
   close(): Promise<void> {
     this.closing ??= this.doClose();
@@ -610,15 +629,22 @@ export class EventBus<M extends EventMap, T extends string = string> {
   }
 
   private async doClose(): Promise<void> {
-    const sent = this.sendAccepted();
-    // Up to drainTimeoutMs: a write waiting for room that only this bus's own stuck consumers could make
-    // (native `block`) held close() for the transport's publishTimeoutMs (30 s). Closing the transport then
-    // ends such writes: their publishes reject with ClosedError.
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([sent.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, this.config.drainTimeoutMs, true)))]);
-    clearTimeout(timer);
-    if (late) this.logger.warn({ drainTimeoutMs: this.config.drainTimeoutMs }, 'close(): publishes still waiting for the transport after drainTimeoutMs; closing it rejects them');
+    // What was published before close() goes first, while the subscriptions still consume (in-process: their
+    // handlers may take it before they stop).
+    const drainMs = this.config.drainTimeoutMs;
+    const stuck = await this.late(
+      Promise.allSettled([...this.bulkCalls]).then(() => this.batcher.flushAll()),
+      drainMs,
+    );
+    // The handlers still running are drained, and may publish meanwhile: a handler's next event is sent, not
+    // refused with ClosedError (which failed the handler, and its event was lost with the bus's retry timers).
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
+    this.publishClosed = true;
+    const sent = this.sendAccepted();
+    // Publishes already stuck for drainTimeoutMs get no second wait.
+    if (stuck || (await this.late(sent, drainMs))) {
+      this.logger.warn({ drainTimeoutMs: drainMs }, 'close(): publishes still waiting for the transport after drainTimeoutMs; closing it rejects them');
+    }
     await this.transport.close();
     await sent;
     this.logger.debug({}, 'event bus closed'); // the bus's logger names the service already

@@ -389,3 +389,31 @@ describe('publishMany failing part-way', () => {
     await bus.close();
   });
 });
+
+describe('close() while handlers run', () => {
+  it("sends what the handlers it drains publish (a handler's next event), then refuses publishes", async () => {
+    const evs = defineEvents({ 'order.created': z.object({ id: z.string() }), 'order.billed': z.object({ id: z.string() }) });
+    const name = `close-drain-${process.pid}`;
+    const a = await createEventBus({ service: 'a', events: evs, transport: { type: 'memory', name } });
+    const b = await createEventBus({ service: 'b', events: evs, transport: { type: 'memory', name } });
+    const billed: string[] = [];
+    await b.subscribe('order.billed', { group: 'ledger' }, (e) => void billed.push(e.data.id));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const failures: unknown[] = [];
+    await a.subscribe('order.created', { group: 'billing' }, async (e) => {
+      started();
+      await new Promise((r) => setTimeout(r, 50)); // charging...
+      await a.publish('order.billed', { id: e.data.id }).catch((err: unknown) => void failures.push(err));
+    });
+    await a.publish('order.created', { id: 'o-1' });
+    await running;
+    await a.close();
+    // Before: the drained handler's publish rejected with ClosedError, and o-1 was never billed.
+    expect(failures).toEqual([]);
+    await b.idle({ timeoutMs: 2000 });
+    expect(billed).toEqual(['o-1']);
+    await expect(a.publish('order.billed', { id: 'o-2' })).rejects.toMatchObject({ code: 'ERR_CLOSED' });
+    await b.close();
+  });
+});
