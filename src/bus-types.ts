@@ -23,13 +23,13 @@ export interface EventBusConfig<M extends EventMap, T extends string = string> {
    */
   transport: TransportBlock<T>;
   /** Publish batching; adaptive by default. */
-  batching?: BatchingConfig;
+  batching?: BatchingConfig | undefined;
   /** A pino logger (or compatible). Silent by default. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** How long `close()` waits for in-flight handlers. @default 30000 */
-  drainTimeoutMs?: number;
+  drainTimeoutMs?: number | undefined;
   /** Validate payloads on the consumer side too (events from other producers). @default true */
-  validateOnConsume?: boolean;
+  validateOnConsume?: boolean | undefined;
 }
 
 /** Subscription options every transport takes; each transport accepts more (`TransportSubscribeOptions`). */
@@ -37,16 +37,16 @@ export interface CommonSubscribeOptions {
   /** Consumer group: every group gets every event; members of one group share the work. */
   group: string;
   /** Stable consumer name within the group. @default `${service}@${hostname}:${pid}` */
-  consumer?: string;
+  consumer?: string | undefined;
   /** Handlers running at once. @default 1 */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Where a new group starts: `'$'` new events only, `'0'` all retained events. @default '$' */
-  startFrom?: '$' | '0';
+  startFrom?: '$' | '0' | undefined;
   /** Attempts before an event is dead-lettered. @default 5 */
-  maxDeliveries?: number;
-  retry?: { backoff?: { initialMs?: number; maxMs?: number; multiplier?: number; jitter?: number } };
+  maxDeliveries?: number | undefined;
+  retry?: { backoff?: { initialMs?: number | undefined; maxMs?: number | undefined; multiplier?: number | undefined; jitter?: number | undefined } | undefined } | undefined;
   /** How long `close()` waits for this subscription's in-flight handlers. @default the bus's drainTimeoutMs */
-  drainTimeoutMs?: number;
+  drainTimeoutMs?: number | undefined;
 }
 
 /**
@@ -116,13 +116,13 @@ export interface Subscription {
 
 /** Options of `publishMany`: `key` may derive a key per event. */
 export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'key'> {
-  key?: string | ((data: T, index: number) => string | undefined);
+  key?: string | ((data: T, index: number) => string | undefined) | undefined;
 }
 
 /** Options of `bus.idle()`. */
 export interface IdleOptions<K extends string = string> {
   /** Only the subscriptions of this event type. @default every subscription of the bus */
-  type?: K;
+  type?: K | undefined;
   /** How long to wait before rejecting with `TimeoutError`. @default the bus's `drainTimeoutMs` (30000) */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }

@@ -28,10 +28,10 @@ export interface EventEnvelope<T = unknown, K extends string = string> {
 /** Per-publish options. */
 export interface PublishOptions {
   /** Partition key: events with the same key go to the same partition and keep their order. */
-  key?: string;
-  correlationId?: string;
-  causationId?: string;
-  headers?: EventHeaders;
+  key?: string | undefined;
+  correlationId?: string | undefined;
+  causationId?: string | undefined;
+  headers?: EventHeaders | undefined;
 }
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

@@ -190,6 +190,27 @@ export async function main(): Promise<void> {
     }
   }, 120_000);
 
+  it('takes options whose value may be undefined under exactOptionalPropertyTypes (tsc --init of TypeScript 7 sets it), as the run time does', () => {
+    const program = `import { createEventBus, defineEvents, type Logger } from 'eventlane';
+import { z } from 'zod';
+declare const maybe: { key?: string; logger?: Logger; n?: number; group: string };
+export async function main(): Promise<void> {
+  const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+  const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, logger: maybe.logger, drainTimeoutMs: maybe.n, batching: undefined });
+  await bus.subscribe('order.created', { group: maybe.group, consumer: maybe.key, concurrency: maybe.n, maxDeliveries: maybe.n, retry: { backoff: { initialMs: maybe.n } } }, () => {});
+  await bus.publish('order.created', { orderId: 'o-1' }, { key: maybe.key, correlationId: maybe.key, headers: undefined });
+  await bus.publishMany('order.created', [{ orderId: 'o-2' }], { key: maybe.key });
+  await bus.idle({ timeoutMs: maybe.n, type: undefined });
+  await bus.close();
+}
+`;
+    expect(tsc('ts-exact-optional', { module: 'NodeNext', moduleResolution: 'NodeNext', exactOptionalPropertyTypes: true }, { 'main.mts': program })).toBe('');
+    // The run time takes the same undefined values.
+    const run = program.replace(/^import \{ createEventBus, defineEvents, type Logger \} from 'eventlane';/m, "import { createEventBus, defineEvents } from 'eventlane';").replace(/^declare const maybe.*$/m, "const maybe = { group: 'g' };").replace(/: Promise<void>/, '').replace(/export async function main\(\)/, 'async function main()') + 'await main();\nconsole.log("ok");\n';
+    writeFileSync(join(dir, 'exact-optional.mjs'), run);
+    expect(execFileSync(process.execPath, ['exact-optional.mjs'], { cwd: dir, encoding: 'utf8' }).trim()).toBe('ok');
+  }, 120_000);
+
   it('ships type declarations for both entry points', () => {
     const pkg = JSON.parse(execFileSync('cat', [join(dir, 'node_modules/eventlane/package.json')], { encoding: 'utf8' }));
     expect(pkg.exports['.'].import.types).toMatch(/\.d\.ts$/);
