@@ -225,8 +225,23 @@ export function isRetryable(err: unknown): boolean {
 export function describeError(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   try {
+    if (typeof err === 'object' && err !== null) {
+      // A thrown plain object (some HTTP and RPC clients reject with one): its message, not "[object Object]".
+      const o = err as { name?: unknown; code?: unknown; message?: unknown };
+      if (typeof o.message === 'string') {
+        const code = typeof o.code === 'string' || typeof o.code === 'number' ? ` (${o.code})` : '';
+        return `${typeof o.name === 'string' ? o.name : 'Error'}${code}: ${o.message}`;
+      }
+      const text = String(err);
+      if (text === '[object Object]') return truncate(JSON.stringify(err) ?? text, 500);
+      return text;
+    }
     return String(err);
   } catch {
     return 'unknown error';
   }
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }

@@ -120,6 +120,22 @@ describe('bus.deadLetters', () => {
     await Promise.all([consumer.close(), loose.close()]);
   });
 
+  it("records a thrown plain object's message (and code), not '[object Object]'", async () => {
+    const bus = await createEventBus({ service: 'c', events, transport: { type: 'memory', name: uniqueName('dlq-plain') } });
+    let n = 0;
+    await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1 }, () => {
+      throw n++ === 0 ? { code: 'E_HTTP', message: 'upstream 503' } : { status: 503 };
+    });
+    await bus.publishMany('order.placed', [
+      { orderId: 'o-1', amount: 1, at: new Date(0) },
+      { orderId: 'o-2', amount: 1, at: new Date(0) },
+    ]);
+    await waitFor(async () => (await bus.deadLetters('order.placed')).length === 2, 5000, 'two dead letters');
+    const dead = await bus.deadLetters('order.placed', { group: 'g' });
+    expect(dead.map((d) => d.error)).toEqual(['Error (E_HTTP): upstream 503', '{"status":503}']);
+    await bus.close();
+  });
+
   it('refuses a bad limit or group with a ConfigError naming it', async () => {
     const { createEventBus: create, defineEvents: define, ConfigError: CE } = await import('../../src/index.js');
     const { z: zod } = await import('zod');
