@@ -109,6 +109,25 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect(again).toEqual([40]);
   });
 
+  it('an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again by the next member', async () => {
+    const b = await bus();
+    const log: string[] = [];
+    const first = await b.subscribe('tick', { group: 'g', maxDeliveries: 1, drainTimeoutMs: 50 }, (e, ctx) => {
+      log.push(`first ${e.data.seq} attempt ${ctx.attempt}`);
+      return new Promise(() => {});
+    });
+    await b.publish('tick', { seq: 7 });
+    await waitFor(() => log.length === 1, 5000, 'the first delivery');
+    await first.close();
+    await b.subscribe('tick', { group: 'g', maxDeliveries: 1 }, (e, ctx) => void log.push(`second ${e.data.seq} attempt ${ctx.attempt}`));
+    await b.idle({ timeoutMs: 2000 });
+    // Before: the second member ran it as attempt 2 of 1.
+    expect(log).toEqual(['first 7 attempt 1']);
+    const dead = await transportOf(b).deadLetters('tick', 'g');
+    expect(dead.map((d) => [d.attempts, (d.event?.data as { seq: number }).seq])).toEqual([[1, 7]]);
+    expect(dead[0]!.error).toMatch(/drainTimeoutMs 50/);
+  });
+
   it('deleteGroup: a group whose subscriptions closed stops stalling block publishers once deleted; one with members is refused', async () => {
     const b = await bus({ capacity: 8, backpressure: 'block', publishTimeoutMs: 200 });
     const t = transportOf(b);

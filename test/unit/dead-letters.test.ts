@@ -136,6 +136,26 @@ describe('bus.deadLetters', () => {
     await bus.close();
   });
 
+  it("on the memory transport: an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again", async () => {
+    const bus = await createEventBus({ service: 'c', events, transport: { type: 'memory', name: uniqueName('dlq-drain') } });
+    const log: string[] = [];
+    const first = await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1, drainTimeoutMs: 50 }, (e, ctx) => {
+      log.push(`first ${e.data.orderId} attempt ${ctx.attempt}`);
+      return new Promise(() => {}); // never finishes
+    });
+    await bus.publish('order.placed', { orderId: 'o-1', amount: 1, at: new Date(0) });
+    await waitFor(() => log.length === 1, 5000, 'the first delivery');
+    await first.close();
+    await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1 }, (e, ctx) => void log.push(`second ${e.data.orderId} attempt ${ctx.attempt}`));
+    await bus.idle({ timeoutMs: 2000 });
+    // Before: the second member ran it as attempt 2 of 1.
+    expect(log).toEqual(['first o-1 attempt 1']);
+    const dead = await bus.deadLetters('order.placed', { group: 'g' });
+    expect(dead.map((d) => [d.id.length, d.attempts, d.valid])).toEqual([[26, 1, true]]);
+    expect(dead[0]!.error).toMatch(/still running when its subscription closed \(drainTimeoutMs 50\)/);
+    await bus.close();
+  });
+
   it('refuses a bad limit or group with a ConfigError naming it', async () => {
     const { createEventBus: create, defineEvents: define, ConfigError: CE } = await import('../../src/index.js');
     const { z: zod } = await import('zod');

@@ -12,7 +12,7 @@ import { DELIVERY_SLICE_MS, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
-import { delay, runHandler } from '../../src/run-handler.js';
+import { delay, outlivedDrain, runHandler } from '../../src/run-handler.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
 /**
@@ -130,6 +130,11 @@ export class ConsumerGroup {
         const a = stuck[i]!;
         a.settled = true;
         this.release(a.partition);
+        // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
+        if (a.attempt >= member.spec.maxDeliveries) {
+          this.addDead(outlivedDrain(toEnvelope(a.event, a.source), this.name, a.partition, a.attempt, member.spec.drainTimeoutMs));
+          continue;
+        }
         this.queues[a.partition]!.unshift(new Tagged(a.event, a.source, a.attempt + 1));
         this.logger.warn({ group: this.name, id: a.event.id }, 'handler outlived the drain timeout; event returned to the group');
       }
@@ -219,9 +224,15 @@ export class ConsumerGroup {
     if (--this.held[partition]! === 0) this.holder[partition] = undefined;
   }
 
+  private addDead(dl: DeadLetter): void {
+    this.deadLetters.push(dl);
+    if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
+    this.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
+  }
+
   private fail(spec: SubscriptionSpec, event: OutgoingEvent, source: string, partition: number, attempt: number, err: unknown): void {
     if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
-      this.deadLetters.push({
+      this.addDead({
         id: event.id,
         type: event.type,
         group: this.name,
@@ -231,8 +242,6 @@ export class ConsumerGroup {
         event: toEnvelope(event, source),
         deadAt: Date.now(),
       });
-      if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
-      this.logger.warn({ group: this.name, id: event.id, attempts: attempt, err: describeError(err) }, 'event dead-lettered');
       return;
     }
     const timer = setTimeout(() => {

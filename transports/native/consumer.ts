@@ -13,6 +13,7 @@ import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } fro
 import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record.js';
+import { outlivedDrain } from '../../src/run-handler.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -486,7 +487,9 @@ export class PartitionConsumer {
     const left: Pending[] = [];
     for (const a of this.active) {
       a.settled = true;
-      left.push({ env: a.env, attempt: a.attempt + 1, partition: a.partition });
+      // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
+      if (a.attempt >= this.s.maxDeliveries) this.onDead(outlivedDrain(a.env, this.s.group, a.partition, a.attempt, drainMs));
+      else left.push({ env: a.env, attempt: a.attempt + 1, partition: a.partition });
     }
     this.active.clear();
     for (let r = this.redo.shift(); r !== undefined; r = this.redo.shift()) left.push(r);
