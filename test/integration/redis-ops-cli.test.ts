@@ -10,7 +10,7 @@ import type { EventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { Redis } from 'ioredis';
-import { dlqKey, streamKey } from '../../transports/redis-streams/index.js';
+import { dlqKey, openRedisStreamsAdmin, retryKey, streamKey } from '../../transports/redis-streams/index.js';
 import { events, fastRead, fastRetry, makeBus, order, orders } from './redis-common.js';
 
 const root = resolve(__dirname, '../..');
@@ -111,6 +111,9 @@ describe('eventlane-redis (operations CLI)', () => {
       const listed = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p, '--json');
       const refs = (JSON.parse(listed.out) as { ref: string }[]).map((d) => d.ref).sort();
       expect(refs).toEqual(['0/1700000000000-0', '1/1700000000000-0']);
+      // A bare DLQ entry id is both partitions' letter: it picks neither (before, it purged both).
+      const bare = await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', '1700000000000-0');
+      expect(bare.out).toBe('purged 0 dead letters\n');
       const purged = await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', '1/1700000000000-0');
       expect(purged.out).toBe('purged 1 dead letter\n');
       expect(await raw.xlen(dlqKey(p, 'order.created', 0))).toBe(1);
@@ -120,6 +123,64 @@ describe('eventlane-redis (operations CLI)', () => {
       expect(await raw.xlen(dlqKey(p, 'order.created', 0))).toBe(0);
     } finally {
       raw.disconnect();
+    }
+  });
+
+  it("letters and keys written by others: another key under the prefix, a letter naming another partition or no group, an odd deadAt, a multi-line error; a prefix with glob characters", async () => {
+    const p = `${uniquePrefix('opsodd')}[1]`;
+    const conn2 = ['--url', server.url, '--prefix', p];
+    const raw = new Redis(server.url);
+    try {
+      const letter = (id: string, fields: Record<string, string>) => {
+        const f = { type: 'order.created', group: 'billing', partition: '0', attempts: '3', error: 'boom', deadAt: '1700000000000', event: JSON.stringify({ id, type: 'order.created', source: 'x', time: 1, data: order(1) }), ...fields };
+        return Object.entries(f).flat().filter((v, i, a) => i % 2 === 1 || a[i + 1] !== undefined);
+      };
+      for (const partition of [0, 1]) {
+        await raw.xadd(streamKey(p, 'order.created', partition), '*', 'v', '1', 'data', '{}');
+        await raw.xgroup('CREATE', streamKey(p, 'order.created', partition), 'billing', '0');
+      }
+      await raw.set(`${p}:{user:42}`, 'not a stream'); // an app's own key of the same shape
+      const dlq1 = dlqKey(p, 'order.created', 1);
+      await raw.xadd(dlq1, '*', ...letter('ev-other-partition', { partition: '0' })); // its field names partition 0
+      await raw.xadd(dlq1, '*', ...letter('ev-no-group', { group: '' }));
+      await raw.xadd(dlq1, '*', ...letter('ev-gone-group', { group: 'shipping' }));
+      await raw.xadd(dlq1, '*', ...letter('ev-odd', { deadAt: 'yesterday', error: 'ZodError: [\n  {\n    "code": "invalid_type"\n  }\n]' }));
+
+      // Before: 'streams' (and every command counting partitions from it) failed on the other key with WRONGTYPE,
+      // and with the glob characters in the prefix found no stream at all.
+      const streams = await cli('streams', ...conn2, '--json');
+      expect(streams.code, streams.err).toBe(0);
+      expect((JSON.parse(streams.out) as { partition: number }[]).map((x) => x.partition)).toEqual([0, 1]);
+      const table = await cli('dlq', 'order.created', ...conn2);
+      expect(table.code, table.err).toBe(0);
+      const lines = table.out.trimEnd().split('\n');
+      expect(lines).toHaveLength(5); // header + 4 letters, one line each
+      const odd = lines.find((l) => l.includes('ev-odd'))!;
+      expect(odd).toMatch(/\s-\s+ZodError: \[ \{ "code": "invalid_type" \} \]$/);
+
+      // Replay: only the letter whose group exists; it goes to partition 1's retry stream, where it was read.
+      const replayed = await cli('replay', 'order.created', ...conn2);
+      expect(replayed.out).toBe('replayed 2 dead letters\n'); // ev-other-partition and ev-odd (billing)
+      expect(await raw.xlen(retryKey(p, 'order.created', 1, 'billing'))).toBe(2);
+      expect(await raw.xlen(retryKey(p, 'order.created', 0, 'billing'))).toBe(0);
+      expect(await raw.exists(retryKey(p, 'order.created', 1, ''), retryKey(p, 'order.created', 1, 'shipping'))).toBe(0);
+      const left = JSON.parse((await cli('dlq', 'order.created', ...conn2, '--json')).out) as { id: string; partition: number }[];
+      expect(left.map((d) => [d.id, d.partition]).sort()).toEqual([['ev-gone-group', 1], ['ev-no-group', 1]]);
+      // A second run replays nothing again (before: the letter of the other partition went again on every run).
+      expect((await cli('replay', 'order.created', ...conn2)).out).toBe('replayed 0 dead letters\n');
+      expect((await cli('purge', 'order.created', ...conn2, '--all')).out).toBe('purged 2 dead letters\n');
+      expect(await raw.xlen(dlq1)).toBe(0);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it('admin deadLetters refuses a limit below 1 with a ConfigError', async () => {
+    const { admin, close } = await openRedisStreamsAdmin({ url: server.url, prefix });
+    try {
+      for (const limit of [0, -1, 2.5]) await expect(admin.deadLetters('order.created', undefined, limit)).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('limit') });
+    } finally {
+      await close();
     }
   });
 

@@ -7,7 +7,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
-import { ConnectionError, TransportError } from '../../src/errors.js';
+import { ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
 import { groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
@@ -105,7 +105,10 @@ export class RedisStreamsAdmin {
     for (const node of nodes) {
       let cursor = '0';
       do {
-        const [next, keys] = (await this.typed(node.scan(cursor, 'MATCH', `${this.config.prefix}:{*}`, 'COUNT', 1000), 'SCAN')) as [string, string[]];
+        // Streams only: another key of this shape (an app's `el:{user:42}`) failed XLEN with WRONGTYPE below.
+        // The prefix's glob characters are escaped: `svc[1]` matched no key of its own.
+        const match = `${globEscape(this.config.prefix)}:{*}`;
+        const [next, keys] = (await this.typed(node.scan(cursor, 'MATCH', match, 'COUNT', 1000, 'TYPE', 'stream'), 'SCAN')) as [string, string[]];
         cursor = next;
         for (const k of keys) found.add(k);
       } while (cursor !== '0');
@@ -194,6 +197,10 @@ export class RedisStreamsAdmin {
 
   /** Dead letters of a type (optionally one group), oldest first. */
   async deadLetters(type: string, group?: string, limit = 1000): Promise<RedisDeadLetter[]> {
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      const message = `must be an integer of at least 1 (got ${String(limit)})`;
+      throw new ConfigError(`deadLetters: limit ${message}.`, [{ path: ['limit'], message }]);
+    }
     const all: RedisDeadLetter[] = [];
     for (const p of this.keys(type)) {
       const key = dlqKey(this.config.prefix, type, p);
@@ -209,16 +216,29 @@ export class RedisStreamsAdmin {
   /**
    * Sends dead letters back to their group: each decodable letter becomes a fresh entry (attempt 1)
    * in that group's retry stream, so only that group sees it again; the letter is removed from the DLQ.
-   * Returns how many were replayed. `ids` picks letters by `ref` (one letter), by event id (that event's
-   * letters, one per group that gave up on it) or by bare `dlqId` (that entry id in every partition).
+   * Returns how many were replayed. `ids` picks letters by `ref` (one letter) or by event id (that event's
+   * letters, one per group that gave up on it; an undecodable letter has none: its `ref` only). Skipped: an
+   * undecodable letter (inspect `raw` and purge instead), and one naming no group, or a group the partition's
+   * stream no longer has (nothing would read its retry stream).
    */
   async replayDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
     const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
     const wanted = options.ids ? new Set(options.ids) : undefined;
+    const groupsOf = new Map<number, Promise<Set<string>>>();
+    const hasGroup = (partition: number, group: string): Promise<boolean> => {
+      let names = groupsOf.get(partition);
+      if (names === undefined) {
+        const key = streamKey(this.config.prefix, type, partition);
+        names = this.unlessMissing(groupPositions(this.client, key), [], `XINFO GROUPS ${key}`).then((rows) => new Set(rows.map((r) => r.group)));
+        groupsOf.set(partition, names);
+      }
+      return names.then((set) => set.has(group));
+    };
     let n = 0;
     for (const d of letters) {
       if (wanted && !matches(wanted, d)) continue;
       if (d.event === undefined) continue; // undecodable: inspect `raw` and purge instead
+      if (d.group === '' || !(await hasGroup(d.partition, d.group))) continue;
       const fields = envelopeFields(d.event);
       fields.push('attempt', '1', 'due', '0', 'origin', d.origin, 'replayed', d.dlqId);
       const to = retryKey(this.config.prefix, type, d.partition, d.group);
@@ -280,9 +300,18 @@ function adminError(what: string, err: unknown, cluster: boolean): Error {
   return isConnectionProblem(err) ? new ConnectionError(msg, { cause: err }) : new TransportError(msg, { cause: err });
 }
 
-/** Whether `ids` names the letter: by `ref`, by event id, or by bare DLQ entry id (in any partition). */
+/**
+ * Whether `ids` names the letter: by `ref`, or by the id of the event it holds. Not by bare DLQ entry id:
+ * letters written in the same millisecond to several partitions share one, and purging by it deleted other
+ * events' letters; nor by what stands in for an undecodable letter's id (its origin entry id, shared likewise).
+ */
 function matches(ids: ReadonlySet<string>, d: RedisDeadLetter): boolean {
-  return ids.has(d.ref) || ids.has(d.id) || ids.has(d.dlqId);
+  return ids.has(d.ref) || (d.event !== undefined && ids.has(d.id));
+}
+
+/** `text` with the glob characters of SCAN MATCH escaped. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 
@@ -308,7 +337,9 @@ export function decodeDeadLetter(dlqId: string, fields: string[], type: string, 
     id: event?.id ?? f['origin'] ?? dlqId,
     type: f['type'] ?? type,
     group: f['group'] ?? '',
-    partition: f['partition'] === undefined ? partition : Number(f['partition']),
+    // The partition of the DLQ stream it was read from: replay and purge build their keys from it (a letter
+    // whose own field said another partition was replayed again on every run and never purged).
+    partition,
     attempts: Number(f['attempts'] ?? 0),
     error: f['error'] ?? '',
     event,

@@ -115,9 +115,16 @@ function letterRow(d: RedisDeadLetter): Record<string, unknown> {
     partition: d.partition,
     eventId: d.id,
     attempts: d.attempts,
-    deadAt: new Date(d.deadAt).toISOString(),
-    error: d.error.length > 80 ? `${d.error.slice(0, 77)}...` : d.error,
+    // A letter written by someone else may have no time, or not a number: '-' (toISOString threw on it).
+    deadAt: Number.isFinite(d.deadAt) && d.deadAt > 0 ? new Date(d.deadAt).toISOString() : undefined,
+    // One line per letter: a multi-line error (a ZodError's JSON) broke the table.
+    error: oneLine(d.error, 80),
   };
+}
+
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s*[\r\n]+\s*/g, ' ');
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
 }
 
 function need(positionals: string[], index: number, what: string): string {
