@@ -76,6 +76,9 @@ describe('eventlane-redis (operations CLI)', () => {
     const table = await cli('dlq', 'order.created', ...conn, '--group', 'billing');
     expect(table.out.split('\n')[0]).toMatch(/^ref\s+group\s+eventId\s+attempts\s+deadAt\s+error$/);
     expect(table.out).toContain('poison 5');
+    expect(table.out).not.toContain('there may be more');
+    const one = await cli('dlq', 'order.created', ...conn, '--limit', '1');
+    expect(one.out.trimEnd().split('\n').at(-1)).toBe('(the oldest 1; there may be more: --limit)');
 
     // Purge without a filter is refused: nothing deleted.
     const refused = await cli('purge', 'order.created', ...conn);
@@ -190,7 +193,11 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(unknown.err).toContain('Unknown command "frobnicate"');
     const zero = await cli('groups', 'order.created', ...conn, '--partitions', '0');
     expect(zero.code).toBe(2);
-    expect(zero.err).toContain('--partitions must be an integer of at least 1');
+    expect(zero.err).toContain('--partitions must be an integer from 1 to 4,096');
+    // Before: passed on to Redis, which refused it (exit 1).
+    const huge = await cli('dlq', 'order.created', ...conn, '--limit', '99999999999999999999');
+    expect(huge.code).toBe(2);
+    expect(huge.err).toContain('--limit must be an integer from 1 to 1,000,000');
     const option = await cli('streams', ...conn, '--colour');
     expect(option.code).toBe(2);
     expect(option.err).toContain("'--colour'");

@@ -61,16 +61,16 @@ function parse(argv: string[]) {
   return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
 }
 
-function intFlag(value: string | undefined, name: string, min: number): number | undefined {
+function intFlag(value: string | undefined, name: string, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new ConfigError(`--${name} must be an integer of at least ${min}, got "${value}".`);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer from ${min} to ${max.toLocaleString('en-US')}, got "${value}".`);
   return n;
 }
 
 /** The transport block for openRedisStreamsAdmin from the connection flags. */
 function transportConfig(flags: Flags, env: CliIo['env']): Record<string, unknown> {
-  const timeout = intFlag(flags['timeout-ms'], 'timeout-ms', 1) ?? 5_000;
+  const timeout = intFlag(flags['timeout-ms'], 'timeout-ms', 1, 600_000) ?? 5_000;
   const config: Record<string, unknown> = { connectTimeoutMs: timeout, commandTimeoutMs: timeout };
   if (flags.cluster !== undefined) {
     if (flags.url !== undefined) throw new ConfigError('Give --url or --cluster, not both.');
@@ -94,7 +94,7 @@ async function withAdmin<T>(flags: Flags, env: CliIo['env'], fn: (admin: RedisSt
 
 /** Runs `fn` on an admin that knows the type's partition count (the flag, or the highest partition stream + 1). */
 function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
-  const given = intFlag(flags.partitions, 'partitions', 1);
+  const given = intFlag(flags.partitions, 'partitions', 1, 4096);
   return withAdmin(flags, env, async (admin) => {
     const n = given ?? Math.max(1, ...(await admin.listStreams()).filter((s) => s.type === type).map((s) => s.partition + 1));
     return fn(admin.withPartitions(type, n));
@@ -170,9 +170,11 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     case 'dlq': {
       expect(2);
       const type = need(positionals, 1, 'an event type');
-      const limit = intFlag(flags.limit, 'limit', 1) ?? 100;
+      const limit = intFlag(flags.limit, 'limit', 1, 1_000_000) ?? 100;
       const letters = await withTypeAdmin(flags, io.env, type, (a) => a.deadLetters(type, flags.group, limit));
-      print(letters, () => table(letters.map(letterRow), ['ref', 'group', 'eventId', 'attempts', 'deadAt', 'error']));
+      // The table says when there may be more than it shows (the oldest `limit`).
+      const more = letters.length === limit ? `\n(the oldest ${limit}; there may be more: --limit)` : '';
+      print(letters, () => table(letters.map(letterRow), ['ref', 'group', 'eventId', 'attempts', 'deadAt', 'error']) + more);
       return 0;
     }
     case 'replay':
