@@ -178,13 +178,15 @@ describe('eventlane-redis (operations CLI)', () => {
     }
   });
 
-  it('admin deadLetters refuses a limit below 1 with a ConfigError', async () => {
+  it('admin deadLetters refuses a limit below 1 with a ConfigError; an admin used after close() says so (ClosedError)', async () => {
     const { admin, close } = await openRedisStreamsAdmin({ url: server.url, prefix });
     try {
       for (const limit of [0, -1, 2.5]) await expect(admin.deadLetters('order.created', undefined, limit)).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('limit') });
     } finally {
       await close();
     }
+    // Before: ConnectionError "SCAN failed: Connection is closed. (see transport.commandTimeoutMs)".
+    await expect(admin.listStreams()).rejects.toMatchObject({ code: 'ERR_CLOSED' });
   });
 
   it('bad usage exits 2 with a message naming what is wrong', async () => {
@@ -206,7 +208,13 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(missing.err).toContain('"pending" needs a group');
     const prefixErr = await cli('streams', '--url', server.url, '--prefix', 'a b');
     expect(prefixErr.code).toBe(2);
-    expect(prefixErr.err).toContain('transport.prefix');
+    // It names the flag, not the transport option the CLI sets from it.
+    expect(prefixErr.err).toContain('--prefix');
+    expect(prefixErr.err).not.toContain('transport.');
+    const badUrl = await cli('streams', '--url', 'http://nowhere');
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.err).toContain('--url (or $REDIS_URL)');
+    expect(badUrl.err).not.toContain('transport.');
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(help.out).toContain('Usage: eventlane-redis <command>');

@@ -7,7 +7,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
-import { ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
+import { ClosedError, ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
 import { groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
@@ -81,6 +81,8 @@ export class RedisStreamsAdmin {
   /** `reply`, its failure as a typed error naming `command` (the Redis error as `cause`). */
   private typed<T>(reply: Promise<T>, command: string): Promise<T> {
     return reply.catch((err: unknown) => {
+      // Its connection closed (`close()` of openRedisStreamsAdmin, or the bus's): not a Redis outage.
+      if (this.client.status === 'end') throw new ClosedError('redis-streams admin');
       throw adminError(command, err, this.client instanceof Cluster);
     });
   }

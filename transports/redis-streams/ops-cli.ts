@@ -204,8 +204,13 @@ export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
     // Bad usage: ConfigError (ours, or the transport block's), or parseArgs' own (unknown option, missing value).
     const usage = err instanceof ConfigError || (typeof e.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS'));
     const code = err instanceof EventlaneError ? ` [${err.code}]` : '';
-    // The transport names its own options; here they come from --timeout-ms.
-    const message = e.message.replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms');
+    // The transport names its own options; here they come from the CLI's flags.
+    const message = e.message
+      .replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms')
+      .replace(/transport\.url/g, '--url (or $REDIS_URL)')
+      .replace(/transport\.cluster\.nodes/g, '--cluster')
+      .replace(/transport\.prefix/g, '--prefix')
+      .replace(/transport\.(username|password)/g, 'the $1 in --url');
     io.err(`eventlane-redis: ${message}${code}`);
     return usage ? 2 : 1;
   }
