@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -151,7 +152,18 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       Napi::RangeError::New(env, "partitions must be in [1, 4096]").ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    int id = core_->CreateLane(uint32_t(parts));
+    int id;
+    try {
+      id = core_->CreateLane(uint32_t(parts));
+    } catch (const std::bad_alloc&) {
+      // The OS refused the rings' memory: a typed error, not std::terminate aborting the process. What was
+      // allocated is freed (the rings own their memory); the lane is not created.
+      Napi::Error e = Napi::Error::New(env, "cannot allocate " + std::to_string(uint32_t(parts)) + " ring(s) of " +
+                                                std::to_string(uint64_t(core_->capacity()) * sizeof(Slot) + core_->arenaBytes()) + " bytes");
+      e.Set("code", Napi::String::New(env, "ERR_NATIVE_ALLOC"));
+      e.ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
     if (id < 0) {
       Napi::Error::New(env, "too many lanes").ThrowAsJavaScriptException();
       return env.Undefined();

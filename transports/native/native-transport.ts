@@ -379,7 +379,7 @@ export class NativeTransport implements Transport {
     let group = topic.groups.get(spec.group);
     const created = group === undefined;
     if (!group) {
-      const lane = this.core.createLane(this.config.partitions);
+      const lane = this.createLane(spec.group);
       group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
         source: this.broker.service,
         maxDeadLetters: this.config.maxDeadLetters,
@@ -409,6 +409,19 @@ export class NativeTransport implements Transport {
     this.joining.add(settled);
     void settled.then(() => this.joining.delete(settled));
     return joining;
+  }
+
+  /** The rings of a new group; the memory refused is a NativeError naming the options that size it. */
+  private createLane(group: string): number {
+    try {
+      return this.core.createLane(this.config.partitions);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== 'ERR_NATIVE_ALLOC' && !(err instanceof RangeError && /allocation failed/i.test(err.message))) throw this.mapError(err);
+      const perRing = this.core.capacity * 20 + this.core.arenaBytes;
+      const total = ((perRing * this.config.partitions) / 2 ** 20).toFixed(0);
+      throw new NativeError(`Cannot allocate the rings of group "${group}": ${this.config.partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`, { cause: err });
+    }
   }
 
   /**
