@@ -116,8 +116,10 @@ class Publishers {
   readonly outcome: Int8Array;
   readonly errors: unknown[] = [];
   next = 0;
-  /** Calls made after close() was called on the bus: each must fail with ClosedError. */
+  /** Calls made after the bus's close() resolved: each must fail with ClosedError. */
   afterClose = 0;
+  /** Calls made while close() was draining: they may still be accepted (then they count like any other). */
+  duringClose = 0;
   afterCloseNotClosed: unknown[] = [];
   private readonly inflight = new Set<Promise<void>>();
   constructor(readonly n: number) {
@@ -130,7 +132,7 @@ class Publishers {
     for (const s of seqs) this.outcome[s] = PENDING;
     return seqs;
   }
-  /** Tracks a publish promise; `closedBefore`: the bus was closing when the call was made. */
+  /** Tracks a publish promise; `closedBefore`: the bus had closed when the call was made. */
   track(seqs: number[], p: Promise<void>, closedBefore: boolean): Promise<void> {
     const settle = (o: number, err?: unknown): void => {
       for (const s of seqs) this.outcome[s] = o;
@@ -221,23 +223,33 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
 
     const pubs = new Publishers(N);
     let closing: Promise<void> | undefined;
+    let closed = false;
     let closeMs = 0;
     const closeAt = Math.floor(N * (0.55 + rnd() * 0.3));
     const closePublisher = (): void => {
       if (closing) return;
       const t0 = Date.now();
-      closing = publisher.close().then(() => void (closeMs = Date.now() - t0));
+      closing = publisher.close().then(() => {
+        closeMs = Date.now() - t0;
+        closed = true;
+      });
     };
     const schedule: string[] = [];
 
     const publisherLoop = async (id: number): Promise<void> => {
       const r = prng(seed + 1000 + id);
-      let extra = 0; // calls after close: each must reject with ClosedError
+      // While close() drains, publishing is still allowed (a draining handler's next event is sent): a few
+      // calls then, which resolve or reject with ClosedError; then, once it has resolved, calls that must
+      // all reject with ClosedError.
+      let during = 0;
+      let extra = 0;
       while (extra < 10) {
-        if (closing) extra++;
         if (pubs.next >= closeAt) closePublisher();
-        const wasClosing = closing !== undefined;
+        if (closing && !closed && during++ >= 3) await closing;
+        if (closed) extra++;
+        const wasClosing = closed;
         if (wasClosing) pubs.afterClose++;
+        else if (closing) pubs.duringClose++;
         const op = r();
         const keyed = r() < 0.5;
         if (op < 0.4) {
@@ -361,6 +373,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
       closedRejected: count(N, (s) => pubs.is(s, CLOSED)),
       tryFalse: count(N, (s) => pubs.is(s, TRY_FALSE)),
       afterClose: pubs.afterClose,
+      duringClose: pubs.duringClose,
       deaths,
       publishMs,
       closeMs,
