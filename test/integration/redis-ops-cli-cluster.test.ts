@@ -4,7 +4,7 @@
  * replay and purge across masters); a bus configured with such a seed does the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventBus, type EventBus } from '../../src/index.js';
+import { ConnectionError, createEventBus, type EventBus } from '../../src/index.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/wait.js';
@@ -74,6 +74,17 @@ describe('eventlane-redis --cluster', () => {
     expect((await cli('purge', 'order.created', ...seed(), '--all')).out).toBe('purged 0 dead letters');
   });
 
+  it('a wrong password fails connecting at once with a ConnectionError that names the credentials, not after connectTimeoutMs', async () => {
+    const t0 = Date.now();
+    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, password: 'wrong', connectTimeoutMs: 8000 } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toMatch(/refused the credentials.*WRONGPASS/);
+    expect(Date.now() - t0).toBeLessThan(4000);
+  });
+
   it('seed URLs that disagree on the password are bad usage', async () => {
     const r = await cli('streams', '--cluster', `redis://:a@127.0.0.1:${cluster.nodes[0]!.port},redis://:b@127.0.0.1:${cluster.nodes[1]!.port}`);
     expect(r.code).toBe(2);
@@ -88,6 +99,15 @@ describe('eventlane-redis --cluster', () => {
       expect(b.stats().failedEvents).toBe(0);
     } finally {
       await b.close();
+    }
+    // The ioredis way of giving node options (cluster.options.redisOptions) reaches every node too: it was
+    // replaced by the transport's own node options, the password was never sent, connecting timed out.
+    const viaOptions = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes, options: { redisOptions: { password: PASSWORD } } }, prefix: uniquePrefix('node-opts'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 } });
+    try {
+      await viaOptions.publishMany('order.created', orders(60));
+      expect(viaOptions.stats().failedEvents).toBe(0);
+    } finally {
+      await viaOptions.close();
     }
     const conflicting = createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: [url, `redis://:other@127.0.0.1:${cluster.nodes[1]!.port}`] } } });
     await expect(conflicting).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('cluster.nodes') });

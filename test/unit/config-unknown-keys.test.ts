@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+import { redisStreamsConfigSchema } from '../../transports/redis-streams/config.js';
 
 const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
 
@@ -43,6 +44,23 @@ describe('unknown config keys', () => {
     expect((await redis({ url: 'redis://127.0.0.1:1', port: 6499 })).issues.map((i) => i.path.join('.'))).toEqual(['transport.port']);
     expect((await redis({ url: 'redis://127.0.0.1:1', host: 'x' })).message).toContain('transport.host: give url or host/port, not both');
     expect((await redis({ cluster: { nodes: ['127.0.0.1:1'] }, url: 'redis://127.0.0.1:1' })).message).toContain('transport.url: not with cluster');
+    // A cluster has database 0 only: a db was dropped without a word.
+    expect((await redis({ cluster: { nodes: ['127.0.0.1:1'] }, db: 3 })).message).toContain('transport.db: a Redis Cluster has database 0 only');
+    expect((await redis({ cluster: { nodes: ['redis://127.0.0.1:1/3'] } })).issues.map((i) => i.path.join('.'))).toEqual(['transport.cluster.nodes.0']);
+    // keyPrefix through the ioredis Cluster options is refused as it is in transport.redisOptions.
+    expect((await redis({ cluster: { nodes: ['127.0.0.1:1'], options: { redisOptions: { keyPrefix: 'p:' } } } })).message).toContain('use transport.prefix');
+  });
+
+  it('refuses cluster seeds that are not host:port, host, [ipv6]:port or redis:// URLs, naming the seed', async () => {
+    const redis = (o: Record<string, unknown>) => configError(() => createEventBus({ service: 's', events, transport: { type: 'redis-streams', ...o } } as never));
+    for (const bad of ['http://127.0.0.1:7000', '127.0.0.1:70000', '127.0.0.1:', 'host name:7000', 'a/b:7000']) {
+      const err = await redis({ cluster: { nodes: ['127.0.0.1:7000', bad] } });
+      expect(err.issues.map((i) => i.path.join('.')), bad).toEqual(['transport.cluster.nodes.1']);
+      expect(err.message).toContain('must be host:port');
+    }
+    for (const good of [['127.0.0.1:7000', 'localhost', 'redis-0.redis:6379', '[::1]:7000', 'redis://:pw@127.0.0.1:7000'], ['rediss://h.example:7000/']]) {
+      expect(redisStreamsConfigSchema.safeParse({ type: 'redis-streams', cluster: { nodes: good } }).error).toBeUndefined();
+    }
     const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
     try {
       const err = await configError(() => bus.subscribe('order.created', { group: 'g', retry: { backoff: { initialMs: 5000, maxMs: 1000 } } }, () => {}));

@@ -21,8 +21,19 @@ function isRedisUrl(s: string): boolean {
   return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '' && /^(\/\d*)?$/.test(u.pathname);
 }
 
+/**
+ * A cluster seed given as a string: `host:port`, `host` (port 6379), `[ipv6]:port` or a `redis://` /
+ * `rediss://` URL with no database. Anything else (`http://x`, a typo'd port) waited connectTimeoutMs and
+ * failed as a connection error.
+ */
+function isSeed(s: string): boolean {
+  if (/^rediss?:\/\//i.test(s)) return isRedisUrl(s) && /^\/?$/.test(new URL(s).pathname);
+  const m = /^(\[[0-9a-f:.]+\]|[^\s/:@[\]]+)(?::(\d{1,5}))?$/i.exec(s);
+  return m !== null && (m[2] === undefined || (Number(m[2]) >= 1 && Number(m[2]) <= 65535));
+}
+
 const hostPort = z.union([
-  z.string().min(1),
+  z.string().min(1).refine(isSeed, 'must be host:port, host, [ipv6]:port or redis://[user:pass@]host:port (rediss:// for TLS), with no /db: a cluster has database 0 only'),
   z.object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) }).strict(),
 ]);
 
@@ -53,8 +64,13 @@ export const redisStreamsConfigSchema = z
     cluster: z
       .object({
         nodes: z.array(hostPort).min(1),
-        /** Extra ioredis ClusterOptions. */
-        options: z.record(z.string(), z.unknown()).optional(),
+        /** Extra ioredis ClusterOptions (its `redisOptions` apply to every node; the transport's own settings win). */
+        options: z
+          .record(z.string(), z.unknown())
+          .refine((o) => o['keyPrefix'] === undefined && (o['redisOptions'] as Record<string, unknown> | undefined)?.['keyPrefix'] === undefined, {
+            message: 'keyPrefix is not supported here; use transport.prefix',
+          })
+          .optional(),
       })
       .strict()
       .optional(),
@@ -121,6 +137,9 @@ export const redisStreamsConfigSchema = z
     }
     if (c.cluster !== undefined && standalone.length > 0) {
       ctx.addIssue({ code: 'custom', path: [standalone[0]!], message: 'not with cluster (its seed nodes say where to connect)' });
+    }
+    if (c.cluster !== undefined && c.db !== undefined && c.db !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['db'], message: 'a Redis Cluster has database 0 only (leave db out)' });
     }
     if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });

@@ -82,10 +82,13 @@ export class Connector {
     const c = this.config;
     if (c.cluster) {
       const nodes: ClusterNode[] = c.cluster.nodes.map((n) => (typeof n === 'string' ? n : { host: n.host, port: n.port }));
-      const redisOptions = this.baseOptions(role);
+      const user = c.cluster.options as ClusterOptions | undefined;
+      // Node options given the ioredis way (cluster.options.redisOptions: a password, say) count too; the
+      // transport's own settings win, as with transport.redisOptions. (They were replaced whole: a password
+      // given there was never sent, and connecting failed after connectTimeoutMs.)
+      const redisOptions: RedisOptions = { ...user?.redisOptions, ...this.baseOptions(role) };
       delete redisOptions.host;
       delete redisOptions.port;
-      const user = c.cluster.options as ClusterOptions | undefined;
       const retryMs = user?.retryDelayOnFailover ?? 100;
       const opts: ClusterOptions = {
         ...user,
@@ -146,6 +149,10 @@ export class Connector {
       if (err instanceof Error && (AUTH_REFUSED.test(err.message) || DB_REFUSED.test(err.message))) fail?.(err);
     };
     client.on('error', onError);
+    // A Cluster reports a node's refusal of the credentials as a 'node error'; its own 'error' says only that
+    // it could not refresh its slots, again and again until connectTimeoutMs.
+    const onNodeError = (err: unknown): void => onError(err);
+    if (client instanceof Cluster) client.on('node error', onNodeError);
     try {
       await new Promise<void>((resolve, reject) => {
         fail = reject;
@@ -194,6 +201,7 @@ export class Connector {
       clearTimeout(retry);
       clearTimeout(timer);
       client.off('error', onError);
+      client.off('node error', onNodeError);
       if (onEnd) client.off('end', onEnd);
     }
   }
