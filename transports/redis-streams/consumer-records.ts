@@ -16,6 +16,7 @@ export interface Cmd {
   xdel(key: string, ...ids: string[]): Promise<number>;
   xadd(key: string, ...args: (string | number)[]): Promise<string>;
   xgroup(...args: (string | number)[]): Promise<unknown>;
+  exists(key: string): Promise<number>;
   xautoclaim(...args: (string | number)[]): Promise<[string, RawEntry[], string[]?]>;
   xpending(...args: (string | number)[]): Promise<unknown>;
   xinfo(...args: string[]): Promise<unknown[][] | null>;

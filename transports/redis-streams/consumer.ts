@@ -36,7 +36,7 @@ import { Deliveries } from './deliveries.js';
 import { Keepalive } from './keepalive.js';
 import { Reclaimer } from './reclaim.js';
 import { ReadConnections, type Reader } from './reader.js';
-import { ensureGroups, reportTrimmed } from './housekeeping.js';
+import { checkUnreadPartitions, ensureGroups, reportTrimmed } from './housekeeping.js';
 import { noop, type Cmd, type ConsumerContext, type Entry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
 export class RedisConsumer implements TransportSubscription {
@@ -100,6 +100,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const r of this.reads.readers) r.conn?.disconnect();
       throw this.startError(created.ok ? failedOpen!.reason : created.err);
     }
+    void checkUnreadPartitions(this.ctx).catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'checking for partitions past the ones read failed'));
     for (const r of this.reads.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
     this.reads.startWatchdog();

@@ -8,15 +8,52 @@ import { isConnectionProblem } from './connection.js';
 import type { ConsumerContext, StreamInfo } from './consumer-records.js';
 import { groupPositions, pairs } from './group-lag.js';
 import { deleteIfNothingPending } from './prune-consumer.js';
+import { streamKey } from './keys.js';
 
-/** Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. */
+/**
+ * Creates the group on every stream; `from` applies to partition streams, retry streams start at 0. A group
+ * that already existed on some partition streams and is new on others (the type's partitions were raised)
+ * reads the new ones from their start whatever `from` says: `$` there skipped what producers configured with
+ * the new count had written before this consumer came.
+ */
 export async function ensureGroups(ctx: ConsumerContext, from: '$' | '0'): Promise<void> {
-  await Promise.all(
+  const created = await Promise.all(
     ctx.streams.map((s) =>
-      ctx.cmd.xgroup('CREATE', s.key, ctx.spec.group, s.retry ? '0' : from, 'MKSTREAM').catch((err: Error) => {
-        if (!String(err.message).includes('BUSYGROUP')) throw err;
-      }),
+      ctx.cmd.xgroup('CREATE', s.key, ctx.spec.group, s.retry ? '0' : from, 'MKSTREAM').then(
+        () => true,
+        (err: Error) => {
+          if (!String(err.message).includes('BUSYGROUP')) throw err;
+          return false;
+        },
+      ),
     ),
+  );
+  if (from === '0') return;
+  const partitions = ctx.streams.flatMap((s, i) => (s.retry ? [] : [{ s, created: created[i]! }]));
+  const extended = partitions.filter((p) => p.created);
+  if (extended.length === 0 || extended.length === partitions.length) return;
+  await Promise.all(extended.map((p) => ctx.cmd.xgroup('SETID', p.s.key, ctx.spec.group, '0')));
+  ctx.logger.info(
+    { group: ctx.spec.group, type: ctx.spec.type, partitions: extended.map((p) => p.s.partition) },
+    'the group already existed on the other partitions of the type: it reads these new partitions from their start (not from startFrom $)',
+  );
+}
+
+const warnedUnread = new WeakSet<ConsumerContext>();
+
+/**
+ * Warns (once per subscription) when the type has a partition stream past the ones this subscription reads:
+ * a producer configured with more partitions writes events there that no consumer with this count reads.
+ */
+export async function checkUnreadPartitions(ctx: ConsumerContext): Promise<void> {
+  if (warnedUnread.has(ctx)) return;
+  const read = ctx.streams.filter((s) => !s.retry).length;
+  const next = streamKey(ctx.config.prefix, ctx.spec.type, read);
+  if (Number(await ctx.cmd.exists(next)) === 0) return;
+  warnedUnread.add(ctx);
+  ctx.logger.warn(
+    { group: ctx.spec.group, type: ctx.spec.type, partitions: read, stream: next },
+    `stream ${next} exists, but this subscription reads partitions 0..${read - 1} only: events a producer configured with more partitions writes there are not consumed; give every producer and consumer of the type the same partitions (transport.partitions / topics)`,
   );
 }
 
@@ -27,6 +64,7 @@ export async function ensureGroups(ctx: ConsumerContext, from: '$' | '0'): Promi
  */
 export async function housekeeping(ctx: ConsumerContext, onNoScripts: (err: Error) => void): Promise<void> {
   const limit = ctx.opts.deleteIdleConsumersMs;
+  await checkUnreadPartitions(ctx).catch((err: unknown) => ctx.logger.debug({ err: describeError(err) }, 'checking for partitions past the ones read failed'));
   for (const s of ctx.streams) {
     if (s.retry || ctx.closing) continue;
     try {
