@@ -154,12 +154,16 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     expect(seen).toEqual(ticks(40).map((x) => x.seq));
   });
 
-  it('worker consumers: a relative handler path, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
+  it('worker consumers: a relative handler path, a bare file name, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
     const b = await bus();
     // Before: a relative path resolved against eventlane's folder ("Cannot find module"), and the function was never called.
     const relative = await b.subscribe('tick', { group: 'w', workers: 1, handler: './count-handler.mjs' }).catch((e: unknown) => e);
     expect(relative).toBeInstanceOf(ConfigError);
     expect((relative as ConfigError).message).toContain("new URL('./count-handler.mjs', import.meta.url)");
+    // A bare file name is imported as a package: the failure says so and how to name the file.
+    const bare = await b.subscribe('tick', { group: 'w', workers: 1, handler: 'count-handler.mjs' }).catch((e: unknown) => e);
+    expect(bare).toBeInstanceOf(ConfigError);
+    expect((bare as ConfigError).message).toMatch(/imported as a package name; for a file, pass new URL\('\.\/count-handler\.mjs', import\.meta\.url\)/);
     const both = await b.subscribe('tick', { group: 'w', workers: 1, handler: fixture('count-handler.mjs') }, () => {}).catch((e: unknown) => e);
     expect(both).toBeInstanceOf(ConfigError);
     expect((both as ConfigError).issues[0]!.path).toEqual(['handler']);

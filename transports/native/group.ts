@@ -423,7 +423,7 @@ export class NativeGroup {
           this.handBack([...thread.parked.values()]);
           thread.finish([]);
           if (m.field === 'cpus') reject(new ConfigError(`subscribe options: cpus: ${m.message}`, [{ path: ['cpus'], message: m.message }]));
-          else reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}`, [{ path: ['handler'], message: m.message }]));
+          else reject(new ConfigError(`Handler module ${handlerModule} failed to load in a worker: ${m.message}${bareHint(handlerModule)}`, [{ path: ['handler'], message: m.message }]));
         } else if (m.t === 'park') {
           thread.parked.set(m.item.env.id, m.item);
         } else if (m.t === 'unpark') {
@@ -575,4 +575,13 @@ export class NativeGroup {
     this.members = [];
     await Promise.all(all);
   }
+}
+
+/**
+ * A handler given as neither a URL nor an absolute path is a bare specifier: the worker imports it as a
+ * package, from eventlane's own folder, so a file name next to the caller ('handler.mjs') is not found.
+ */
+function bareHint(handlerModule: string): string {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(handlerModule)) return '';
+  return ` ("${handlerModule}" is neither a URL nor an absolute path, so it was imported as a package name; for a file, pass new URL('./${handlerModule}', import.meta.url) or an absolute path)`;
 }
