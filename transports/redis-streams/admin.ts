@@ -221,9 +221,9 @@ export class RedisStreamsAdmin {
    * Returns how many were replayed. `ids` picks letters by `ref` (one letter) or by event id (that event's
    * letters, one per group that gave up on it; an undecodable letter has none: its `ref` only). Skipped: an
    * undecodable letter (inspect `raw` and purge instead), and one naming no group, or a group the partition's
-   * stream no longer has (nothing would read its retry stream).
+   * stream no longer has (nothing would read its retry stream); `onSkip` hears of each, with the reason.
    */
-  async replayDeadLetters(type: string, options: { group?: string; ids?: string[] } = {}): Promise<number> {
+  async replayDeadLetters(type: string, options: { group?: string; ids?: string[]; onSkip?: (letter: RedisDeadLetter, reason: ReplaySkipReason) => void } = {}): Promise<number> {
     const letters = await this.deadLetters(type, options.group, Number.MAX_SAFE_INTEGER);
     const wanted = options.ids ? new Set(options.ids) : undefined;
     const groupsOf = new Map<number, Promise<Set<string>>>();
@@ -239,8 +239,11 @@ export class RedisStreamsAdmin {
     let n = 0;
     for (const d of letters) {
       if (wanted && !matches(wanted, d)) continue;
-      if (d.event === undefined) continue; // undecodable: inspect `raw` and purge instead
-      if (d.group === '' || !(await hasGroup(d.partition, d.group))) continue;
+      const skip = d.event === undefined ? 'undecodable' : d.group === '' ? 'no-group' : (await hasGroup(d.partition, d.group)) ? undefined : 'group-gone';
+      if (skip !== undefined || d.event === undefined) {
+        options.onSkip?.(d, skip ?? 'undecodable'); // undecodable: inspect `raw` and purge instead
+        continue;
+      }
       const fields = envelopeFields(d.event);
       fields.push('attempt', '1', 'due', '0', 'origin', d.origin, 'replayed', d.dlqId);
       const to = retryKey(this.config.prefix, type, d.partition, d.group);
@@ -265,6 +268,9 @@ export class RedisStreamsAdmin {
     return n;
   }
 }
+
+/** Why `replayDeadLetters` left a letter where it is. */
+export type ReplaySkipReason = 'undecodable' | 'no-group' | 'group-gone';
 
 type SlotRange = [number, number, [string, number, ...unknown[]], ...unknown[]];
 

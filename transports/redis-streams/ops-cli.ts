@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, EventlaneError } from '../../src/errors.js';
-import type { RedisDeadLetter, RedisStreamsAdmin } from './admin.js';
+import type { RedisDeadLetter, RedisStreamsAdmin, ReplaySkipReason } from './admin.js';
 import { openRedisStreamsAdmin } from './transport.js';
 
 export const USAGE = `Usage: eventlane-redis <command> [options]
@@ -185,9 +185,21 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       if (command === 'purge' && !filtered && !flags.all) {
         throw new ConfigError('purge deletes dead letters for good: give --group, --id, or --all for every dead letter of the type.');
       }
-      const options = { group: flags.group, ids: flags.id };
+      const skipped: Record<ReplaySkipReason, number> = { undecodable: 0, 'no-group': 0, 'group-gone': 0 };
+      const options = { group: flags.group, ids: flags.id, onSkip: (_: unknown, why: ReplaySkipReason) => void skipped[why]++ };
       const n = await withTypeAdmin(flags, io.env, type, (a) => (command === 'replay' ? a.replayDeadLetters(type, options) : a.purgeDeadLetters(type, options)));
-      print({ [command === 'replay' ? 'replayed' : 'purged']: n }, () => `${command === 'replay' ? 'replayed' : 'purged'} ${n} dead letter${n === 1 ? '' : 's'}`);
+      const letters = (k: number) => `${k} dead letter${k === 1 ? '' : 's'}`;
+      if (command === 'purge') {
+        print({ purged: n }, () => `purged ${letters(n)}`);
+        return 0;
+      }
+      // What replay left where it was, and why, so "replayed 0" is not a mystery.
+      const why = [
+        skipped.undecodable && `${skipped.undecodable} undecodable (inspect with dlq, then purge --id <ref>)`,
+        skipped['no-group'] && `${skipped['no-group']} naming no group`,
+        skipped['group-gone'] && `${skipped['group-gone']} whose group the stream no longer has`,
+      ].filter(Boolean);
+      print({ replayed: n, skipped }, () => `replayed ${letters(n)}${why.length ? `; left in the DLQ: ${why.join(', ')}` : ''}`);
       return 0;
     }
     default:
