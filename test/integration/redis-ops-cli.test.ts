@@ -207,6 +207,11 @@ describe('eventlane-redis (operations CLI)', () => {
     const option = await cli('streams', ...conn, '--colour');
     expect(option.code).toBe(2);
     expect(option.err).toContain("'--colour'");
+    // A flag the command does not read (before: ignored; `replay --all` replayed what replay would anyway).
+    const stray = await cli('replay', 'order.created', ...conn, '--all', '--limit', '5');
+    expect(stray.code).toBe(2);
+    expect(stray.err).toContain('--all, --limit do not apply to "replay" (it takes --partitions, --group, --id)');
+    expect((await cli('streams', ...conn, '--group', 'g')).err).toContain('--group does not apply to "streams" (it takes only the connection options)');
     const missing = await cli('pending', 'order.created', ...conn);
     expect(missing.code).toBe(2);
     expect(missing.err).toContain('"pending" needs a group');

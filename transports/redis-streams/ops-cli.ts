@@ -28,6 +28,7 @@ Options:
   --id <id>                dead letters by ref (partition/dlqId, as dlq lists them) or event id (repeatable)
   --limit <n>              most dead letters listed (default: 100)
   --all                    purge: every dead letter of the type
+                           (a flag the command does not read is bad usage)
   --timeout-ms <ms>        connect and command timeout (default: 5000)
   --json                   print JSON instead of text
   -h, --help               this text
@@ -56,6 +57,26 @@ const OPTIONS = {
 } as const;
 
 type Flags = ReturnType<typeof parse>['values'];
+
+/** The flags each command reads besides the connection ones: any other is bad usage, not silently ignored. */
+const COMMAND_FLAGS: Record<string, readonly (keyof typeof OPTIONS)[]> = {
+  streams: [],
+  groups: ['partitions'],
+  pending: ['partitions'],
+  dlq: ['partitions', 'group', 'limit'],
+  replay: ['partitions', 'group', 'id'],
+  purge: ['partitions', 'group', 'id', 'all'],
+};
+const CONNECTION_FLAGS: readonly string[] = ['url', 'cluster', 'prefix', 'timeout-ms', 'json', 'help'];
+
+function checkFlags(command: string, flags: Flags): void {
+  const own = COMMAND_FLAGS[command];
+  if (own === undefined) return; // an unknown command is reported as such
+  const stray = Object.keys(flags).filter((f) => (flags as Record<string, unknown>)[f] !== undefined && !CONNECTION_FLAGS.includes(f) && !own.includes(f as keyof typeof OPTIONS));
+  if (stray.length === 0) return;
+  const takes = own.length ? `it takes ${own.map((f) => `--${f}`).join(', ')}` : 'it takes only the connection options';
+  throw new ConfigError(`${stray.map((f) => `--${f}`).join(', ')} ${stray.length === 1 ? 'does' : 'do'} not apply to "${command}" (${takes}).`);
+}
 
 function parse(argv: string[]) {
   return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -145,6 +166,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const expect = (n: number) => {
     if (args > n) throw new ConfigError(`"${command}" takes ${n - 1} argument${n === 2 ? '' : 's'}, got ${args - 1}: ${positionals.slice(1).join(' ')}`);
   };
+  checkFlags(command, flags);
   switch (command) {
     case 'streams': {
       expect(1);
