@@ -1,7 +1,7 @@
 /** Redis Cluster: three masters started by the harness; partitions spread over slots by hash tag. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
-import { createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
+import { ConfigError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { clusterForTests, RedisCluster } from '../helpers/redis-cluster.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -90,6 +90,12 @@ describe('redis-streams: cluster', () => {
       await b.close();
     }
   }, 60_000);
+
+  it('a url naming one Cluster node is a ConfigError pointing at transport.cluster (a plain connection got MOVED for most partitions)', async () => {
+    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url: `redis://127.0.0.1:${cluster.nodes[0]!.port}`, partitions: 6 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toContain(`redis://127.0.0.1:${cluster.nodes[0]!.port} is a Redis Cluster node: give the cluster's nodes as transport.cluster.nodes`);
+  });
 
   it('waitForReplicas on masters without replicas: a single publish and a write over six partitions reject, the entries are stored', async () => {
     const prefix = uniquePrefix('cluster-wait');

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ConnectionError, createEventBus } from '../../src/index.js';
+import { ConfigError, ConnectionError, createEventBus } from '../../src/index.js';
 import { freePort, RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
@@ -252,6 +252,15 @@ describe('redis-streams: faults', () => {
     expect((err as Error).message).toContain(`127.0.0.1:${s.port}`);
     expect((err as Error).message).not.toContain('wrong-pass');
     expect((err as Error).message).toMatch(/credentials|WRONGPASS/);
+  });
+
+  it('a standalone server given as a cluster seed is a ConfigError saying it is not a Cluster, at once (was a timeout: "Failed to refresh slots cache")', async () => {
+    const s = await server();
+    const started = Date.now();
+    const err = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', cluster: { nodes: [{ host: '127.0.0.1', port: s.port }] }, connectTimeoutMs: 5000 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/is not a Redis Cluster \(ERR This instance has cluster support disabled\): connect with transport\.url/);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('a database the server has not got is a ConnectionError naming transport.db at once, not a bus on db 0', async () => {

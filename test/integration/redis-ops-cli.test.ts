@@ -241,4 +241,10 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(r.err).not.toContain('transport.');
     expect(Date.now() - started).toBeLessThan(10_000);
   });
+
+  it('--cluster given a standalone server is bad usage, at once, pointing at --url', async () => {
+    const r = await cli('streams', '--cluster', new URL(server.url).host, '--timeout-ms', '5000');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('is not a Redis Cluster (ERR This instance has cluster support disabled): connect with --url instead of --cluster [ERR_CONFIG]');
+  });
 });

@@ -3,7 +3,7 @@
  * unreachable server turns into a `ConnectionError` naming the address instead of an endless wait.
  */
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { ConnectionError, TimeoutError } from '../../src/errors.js';
+import { ConfigError, ConnectionError, TimeoutError } from '../../src/errors.js';
 import type { BackoffOptions } from '../../src/transport.js';
 import type { ResolvedConfig } from './config.js';
 
@@ -146,7 +146,8 @@ export class Connector {
       lastError = err;
       // Bad credentials do not get better by retrying: fail now instead of at the timeout. Nor does a db the
       // server has not got: ioredis reports its failed SELECT as an 'error' and goes on, ready, on db 0.
-      if (err instanceof Error && (AUTH_REFUSED.test(err.message) || DB_REFUSED.test(err.message))) fail?.(err);
+      // Nor does a server that is not a Cluster, given as a cluster seed.
+      if (err instanceof Error && (AUTH_REFUSED.test(err.message) || DB_REFUSED.test(err.message) || NOT_CLUSTER.test(err.message))) fail?.(err);
     };
     client.on('error', onError);
     // A Cluster reports a node's refusal of the credentials as a 'node error'; its own 'error' says only that
@@ -188,6 +189,10 @@ export class Connector {
       // ioredis's refusal of a command while its socket is still connecting says nothing of why: no reason then.
       const why = lastError instanceof Error && !/Stream isn't writeable/.test(lastError.message) ? `: ${lastError.message}` : '';
       const reason = lastError instanceof Error ? lastError.message : '';
+      if (NOT_CLUSTER.test(reason)) {
+        const message = `${this.address} is not a Redis Cluster (${reason}): connect with transport.url (or host/port) instead of transport.cluster`;
+        throw new ConfigError(message, [{ path: ['transport', 'cluster', 'nodes'], message }], { cause: lastError });
+      }
       throw new ConnectionError(
         AUTH_REFUSED.test(reason)
           ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
@@ -224,6 +229,19 @@ export class Connector {
     }
   }
 
+  /**
+   * Refuses a standalone connection to a Cluster node (ConfigError): it got MOVED for the keys of every other
+   * node's slots, so most publishes failed and subscribe could not create its groups. A server that will not
+   * answer INFO (an ACL without it) is not checked.
+   */
+  async checkNotClusterNode(client: Client): Promise<void> {
+    if (client instanceof Cluster) return;
+    const info = await client.info('cluster').catch(() => '');
+    if (!/^cluster_enabled:1\b/m.test(info)) return;
+    const message = `${this.address} is a Redis Cluster node: give the cluster's nodes as transport.cluster.nodes (a connection to one node gets MOVED for the keys of the others' slots)`;
+    throw new ConfigError(message, [{ path: ['transport', 'url'], message }]);
+  }
+
   /** Connects a new client, swallowing later 'error' events (ioredis reconnects by itself). */
   async open(role: Role, onError?: (err: Error) => void): Promise<Client> {
     const client = this.create(role);
@@ -237,6 +255,8 @@ function noop(): void {}
 
 /** Replies refusing our credentials. */
 const AUTH_REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid password/i;
+/** A cluster seed's reply when it is a standalone server. */
+const NOT_CLUSTER = /cluster support disabled/i;
 /** The reply to a SELECT of a database the server has not got. */
 const DB_REFUSED = /DB index is out of range/i;
 

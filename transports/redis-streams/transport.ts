@@ -1,7 +1,7 @@
 /**
  * The Redis Streams transport: wires config, connections, the publisher, consumers and admin ops.
  */
-import { ClosedError, ConnectionError } from '../../src/errors.js';
+import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
 import type {
@@ -72,7 +72,14 @@ export class RedisStreamsTransport implements Transport {
     if (failed) {
       for (const c of clients) c.disconnect();
       this.connecting = undefined;
-      throw failed.reason instanceof ConnectionError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
+      throw failed.reason instanceof ConnectionError || failed.reason instanceof ConfigError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
+    }
+    try {
+      await this.connector.checkNotClusterNode(clients[clients.length - 1]!);
+    } catch (err) {
+      for (const c of clients) c.disconnect();
+      this.connecting = undefined;
+      throw err;
     }
     this.command = clients.pop()!;
     this.pool = clients;
