@@ -82,10 +82,10 @@ async function partitionOneRefused(name: string) {
  * createEventBus against `url` in a child process (fixtures/redis-unreachable.ts): how long the process lived
  * after the call rejected with ConnectionError (nothing of the bus may keep it alive).
  */
-async function livedAfterReject(url: string, cluster = false): Promise<number> {
+async function livedAfterReject(url: string, cluster = false, connectTimeoutMs = 300): Promise<number> {
   const fixture = fileURLToPath(new URL('./fixtures/redis-unreachable.ts', import.meta.url));
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', fixture, url, ...(cluster ? ['cluster'] : [])], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    execFile(process.execPath, ['--import', 'tsx', fixture, url, cluster ? 'cluster' : 'url', String(connectTimeoutMs)], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
   );
   const rejected = /rejected (\d+) ConnectionError/.exec(out);
   const exited = /exit (\d+)/.exec(out);
@@ -103,6 +103,9 @@ describe('redis-streams: publish faults', () => {
     // Before: a connect retry already scheduled when createEventBus gave up opened the disconnected client
     // again, and so on every 100 ms, for as long as the process lived.
     expect(await livedAfterReject('redis://127.0.0.1:1', true)).toBeLessThan(1000);
+    // Before: each connect() of the transport's own retry loop stacked one more ioredis retry timer, which
+    // disconnect() does not clear: after 3 s of trying, the process lived ~2 s more.
+    expect(await livedAfterReject('redis://127.0.0.1:1', true, 3000)).toBeLessThan(500);
   });
 
   it('a bus that could not connect to a server that is not Redis (it answers, then closes) does not keep its process alive', async () => {

@@ -161,6 +161,13 @@ export class Connector {
         const attempt = (): void => {
           retry = undefined;
           if (settled) return;
+          // A Cluster that is waiting to retry by itself (clusterRetryStrategy) is left to it: a connect() of
+          // ours on top stacked another retry timer per call, which disconnect() does not clear, and a
+          // failed connect kept the process alive up to 2 s after it rejected.
+          if (client instanceof Cluster && client.status === 'reconnecting') {
+            retry = setTimeout(attempt, 100).unref();
+            return;
+          }
           client.connect().then(resolve, (err: unknown) => {
             lastError = err;
             // ioredis keeps retrying in the background; a Cluster needs a fresh connect() call (not once
