@@ -349,7 +349,12 @@ export function isTransientWriteError(err: unknown): boolean {
   return isConnectionProblem(err) || (err instanceof Error && /^(OOM|READONLY|LOADING|TRYAGAIN|BUSY|MASTERDOWN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/.test(err.message));
 }
 
-/** Whether an error is about the connection (rather than a Redis error reply). */
+/**
+ * Whether an error is about reaching Redis (rather than a Redis error reply about the command): the connection,
+ * or a Cluster that cannot serve the slot now (CLUSTERDOWN, MASTERDOWN, ioredis giving up its redirections).
+ * Those are one class for callers (ConnectionError): during a Cluster outage a publish failed as TransportError
+ * (CLUSTERDOWN) or ConnectionError (the dead node) by chance.
+ */
 export function isConnectionProblem(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const m = err.message;
@@ -362,6 +367,8 @@ export function isConnectionProblem(err: unknown): boolean {
     m.includes('ECONNREFUSED') ||
     m.includes('ECONNRESET') ||
     m.includes('EPIPE') ||
-    m.includes('Reached the max retries')
+    m.includes('Reached the max retries') ||
+    m.includes('Too many Cluster redirections') ||
+    /^(CLUSTERDOWN|MASTERDOWN)\b/.test(m)
   );
 }
