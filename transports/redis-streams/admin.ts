@@ -239,9 +239,13 @@ export class RedisStreamsAdmin {
     let n = 0;
     for (const d of letters) {
       if (wanted && !matches(wanted, d)) continue;
-      const skip = d.event === undefined ? 'undecodable' : d.group === '' ? 'no-group' : (await hasGroup(d.partition, d.group)) ? undefined : 'group-gone';
-      if (skip !== undefined || d.event === undefined) {
-        options.onSkip?.(d, skip ?? 'undecodable'); // undecodable: inspect `raw` and purge instead
+      if (d.event === undefined) {
+        options.onSkip?.(d, 'undecodable'); // inspect `raw` and purge instead
+        continue;
+      }
+      const gone = d.group === '' ? 'no-group' : (await hasGroup(d.partition, d.group)) ? undefined : 'group-gone';
+      if (gone !== undefined) {
+        options.onSkip?.(d, gone);
         continue;
       }
       const fields = envelopeFields(d.event);

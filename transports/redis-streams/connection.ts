@@ -147,13 +147,12 @@ export class Connector {
       // Bad credentials do not get better by retrying: fail now instead of at the timeout. Nor does a db the
       // server has not got: ioredis reports its failed SELECT as an 'error' and goes on, ready, on db 0.
       // Nor does a server that is not a Cluster, given as a cluster seed.
-      if (err instanceof Error && (AUTH_REFUSED.test(err.message) || DB_REFUSED.test(err.message) || NOT_CLUSTER.test(err.message))) fail?.(err);
+      if (err instanceof Error && FAIL_AT_ONCE.some((re) => re.test(err.message))) fail?.(err);
     };
     client.on('error', onError);
     // A Cluster reports a node's refusal of the credentials as a 'node error'; its own 'error' says only that
     // it could not refresh its slots, again and again until connectTimeoutMs.
-    const onNodeError = (err: unknown): void => onError(err);
-    if (client instanceof Cluster) client.on('node error', onNodeError);
+    if (client instanceof Cluster) client.on('node error', onError);
     try {
       await new Promise<void>((resolve, reject) => {
         fail = reject;
@@ -213,7 +212,7 @@ export class Connector {
       clearTimeout(retry);
       clearTimeout(timer);
       client.off('error', onError);
-      client.off('node error', onNodeError);
+      client.off('node error', onError);
       if (onEnd) client.off('end', onEnd);
     }
   }
@@ -266,6 +265,8 @@ const AUTH_REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid password/i;
 const NOT_CLUSTER = /cluster support disabled/i;
 /** The reply to a SELECT of a database the server has not got. */
 const DB_REFUSED = /DB index is out of range/i;
+/** Connect failures that retrying will not mend. */
+const FAIL_AT_ONCE = [AUTH_REFUSED, DB_REFUSED, NOT_CLUSTER];
 
 /** A socket that can hold writes back and send them as one (`net.Socket`'s cork/uncork). */
 export interface Corkable {
@@ -346,7 +347,7 @@ export const TRANSIENT_RETRY: BackoffOptions = { initialMs: 50, maxMs: 2000, mul
  * Retrying the same write later can succeed; other refusals (WRONGTYPE, NOPERM) will not.
  */
 export function isTransientWriteError(err: unknown): boolean {
-  return isConnectionProblem(err) || (err instanceof Error && /^(OOM|READONLY|LOADING|TRYAGAIN|BUSY|MASTERDOWN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/.test(err.message));
+  return isConnectionProblem(err) || (err instanceof Error && /^(OOM|READONLY|LOADING|TRYAGAIN|BUSY|NOREPLICAS|MISCONF)\b/.test(err.message));
 }
 
 /**

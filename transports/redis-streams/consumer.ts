@@ -100,7 +100,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const r of this.reads.readers) r.conn?.disconnect();
       throw this.startError(created.ok ? failedOpen!.reason : created.err);
     }
-    void checkUnreadPartitions(this.ctx).catch((err: unknown) => this.logger.debug({ err: describeError(err) }, 'checking for partitions past the ones read failed'));
+    void checkUnreadPartitions(this.ctx);
     for (const r of this.reads.readers) this.loops.push(this.readLoop(r));
     const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
     this.reads.startWatchdog();

@@ -44,12 +44,17 @@ const warnedUnread = new WeakSet<ConsumerContext>();
 /**
  * Warns (once per subscription) when the type has a partition stream past the ones this subscription reads:
  * a producer configured with more partitions writes events there that no consumer with this count reads.
+ * Never rejects (a failed check is logged at debug and tried again at the next housekeeping).
  */
 export async function checkUnreadPartitions(ctx: ConsumerContext): Promise<void> {
   if (warnedUnread.has(ctx)) return;
   const read = ctx.streams.filter((s) => !s.retry).length;
   const next = streamKey(ctx.config.prefix, ctx.spec.type, read);
-  if (Number(await ctx.cmd.exists(next)) === 0) return;
+  const found = await ctx.cmd.exists(next).catch((err: unknown) => {
+    ctx.logger.debug({ err: describeError(err) }, 'checking for partitions past the ones read failed');
+    return 0;
+  });
+  if (Number(found) === 0) return;
   warnedUnread.add(ctx);
   ctx.logger.warn(
     { group: ctx.spec.group, type: ctx.spec.type, partitions: read, stream: next },
@@ -64,7 +69,7 @@ export async function checkUnreadPartitions(ctx: ConsumerContext): Promise<void>
  */
 export async function housekeeping(ctx: ConsumerContext, onNoScripts: (err: Error) => void): Promise<void> {
   const limit = ctx.opts.deleteIdleConsumersMs;
-  await checkUnreadPartitions(ctx).catch((err: unknown) => ctx.logger.debug({ err: describeError(err) }, 'checking for partitions past the ones read failed'));
+  await checkUnreadPartitions(ctx);
   for (const s of ctx.streams) {
     if (s.retry || ctx.closing) continue;
     try {

@@ -69,12 +69,10 @@ export class RedisStreamsTransport implements Transport {
     for (const c of clients) c.on('error', onError);
     const results = await Promise.allSettled(clients.map((c) => this.connector.connect(c)));
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
-    if (failed) {
-      for (const c of clients) c.disconnect();
-      this.connecting = undefined;
-      throw failed.reason instanceof ConnectionError || failed.reason instanceof ConfigError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
-    }
     try {
+      if (failed) {
+        throw failed.reason instanceof ConnectionError || failed.reason instanceof ConfigError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
+      }
       await this.connector.checkNotClusterNode(clients[clients.length - 1]!);
     } catch (err) {
       for (const c of clients) c.disconnect();
