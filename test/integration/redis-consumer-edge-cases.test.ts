@@ -9,7 +9,7 @@ import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
-import { events, fastRead, redisForFile } from './redis-common.js';
+import { events, fastRead, orders, redisForFile } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
@@ -41,6 +41,47 @@ describe('redis-streams review: close()', () => {
     await waitFor(() => logger.messages.filter((m) => m.includes('read failed')).length >= 4, 10_000, 'failing reads');
     expect(await boundedClose(sub, 5000)).toBe('closed');
     await r.raw.del(key);
+  });
+
+  it('close() does not start entries read ahead: they go to the group as first deliveries; a batch entry begun runs to its end', async () => {
+    const prefix = uniquePrefix('closeahead');
+    const a = await bus(prefix, { entryMode: 'event' });
+    const started: number[] = [];
+    // One at a time, 200 ms each, with the other 19 entries read ahead and queued.
+    const sub = await a.subscribe('order.created', { group: 'g', consumer: 'a', concurrency: 1, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 50 }, async (e) => {
+      started.push(e.data.seq);
+      await sleep(200);
+    });
+    await a.publishMany('order.created', orders(20));
+    await waitFor(() => started.length === 1, 5000, 'first handler');
+    const t0 = Date.now();
+    expect(await boundedClose(sub, 10_000)).toBe('closed');
+    // Only the running handler was waited for (it ran all 20, 4 s, before).
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(started).toEqual([0]);
+    const b = await bus(prefix, { entryMode: 'event' });
+    const later: string[] = [];
+    await b.subscribe('order.created', { group: 'g', consumer: 'b', concurrency: 8, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 50 }, (e, ctx) => void later.push(`${e.data.seq}@${ctx.attempt}`));
+    await waitFor(() => later.length >= 19, 10_000, 'the rest reclaimed');
+    await sleep(300);
+    expect(later.sort()).toEqual(Array.from({ length: 19 }, (_, i) => `${i + 1}@1`).sort());
+
+    // Batch entries: the one begun finishes (its finished events are not delivered again); the next is left.
+    const p2 = uniquePrefix('closebatch');
+    const c = await bus(p2);
+    const ran: number[] = [];
+    const sub2 = await c.subscribe('order.created', { group: 'g', consumer: 'c', concurrency: 1, blockMs: 100, minIdleMs: 60_000 }, async (e) => {
+      ran.push(e.data.seq);
+      await sleep(50);
+    });
+    await c.publishMany('order.created', orders(5));
+    await c.flush();
+    await c.publishMany('order.created', orders(5, 5));
+    await waitFor(() => ran.length === 1, 5000, 'first handler');
+    expect(await boundedClose(sub2, 10_000)).toBe('closed');
+    expect(ran).toEqual([0, 1, 2, 3, 4]);
+    const pending = (await r.raw.xpending(streamKey(p2, 'order.created', 0), 'g')) as [number, ...unknown[]];
+    expect(pending[0]).toBe(1);
   });
 });
 

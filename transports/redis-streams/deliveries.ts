@@ -87,11 +87,19 @@ export class Deliveries {
     return this.running > 0 || this.queue.length > 0 || this.sideOps > 0;
   }
 
-  /** At close: wakes the readers, and retries held until due are not started (they stay pending for a later consumer). */
+  /**
+   * At close: wakes the readers; entries read but not started, and retries held until due, are not started
+   * (they stay held, then pending for a later consumer: see `Keepalive.releaseUnstarted`). A batch entry
+   * whose events have begun keeps running the rest, so its finished events are not delivered again.
+   */
   stop(): void {
     this.wakeReaders();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    // pump() starts events in queue order and shifts an entry once all its events started: only the head can be part-way.
+    const head = this.queue.peek();
+    this.queue.clear();
+    if (head !== undefined && head.cursor > 0 && head.cursor < head.events.length) this.queue.push(head);
   }
 
   /** Resolves when nothing is busy any more, or after drainTimeoutMs (warning of handlers still running). */
@@ -105,7 +113,7 @@ export class Deliveries {
     if (this.running > 0) this.ctx.logger.warn({ group: this.ctx.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
   }
 
-  /** Events queued and not started are dropped (their entries stay held, and pending). */
+  /** After a drain timeout: events queued and not started are dropped (their entries stay held, and pending). */
   dropQueued(): void {
     this.queue.clear();
   }

@@ -74,8 +74,8 @@ export class Keepalive {
   }
 
   /**
-   * Entries left pending that no handler started (retries waiting for their due time, entries still
-   * queued at the drain timeout) get back the delivery count they came with: the next consumer's
+   * Entries left pending that no handler started (read ahead and queued at close, retries waiting for
+   * their due time) get back the delivery count they came with: the next consumer's
    * delivery then counts as the attempt they were waiting for, not as one more that failed.
    */
   async releaseUnstarted(): Promise<void> {
