@@ -36,7 +36,10 @@ export interface EventBusConfig<M extends EventMap, T extends string = string> {
 export interface CommonSubscribeOptions {
   /** Consumer group: every group gets every event; members of one group share the work. */
   group: string;
-  /** Stable consumer name within the group. @default `${service}@${hostname}:${pid}` */
+  /**
+   * Stable consumer name within the group. @default `${service}@${hostname}:${pid}` (`/t${threadId}` added in a
+   * worker thread; `#2`, `#3`... for further subscriptions of the same type and group in this process)
+   */
   consumer?: string | undefined;
   /** Handlers running at once. @default 1 */
   concurrency?: number | undefined;

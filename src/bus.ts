@@ -1,7 +1,6 @@
 /**
  * The event bus: typed publish/subscribe over a pluggable transport.
  */
-import { hostname } from 'node:os';
 import type { z } from 'zod';
 import { Batcher, Lane } from './batcher.js';
 import { BulkCall } from './bulk-call.js';
@@ -28,6 +27,7 @@ import {
   ValidationError,
 } from './errors.js';
 import type { EventInput, EventMap, EventName } from './events.js';
+import { takeConsumerName } from './consumer-names.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
 import { partitionForKey } from './partition.js';
 import { resolveTransport } from './registry.js';
@@ -489,34 +489,44 @@ export class EventBus<M extends EventMap, T extends string = string> {
     }
     const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
-    const consumerName = consumer ?? `${this.service}@${hostname()}:${process.pid}`;
+    const taken = takeConsumerName(this.service, type, group, consumer, this.logger);
+    const consumerName = taken.name;
     // A transforming schema published its output, which it cannot check again as input.
     const validate = this.config.validateOnConsume && !this.events.transforming.has(type);
     const wrapped: DeliveryHandler = (event, ctx) => {
       if (validate) (event as { data: unknown }).data = validated(t, event.data, -1, event.id);
       return (handler as DeliveryHandler)(event, ctx);
     };
-    const inner: TransportSubscription = await this.transport.subscribe(
-      {
-        type,
-        group,
-        consumer: consumerName,
-        concurrency,
-        startFrom,
-        maxDeliveries,
-        backoff: retry.backoff,
-        drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
-        options: rest,
-      },
-      typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),
-    );
+    let inner: TransportSubscription;
+    try {
+      inner = await this.transport.subscribe(
+        {
+          type,
+          group,
+          consumer: consumerName,
+          concurrency,
+          startFrom,
+          maxDeliveries,
+          backoff: retry.backoff,
+          drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
+          options: rest,
+        },
+        typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),
+      );
+    } catch (err) {
+      taken.release();
+      throw err;
+    }
     let closed: Promise<void> | undefined;
     const sub: Subscription = {
       type,
       group,
       consumer: consumerName,
       close: () => {
-        closed ??= inner.close().finally(() => this.subscriptions.delete(sub));
+        closed ??= inner.close().finally(() => {
+          this.subscriptions.delete(sub);
+          taken.release();
+        });
         return closed;
       },
     };

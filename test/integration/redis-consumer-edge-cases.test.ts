@@ -86,6 +86,25 @@ describe('redis-streams review: close()', () => {
 });
 
 describe('redis-streams review: reclaim', () => {
+  it("two subscriptions of one group in one process (default names) do not run each other's pending entries", async () => {
+    const prefix = uniquePrefix('twosubs');
+    const a = await bus(prefix, { entryMode: 'event' });
+    const runs: string[] = [];
+    let release = false;
+    const first = await a.subscribe('order.created', { group: 'g', concurrency: 4, blockMs: 100, minIdleMs: 60_000 }, async (e) => {
+      runs.push(`first:${e.data.seq}`);
+      await waitFor(() => release, 20_000, 'release');
+    });
+    await a.publishMany('order.created', orders(4));
+    await waitFor(() => runs.length === 4, 5000, 'first runs all four');
+    // The second drains its own pending entries at start: with the first's name it took the first's four.
+    const second = await a.subscribe('order.created', { group: 'g', concurrency: 4, blockMs: 100, minIdleMs: 60_000 }, (e) => void runs.push(`second:${e.data.seq}`));
+    await sleep(500);
+    release = true;
+    expect(runs.sort()).toEqual(['first:0', 'first:1', 'first:2', 'first:3']);
+    expect(second.consumer).toBe(`${first.consumer}#2`);
+  });
+
   it('entries read ahead while prefetch is full are kept alive, not stolen by another consumer', async () => {
     const prefix = uniquePrefix('ahead');
     const a = await bus(prefix, { entryMode: 'event' });
