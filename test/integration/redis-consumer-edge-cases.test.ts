@@ -8,6 +8,7 @@ import { ConnectionError, createEventBus, TransportError, type EventBus, type Lo
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
+import { stringifyAnyDepth } from '../../src/deep-json.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
 import { events, fastRead, orders, redisForFile } from './redis-common.js';
 
@@ -82,6 +83,42 @@ describe('redis-streams review: close()', () => {
     expect(ran).toEqual([0, 1, 2, 3, 4]);
     const pending = (await r.raw.xpending(streamKey(p2, 'order.created', 0), 'g')) as [number, ...unknown[]];
     expect(pending[0]).toBe(1);
+  });
+});
+
+describe('redis-streams review: events nested deeper than JSON.stringify recurses', () => {
+  // JSON.parse reads any depth; JSON.stringify throws RangeError at a few thousand levels.
+  const deep = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+  it('one another producer wrote is dead-lettered (schema refuses it) and retried (handler throws) instead of staying pending forever', async () => {
+    const prefix = uniquePrefix('deep');
+    const b = await bus(prefix);
+    const key = streamKey(prefix, 'order.created', 0);
+    const seen: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead, maxDeliveries: 2 }, (e) => void seen.push(e.data.seq));
+    await r.raw.xadd(key, '*', 'data', deep(100_000));
+    await b.publish('order.created', { orderId: 'after', amount: 1, seq: 1 });
+    await waitFor(async () => (await r.raw.xlen(dlqKey(prefix, 'order.created', 0))) === 1, 5000, 'the dead letter');
+    const [letter] = await b.deadLetters('order.created');
+    expect(letter!.valid).toBe(false);
+    expect(stringifyAnyDepth((letter!.event as { data: unknown }).data)).toBe(deep(100_000)); // (toEqual recurses too)
+    await waitFor(async () => ((await r.raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'nothing pending');
+    expect(seen).toEqual([1]);
+
+    // Consumed unchecked, the handler fails once: the retry entry carries the whole value.
+    const p2 = uniquePrefix('deepretry');
+    const c = await createEventBus({ service: 'review', events, validateOnConsume: false, transport: { type: 'redis-streams', url: r.server.url, prefix: p2, partitions: 1 } });
+    r.cleanup.push(() => c.close());
+    const depths: string[] = [];
+    await c.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, jitter: 0 } } }, (e, ctx) => {
+      let d = 0;
+      for (let v: unknown = e.data; Array.isArray(v) && v.length > 0; v = v[0]) d++;
+      depths.push(`${d}@${ctx.attempt}`);
+      if (ctx.attempt === 1) throw new Error('once');
+    });
+    await r.raw.xadd(streamKey(p2, 'order.created', 0), '*', 'data', deep(100_000));
+    await waitFor(() => depths.length === 2, 5000, 'the retry');
+    expect(depths).toEqual(['99999@1', '99999@2']);
   });
 });
 

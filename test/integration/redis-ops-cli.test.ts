@@ -129,6 +129,23 @@ describe('eventlane-redis (operations CLI)', () => {
     }
   });
 
+  it('dlq --json prints a dead letter whose event nests deeper than JSON.stringify recurses (compact)', async () => {
+    const p = uniquePrefix('opsdeep');
+    const raw = new Redis(server.url);
+    try {
+      const data = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      const event = `{"id":"e1","type":"order.created","source":"x","time":1,"data":${data}}`;
+      await raw.xadd(dlqKey(p, 'order.created', 0), '*', 'v', '1', 'kind', 'dead', 'type', 'order.created', 'group', 'billing', 'partition', '0', 'attempts', '1', 'error', 'deep', 'deadAt', '1700000000000', 'event', event);
+      const listed = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p, '--json');
+      expect(listed.code, listed.err).toBe(0);
+      expect(listed.out).toContain(`"data":${data}`);
+      const table = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p);
+      expect(table.out).toMatch(/billing\s+e1\s+1\s/);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
   it("letters and keys written by others: another key under the prefix, a letter naming another partition or no group, an odd deadAt, a multi-line error; a prefix with glob characters", async () => {
     const p = `${uniquePrefix('opsodd')}[1]`;
     const conn2 = ['--url', server.url, '--prefix', p];

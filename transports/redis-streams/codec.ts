@@ -3,6 +3,7 @@
  * request is written into one buffer (payloads by the schema's compiled JSON writer where there is
  * one). Consuming decodes a batch entry with one `JSON.parse` of its payloads.
  */
+import { stringifyAnyDepth } from '../../src/deep-json.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { EventRun, OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
@@ -193,9 +194,12 @@ export function pushEventFields(out: (string | number)[], ev: OutgoingEvent, sou
   if (ev.headers !== undefined) out.push('headers', JSON.stringify(ev.headers));
 }
 
-/** Field/value pairs of an envelope as a per-event entry (retry and replay entries). */
+/**
+ * Field/value pairs of an envelope as a per-event entry (retry and replay entries). The data is written at
+ * any depth: it was read from a stream (JSON.parse reads any depth), so it must be writable back.
+ */
 export function envelopeFields(env: EventEnvelope): string[] {
-  const out = ['v', WIRE_VERSION, 'kind', 'event', 'id', env.id, 'type', env.type, 'source', env.source, 'time', String(env.time), 'data', JSON.stringify(env.data)];
+  const out = ['v', WIRE_VERSION, 'kind', 'event', 'id', env.id, 'type', env.type, 'source', env.source, 'time', String(env.time), 'data', stringifyAnyDepth(env.data)];
   if (env.key !== undefined) out.push('key', env.key);
   if (env.correlationId !== undefined) out.push('correlationId', env.correlationId);
   if (env.causationId !== undefined) out.push('causationId', env.causationId);

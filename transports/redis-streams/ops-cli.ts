@@ -4,6 +4,7 @@
  * the transport (docs/wire-format.md); partitions are found by SCAN unless `--partitions` says.
  */
 import { parseArgs } from 'node:util';
+import { stringifyAnyDepth } from '../../src/deep-json.js';
 import { ConfigError, EventlaneError } from '../../src/errors.js';
 import type { RedisDeadLetter, RedisStreamsAdmin, ReplaySkipReason } from './admin.js';
 import { openRedisStreamsAdmin } from './transport.js';
@@ -160,7 +161,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     io.out(USAGE);
     return flags.help ? 0 : 2;
   }
-  const print = (value: unknown, text: () => string) => io.out(flags.json ? JSON.stringify(value, null, 2) : text());
+  const print = (value: unknown, text: () => string) => io.out(flags.json ? jsonText(value) : text());
   const command = positionals[0]!;
   const args = positionals.length;
   const expect = (n: number) => {
@@ -226,6 +227,16 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     }
     default:
       throw new ConfigError(`Unknown command "${command}". Commands: streams, groups, pending, dlq, replay, purge (--help).`);
+  }
+}
+
+/** Indented JSON; compact where a dead letter's event nests deeper than JSON.stringify recurses. */
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    return stringifyAnyDepth(value);
   }
 }
 

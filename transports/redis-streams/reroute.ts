@@ -7,6 +7,7 @@
  */
 import { backoffDelay } from '../../src/backoff.js';
 import type { EventEnvelope } from '../../src/envelope.js';
+import { stringifyAnyDepth } from '../../src/deep-json.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import { envelopeFields, fieldsToObject, WIRE_VERSION } from './codec.js';
 import type { ConsumerContext, Entry } from './consumer-records.js';
@@ -81,7 +82,8 @@ export class Reroute {
       'v', WIRE_VERSION, 'kind', 'dead', 'group', spec.group, 'type', spec.type, 'partition', partition,
       'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
     ];
-    if (event !== undefined) fields.push('event', JSON.stringify(event));
+    // At any depth: an event another producer nested deeper than JSON.stringify recurses was left pending forever.
+    if (event !== undefined) fields.push('event', stringifyAnyDepth(event));
     if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
     const key = dlqKey(config.prefix, spec.type, partition);
     const trim = config.dlqMaxLen > 0 ? ['MAXLEN', '~', config.dlqMaxLen] : [];
