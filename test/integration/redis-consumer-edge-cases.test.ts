@@ -299,6 +299,27 @@ describe('redis-streams review: admin', () => {
     expect(await admin.unfinished('order.created', 'g')).toBe(5);
     await expect(a.idle({ timeoutMs: 100 })).rejects.toThrow(/group "g": 5\b/);
   });
+
+  it('an acked retry entry left in the retry stream (its XDEL failed, or its consumer died before it) does not hold idle() up', async () => {
+    const prefix = uniquePrefix('idleleft');
+    const a = await bus(prefix);
+    let fails = 1;
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, multiplier: 2, jitter: 0 } } }, () => {
+      if (fails-- > 0) throw new Error('once');
+    });
+    // One event retried and finished: its retry entry acked and deleted as usual.
+    await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
+    await a.idle({ timeoutMs: 5000 });
+    // A retry entry acked without its XDEL, as the consumer would leave it.
+    const rk = retryKey(prefix, 'order.created', 0, 'g');
+    // In one MULTI, so the subscription's blocked read is not given it: past the group's last delivery, not pending.
+    await r.raw.multi().xadd(rk, '*', 'v', '1', 'kind', 'event', 'id', 'x', 'type', 'order.created', 'source', 's', 'time', '1', 'data', '{}').xgroup('SETID', rk, 'g', '$').exec();
+    expect(await r.raw.xlen(rk)).toBe(1);
+    const admin = await (a.transport as RedisStreamsTransport).admin();
+    expect(await admin.unfinished('order.created', 'g')).toBe(0);
+    expect((await admin.groups('order.created'))[0]?.retrying).toBe(0);
+    await a.idle({ timeoutMs: 1000 });
+  });
 });
 
 describe('redis-streams review: error types', () => {

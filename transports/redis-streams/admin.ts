@@ -48,8 +48,8 @@ export interface GroupInfo {
    */
   trimmed: number | undefined;
   /**
-   * Entries in the group's retry streams: waiting for their due time, or delivered and not acked yet (those
-   * are counted in `pending` too).
+   * Entries of the group's retry streams not finished: not delivered yet, or delivered and not acked
+   * (waiting for their due time, or running; those are counted in `pending` too).
    */
   retrying: number;
   /** Every partition's newest entry was delivered to the group (whether or not `lag` can be told). */
@@ -131,7 +131,7 @@ export class RedisStreamsAdmin {
 
   /**
    * `groups`, of every group or of `only` (whose retry streams alone are then asked). The partitions are
-   * asked at once (and each group's retry stream with two commands at once): a poll of `idle()` costs about
+   * asked at once (then each group's retry stream, XINFO GROUPS and STREAM): a poll of `idle()` costs about
    * four round trips whatever the partition count, not four per partition.
    */
   private async collectGroups(type: string, only: string | undefined): Promise<GroupInfo[]> {
@@ -152,17 +152,22 @@ export class RedisStreamsAdmin {
     return [...byName.values()];
   }
 
-  /** One partition's groups (or `only`), each with the length and pending count of its retry stream. */
+  /** One partition's groups (or `only`), each with the unfinished and pending entries of its retry stream. */
   private async partitionGroups(type: string, p: number, only: string | undefined): Promise<(GroupPosition & { retrying: number; retryPending: number })[]> {
     const key = streamKey(this.config.prefix, type, p);
     const rows = await this.unlessMissing(groupPositions(this.client, key), [], `XINFO GROUPS ${key}`); // none: no stream yet
     const wanted = only === undefined ? rows : rows.filter((r) => r.group === only);
     return Promise.all(
       wanted.map(async (row) => {
-        // Either may find nothing (no retry stream yet, or no group on it yet): 0.
+        // The group's place in its retry stream: what it holds (pending) and has not been delivered (lag). Not the
+        // stream's length: an acked retry entry whose XDEL failed (or whose consumer died in between) stays in it
+        // for good, and idle() then waited for it forever. No retry stream yet: 0.
         const rk = retryKey(this.config.prefix, type, p, row.group);
-        const [len, summary] = await Promise.all([this.unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`), this.unlessMissing(this.c.xpending!(rk, row.group), [0], `XPENDING ${rk}`)]);
-        return { ...row, retrying: Number(len), retryPending: Number((summary as [number])[0]) };
+        const own = (await this.unlessMissing(groupPositions(this.client, rk), [], `XINFO GROUPS ${rk}`)).find((r) => r.group === row.group);
+        if (own !== undefined && own.lag !== undefined) return { ...row, retrying: own.pending + own.lag, retryPending: own.pending };
+        // No group there yet (every entry waits for it), or Redis cannot count the lag (before 7.0): the length.
+        const len = Number(await this.unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`));
+        return { ...row, retrying: len, retryPending: own?.pending ?? 0 };
       }),
     );
   }
@@ -176,7 +181,7 @@ export class RedisStreamsAdmin {
   async unfinished(type: string, group: string): Promise<number> {
     const rows = (await Promise.all(this.keys(type).map((p) => this.partitionGroups(type, p, group)))).flat();
     if (rows.length === 0) return 0;
-    // A retry stream's pending entries are in its length already (acked ones are deleted).
+    // A retry stream's pending entries are in `retrying` already.
     let n = 0;
     for (const row of rows) n += row.pending + row.retrying + (row.lag ?? (row.caughtUp ? 0 : 1));
     return n;
