@@ -148,6 +148,14 @@ describe('redis-streams codec', () => {
     expect(foreign.events[0]).toEqual({ id: '1700000000123-4', type: 'orders', source: '', time: 1700000000123, data: { x: 1 } });
   });
 
+  it('reads attempt and due only in a retry stream: in a partition stream they are another producer\'s fields', () => {
+    const fields = ['v', '1', 'kind', 'event', 'attempt', '7', 'due', '99999999999999', 'data', '1'];
+    expect(decodeEntry('1-0', fields, 't')).toMatchObject({ attempt: 1, due: 0 });
+    expect(decodeEntry('1-0', fields, 't', undefined, true)).toMatchObject({ attempt: 7, due: 99999999999999 });
+    // Its own meaning of "attempt" does not make a foreign entry malformed.
+    expect(decodeEntry('1-0', ['attempt', 'first', 'data', '1'], 't')).toMatchObject({ attempt: 1 });
+  });
+
   it('malformed entries report a reason', () => {
     const reason = (fields: string[]) => (decodeEntry('1-0', fields, 't') as Malformed).reason;
     expect(reason(['foo', 'bar'])).toContain('no field "data"');
@@ -157,7 +165,7 @@ describe('redis-streams codec', () => {
     expect(reason(['v', '1', 'kind', 'batch', 'ids', '', 'times', '[]', 'payloads', '{}'])).toContain('not a JSON array');
     expect(reason(['v', '1', 'kind', 'batch', 'count', '3', 'ids', '', 'times', '[]', 'payloads', '[1]'])).toContain('"count" says 3');
     expect(reason(['v', '1', 'kind', 'batch', 'idw', '26', 'ids', 'abc', 'times', '[1,1]', 'payloads', '[1]'])).toContain('"ids" has 3 chars');
-    expect(reason(['v', '1', 'kind', 'event', 'attempt', '0', 'data', '1'])).toContain('attempt');
+    expect((decodeEntry('1-0', ['v', '1', 'kind', 'event', 'attempt', '0', 'data', '1'], 't', undefined, true) as Malformed).reason).toContain('attempt');
     // Publish times: run counts must add up to the events, each run a time and a count of at least 1.
     const batch = (times: string) => reason(['v', '1', 'kind', 'batch', 'idw', '1', 'ids', 'ab', 'times', times, 'payloads', '[1,2]']);
     expect(batch('[]')).toContain('"times" counts 0 events but "payloads" holds 2');

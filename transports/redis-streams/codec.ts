@@ -237,8 +237,17 @@ export function idTime(streamId: string): number {
  * `readData` parses a per-event entry's `data` (the type's compiled reader: 2-3x faster
  * than JSON.parse on small payloads); a batch entry's `payloads` array is one JSON.parse, which the compiled
  * readers do not beat (236-362 vs 328-371 ns per trading event, 273-370 vs 244-306 with 110-char strings).
+ * `attempt` and `due` are read only from a group's retry stream (`retryStream`), where the consumers write
+ * them: in a partition stream they are another producer's fields (its own "attempt" must not dead-letter
+ * the event at once, nor a "due" hold it back).
  */
-export function decodeEntry(streamId: string, fields: readonly string[] | null, fallbackType: string, readData: JsonReader = parseJsonSlice): DecodedEntry | Malformed {
+export function decodeEntry(
+  streamId: string,
+  fields: readonly string[] | null,
+  fallbackType: string,
+  readData: JsonReader = parseJsonSlice,
+  retryStream = false,
+): DecodedEntry | Malformed {
   if (fields === null || fields === undefined) return new Malformed('entry has no fields');
   let v: string | undefined;
   let kind: string | undefined;
@@ -279,8 +288,8 @@ export function decodeEntry(streamId: string, fields: readonly string[] | null, 
       case 'correlationId': correlationId = val; break;
       case 'causationId': causationId = val; break;
       case 'headers': headers = val; break;
-      case 'attempt': attempt = val; break;
-      case 'due': due = val; break;
+      case 'attempt': if (retryStream) attempt = val; break;
+      case 'due': if (retryStream) due = val; break;
       default: break;
     }
   }

@@ -153,7 +153,7 @@ export class Deliveries {
         if (!s.retry) trimmed++;
         continue;
       }
-      const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData);
+      const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData, s.retry);
       if (decoded instanceof Malformed) {
         this.sideOp(() => this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
         continue;
