@@ -231,6 +231,13 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
   });
 
+  it('refuses a maxEventBytes above a quarter of the arena with a ConfigError naming both (it was capped silently)', async () => {
+    await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(ConfigError);
+    await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(/maxEventBytes 20000 .*65536 bytes: at most 16384.*arenaBytes/);
+    const b = await bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 16_384 });
+    expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
+  });
+
   it('rejects an event whose headers make it larger than half the arena with PayloadTooLargeError', async () => {
     const b = await bus({ capacity: 16, arenaBytes: 65_536 });
     await b.subscribe('tick', { group: 'g' }, () => {});

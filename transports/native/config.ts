@@ -27,7 +27,7 @@ export const nativeConfigSchema = z
     publishTimeoutMs: z.number().int().min(0).default(30_000),
     /** `'auto'`: the addon when it loads, else the JS fallback (one warning). @default 'auto' */
     implementation: z.enum(['auto', 'native', 'js']).default('auto'),
-    /** Largest encoded event, bytes; capped at a quarter of the arena. @default arenaBytes / 4 */
+    /** Largest encoded event, bytes; at most a quarter of the arena (more is a ConfigError). @default arenaBytes / 4 */
     maxEventBytes: z.number().int().min(1).optional(),
     /** Events kept per partition for groups created later with `startFrom: '0'`; 0 keeps none. @default 10000 */
     retain: z.number().int().min(0).default(10_000),

@@ -104,11 +104,17 @@ export class NativeTransport implements Transport {
       const message = `native broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
       throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
     }
+    const limit = Math.floor(broker.core.arenaBytes / 4);
+    if (config.maxEventBytes !== undefined && config.maxEventBytes > limit) {
+      // Capped silently before: an event between the two was refused naming maxEventBytes, which allowed it.
+      brokers.release(config.name);
+      const message = `maxEventBytes ${config.maxEventBytes} is above a quarter of the ring's arena (${broker.core.arenaBytes} bytes: at most ${limit}); raise transport.arenaBytes or lower maxEventBytes`;
+      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'maxEventBytes'], message, code: 'custom' }]);
+    }
     this.broker = broker;
     this.core = broker.core;
     this.topics = broker.topics;
     this.implementation = this.core.kind;
-    const limit = Math.floor(this.core.arenaBytes / 4);
     this.source = ctx.service === broker.service ? undefined : ctx.service;
     // Runs written as bytes at publish, with room for the record header, when the records are plain (no source).
     const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
@@ -117,7 +123,7 @@ export class NativeTransport implements Transport {
     // `error` takes a unit whole or refuses it: a unit larger than an empty ring would always be refused (a
     // burst of publish() calls in one tick, batched into one unit, was refused whole by an empty ring).
     const units = config.backpressure === 'error' ? { maxUnitEvents: this.core.capacity, maxUnitBytes: this.core.arenaBytes / 4 } : {};
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: Math.min(config.maxEventBytes ?? limit, limit), runs: true, runBytes, partialUnits, ...units };
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: config.maxEventBytes ?? limit, runs: true, runBytes, partialUnits, ...units };
     this.mode = MODE[config.backpressure];
   }
 
