@@ -375,6 +375,24 @@ describe('redis-streams review: error types', () => {
 });
 
 describe('redis-streams review: keepalive without scripts', () => {
+  it('an ACL user without XDEL: acked retry entries stay in the retry stream with one warning per refused XDEL, and idle() still resolves', async () => {
+    await r.raw.call('ACL', 'SETUSER', 'noxdel', 'on', '>pw', '~*', '&*', '+@all', '-xdel');
+    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noxdel'));
+    const prefix = uniquePrefix('noxdel');
+    const logger = recordingLogger();
+    const b = await bus(prefix, { username: 'noxdel', password: 'pw' }, logger);
+    const attempts: number[] = [];
+    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, multiplier: 2, jitter: 0 } } }, (_e, ctx) => {
+      attempts.push(ctx.attempt);
+      if (ctx.attempt === 1) throw new Error('once');
+    });
+    await b.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
+    await b.idle({ timeoutMs: 5000 });
+    expect(attempts).toEqual([1, 2]);
+    await waitFor(() => logger.messages.includes('XDEL of acked retry entries failed; they stay in the retry stream'), 5000, 'the warning');
+    expect(await r.raw.xlen(retryKey(prefix, 'order.created', 0, 'g'))).toBe(1);
+  });
+
   it('an ACL user without +@scripting still keeps a long handler\'s entry (plain XCLAIM) and is told the owner check is off', async () => {
     await r.raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
     r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts'));

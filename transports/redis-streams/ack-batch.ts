@@ -42,7 +42,15 @@ export class AckBatcher {
 
   flush(): void {
     this.scheduled = false;
-    for (const s of this.ctx.streams) this.send(s, this.ctx.command);
+    for (const s of this.ctx.streams) {
+      this.send(s, this.ctx.command);
+      if (s.deletes.length > 0) {
+        const ids = s.deletes;
+        s.deletes = [];
+        this.inFlight++;
+        this.deleteAcked(s, ids);
+      }
+    }
   }
 
   /** One XACK of what stream `s` has finished, on `conn` (the command connection, or an idle reader's). */
@@ -60,7 +68,7 @@ export class AckBatcher {
           this.retries = 0;
           this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
         }
-        if (s.retry) this.deleteAcked(s, ids);
+        if (s.retry) this.deleteAcked(s, ids.slice(2));
         else this.settled();
       },
       (e: unknown) => {
@@ -104,10 +112,16 @@ export class AckBatcher {
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.idle = resolve));
   }
 
-  /** Retry-stream entries are deleted once acked (`ids` is the XACK's arguments: key, group, ids). */
+  /**
+   * Retry-stream entries are deleted once acked. One the XDEL missed stays in the retry stream for good (nothing
+   * else deletes it; the group has finished it, so it is not counted as waiting): sent again, like an XACK.
+   */
   private deleteAcked(s: StreamInfo, ids: string[]): void {
-    this.ctx.cmd.xdel(s.key, ...ids.slice(2)).then(this.settled, (e: unknown) => {
-      this.ctx.logger.debug({ err: describeError(e), stream: s.key }, 'XDEL of acked retry entries failed');
+    this.ctx.cmd.xdel(s.key, ...ids).then(this.settled, (e: unknown) => {
+      if (isTransientWriteError(e) && !this.ctx.closing) {
+        for (const id of ids) s.deletes.push(id);
+        this.retryLater();
+      } else this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XDEL of acked retry entries failed; they stay in the retry stream');
       this.settled();
     });
   }

@@ -75,7 +75,7 @@ export class RedisConsumer implements TransportSubscription {
       for (const retry of [false, true]) {
         const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
         this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], trimmedSeen: 0, trimmedUnreported: 0 });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], deletes: [], trimmedSeen: 0, trimmedUnreported: 0 });
       }
     }
     this.deliveries = new Deliveries(this.ctx, handler, readData, this.acks, new Reroute(this.ctx));
