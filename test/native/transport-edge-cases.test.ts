@@ -371,6 +371,24 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     release();
   });
 
+  it('worker consumers: a handler that put a function on the event before failing gets its retries and dead letters (the thread stopped consuming, alive)', async () => {
+    const { errors, logger } = errorLog();
+    const b = await bus({}, { logger });
+    const counters = new Int32Array(new SharedArrayBuffer(8));
+    await b.subscribe('tick', { group: 'u', workers: 1, maxDeliveries: 2, retry: { backoff: { initialMs: 5, maxMs: 5 } }, handler: fixture('uncloneable-handler.mjs'), workerData: { counters: counters.buffer } });
+    await b.publishMany('tick', ticks(20));
+    // 18 succeed on their second attempt; seq 0 and 10 fail twice and are dead-lettered.
+    await waitFor(() => Atomics.load(counters, 0) === 18, 10_000, 'the retries');
+    await waitFor(async () => (await b.deadLetters('tick', { group: 'u' })).length === 2, 10_000, 'two dead letters');
+    const dead = await b.deadLetters('tick', { group: 'u' });
+    expect(dead.map((d) => d.event?.data.seq).sort()).toEqual([0, 10]);
+    expect(Atomics.load(counters, 1)).toBe(40);
+    // The thread goes on consuming.
+    await b.publishMany('tick', ticks(5, 101));
+    await waitFor(() => Atomics.load(counters, 0) === 23, 10_000, 'events published afterwards');
+    expect(errors).toEqual([]);
+  });
+
   it('worker consumers: when a replacement thread fails to load, what the dead thread held goes to the other threads', async () => {
     const { logger } = errorLog();
     const b = await bus({ partitions: 2 }, { logger });

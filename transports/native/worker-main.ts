@@ -3,7 +3,8 @@
  * loads, so a module that fails to load loses nothing), then consumes its partitions until the stop flag
  * is raised, and hands back whatever it popped but did not deliver.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeliveryHandler } from '../../src/transport.js';
 import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
 import { pinCurrentThread } from './affinity.js';
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
   const core = attachCore(init.core);
   const stopFlag = new Int32Array(init.stop);
   const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
-    port.postMessage({ t: 'dead', dl: { ...dl, event: dl.event && toPlainEnvelope(dl.event) } } satisfies WorkerMessage),
+    post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } })),
   );
   // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
   // for bus.idle() (the group's `unfinished`).
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
   consumer.lastCell = new Int32Array(init.last);
   consumer.waitingCell = new Int32Array(init.waiting);
   consumer.waitingMine = new Int32Array(init.mine);
-  consumer.onPark = (item) => port.postMessage({ t: 'park', item: { ...item, env: toPlainEnvelope(item.env) } } satisfies WorkerMessage);
+  consumer.onPark = (item) => post(port, (clone) => ({ t: 'park', item: { ...item, env: clone(item.env) } }));
   consumer.onUnpark = (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage);
   consumer.setPartitions(init.parts);
   port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
@@ -106,6 +107,24 @@ async function main(): Promise<void> {
   port.close();
 }
 
+/**
+ * Posts the message `make` builds with a plain copy of its event. A handler may have put what cannot be cloned
+ * on `event.data` (a function, a promise) before it failed: the message then goes with the data as JSON
+ * text read back (the event was read as JSON; what the handler added that JSON cannot hold is dropped).
+ * Throwing here instead ended the thread's consumption while it lived on, holding its events.
+ */
+function post(port: MessagePort | NonNullable<typeof parentPort>, make: (clone: (e: EventEnvelope) => EventEnvelope) => WorkerMessage): void {
+  try {
+    port.postMessage(make(toPlainEnvelope));
+  } catch (err) {
+    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    port.postMessage(make((e) => ({ ...toPlainEnvelope(e), data: e.data === undefined ? undefined : JSON.parse(JSON.stringify(e.data)) })));
+  }
+}
+
 main().catch((err: unknown) => {
   parentPort?.postMessage({ t: 'fatal', message: err instanceof Error ? err.stack ?? err.message : String(err) });
+  // Ends this thread (not the process): its exit hands what it held back to the group and starts a new
+  // thread in its place. Left alive, it held its events while consuming nothing.
+  process.exit(1);
 });
