@@ -381,7 +381,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await waitFor(() => Atomics.load(counters, 0) === 18, 10_000, 'the retries');
     await waitFor(async () => (await b.deadLetters('tick', { group: 'u' })).length === 2, 10_000, 'two dead letters');
     const dead = await b.deadLetters('tick', { group: 'u' });
-    expect(dead.map((d) => d.event?.data.seq).sort()).toEqual([0, 10]);
+    expect(dead.map((d) => (d.event?.data as { seq: number }).seq).sort()).toEqual([0, 10]);
     expect(Atomics.load(counters, 1)).toBe(40);
     // The thread goes on consuming.
     await b.publishMany('tick', ticks(5, 101));

@@ -8,7 +8,7 @@
  */
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
-import { DELIVERY_SLICE_MS, NextTurn } from '../../src/next-turn.js';
+import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
@@ -144,20 +144,25 @@ export class ConsumerGroup {
   }
 
   private readonly nextTurn = new NextTurn(() => this.pump());
+  /** This turn's delivery slice (pumps run by async handlers settling count against it too). */
+  private readonly slice = new DeliverySlice();
 
-  /** Delivers what is queued, for at most DELIVERY_SLICE_MS; the rest after an event-loop turn. */
+  /** Delivers what is queued, for at most DELIVERY_SLICE_MS per event-loop turn (DeliverySlice); the rest after a turn. */
   private pump(): void {
     if (this.pumping) {
       this.again = true;
       return;
     }
+    if (!this.slice.begin()) {
+      this.nextTurn.request();
+      return;
+    }
     this.pumping = true;
-    const until = performance.now() + DELIVERY_SLICE_MS;
     try {
       do {
         this.again = false;
         for (const m of this.members) {
-          if (!this.fill(m, until)) {
+          if (!this.fill(m)) {
             this.nextTurn.request();
             return;
           }
@@ -169,11 +174,10 @@ export class ConsumerGroup {
   }
 
   /** Fills a member's free handler slots; false when the time slice ran out first. */
-  private fill(m: Member, until: number): boolean {
+  private fill(m: Member): boolean {
     const parts = m.partitions;
-    let n = 0;
     while (!m.closing && m.inFlight < m.spec.concurrency) {
-      if ((++n & 127) === 0 && performance.now() > until) return false;
+      if (this.slice.over()) return false;
       let found = false;
       for (let k = 0; k < parts.length; k++) {
         const idx = (m.cursor + k) % parts.length;

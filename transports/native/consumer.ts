@@ -6,7 +6,7 @@
  */
 import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
-import { DELIVERY_SLICE_MS, NextTurn } from '../../src/next-turn.js';
+import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { describeError, isRetryable } from '../../src/errors.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
@@ -382,19 +382,21 @@ export class PartitionConsumer {
 
   /**
    * Main thread: delivers what is in the rings now, without waiting. A long backlog is delivered in slices
-   * of at most DELIVERY_SLICE_MS, the rest after an event-loop turn, so I/O, timers and other members keep going.
+   * of at most DELIVERY_SLICE_MS per event-loop turn (DeliverySlice), the rest after a turn, so I/O, timers and other members keep going.
    */
   pump(): void {
     if (this.pumping || this.stopped) return;
+    if (!this.slice.begin()) {
+      this.resumeLater();
+      return;
+    }
     this.pumping = true;
-    const until = performance.now() + DELIVERY_SLICE_MS;
-    let n = 0;
     try {
       while (this.inFlight < this.s.concurrency && !this.stopped) {
         const env = this.next(0, 0);
         if (env === undefined) break;
         this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
-        if ((++n & 127) === 0 && performance.now() > until) {
+        if (this.slice.over()) {
           this.resumeLater();
           break;
         }
@@ -403,6 +405,9 @@ export class PartitionConsumer {
       this.pumping = false;
     }
   }
+
+  /** This turn's delivery slice (pumps run by async handlers settling count against it too). */
+  private readonly slice = new DeliverySlice();
 
   /** Main thread: pumps after an event-loop turn (a new member's first pump, a long backlog's next slice). */
   resumeLater(): void {
