@@ -47,9 +47,9 @@ export class DeliverySlice {
     return !this.spent;
   }
 
-  /** After each delivery: true when the slice ran out (the clock is read every 16 deliveries). */
+  /** After each delivery: true when the slice ran out (the clock is read every 32 deliveries). */
   over(): boolean {
-    if ((++this.n & 15) !== 0 || performance.now() <= this.until) return false;
+    if ((++this.n & 31) !== 0 || performance.now() <= this.until) return false;
     this.spent = true;
     return true;
   }
