@@ -87,6 +87,26 @@ describe('packed tarball', () => {
     expect(out.trim()).toBe('5');
   });
 
+  it('a TypeScript worker handler module without tsx installed is a ConfigError naming handler and saying what would load it', () => {
+    writeFileSync(join(dir, 'ts-handler.ts'), 'export default (event: unknown): void => {};\n');
+    writeFileSync(
+      join(dir, 'ts-workers.cjs'),
+      `const el = require('eventlane'); const { z } = require('zod'); const { join } = require('node:path');
+(async () => {
+  const events = el.defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+  const bus = await el.createEventBus({ service: 'e2e', events, transport: { type: 'native' } });
+  const err = await bus.subscribe('order.created', { group: 'w', workers: 1, handler: join(__dirname, 'ts-handler.ts') }).catch((e) => e);
+  await bus.close();
+  console.log(JSON.stringify({ name: err.name, path: err.issues && err.issues[0].path, message: err.message }));
+})();
+`,
+    );
+    const out = JSON.parse(execFileSync(process.execPath, ['ts-workers.cjs'], { cwd: dir, encoding: 'utf8', timeout: 30_000 }).trim()) as { name: string; path: string[]; message: string };
+    expect(out.name).toBe('ConfigError');
+    expect(out.path).toEqual(['handler']);
+    expect(out.message).toMatch(/needs tsx installed beside eventlane/);
+  });
+
   it('exposes the transports as subpath exports (ops API, transport classes)', () => {
     const cjs = execFileSync(process.execPath, ['-e', "const r = require('eventlane/redis-streams'); const n = require('eventlane/native'); console.log(typeof r.openRedisStreamsAdmin, typeof n.NativeTransport)"], { cwd: dir, encoding: 'utf8' });
     expect(cjs.trim()).toBe('function function');

@@ -14,8 +14,21 @@ export function spawnConsumerThread(init: WorkerInit, handlerModule: string): Wo
   const fromSource = /\.[cm]?ts$/.test(selfUrl);
   const entry = new URL(fromSource ? './worker-main.ts' : './worker-main.js', selfUrl);
   if (!fromSource && !/\.[cm]?ts$/.test(handlerModule)) return new Worker(entry, { workerData: init });
-  const req = createRequire(selfUrl);
-  const api = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const api = tsxApi();
+  // No tsx (a devDependency of ours, not installed with the package): the thread imports the .ts module
+  // itself, which a Node that strips types can; elsewhere the load fails as a ConfigError naming handler
+  // (worker-main says what would load it), instead of a raw MODULE_NOT_FOUND for tsx.
+  if (api === undefined && !fromSource) return new Worker(entry, { workerData: init });
+  if (api === undefined) throw new Error('tsx is needed to run eventlane from its TypeScript sources');
   const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
   return new Worker(code, { eval: true, workerData: init });
+}
+
+/** tsx's ESM API where tsx is installed, else undefined. */
+function tsxApi(): string | undefined {
+  try {
+    return pathToFileURL(createRequire(selfUrl).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  } catch {
+    return undefined;
+  }
 }

@@ -78,7 +78,11 @@ async function main(): Promise<void> {
     if (setup !== undefined) await setup(init.userData);
     handler = fn as DeliveryHandler;
   } catch (err) {
-    port.postMessage({ t: 'load-error', message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) } satisfies WorkerMessage);
+    let message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    if (/\.[cm]?ts$/.test(init.handler) && (err as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+      message += ' (a TypeScript handler module needs tsx installed beside eventlane, or a Node.js that strips types; or give the compiled .js)';
+    }
+    port.postMessage({ t: 'load-error', message } satisfies WorkerMessage);
     return;
   }
   const core = attachCore(init.core);
