@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError, PublishPartialError, TimeoutError } from '../../src/index.js';
+import { BackpressureError, ClosedError, ConfigError, NativeError, PayloadTooLargeError, PublishPartialError, TimeoutError } from '../../src/index.js';
 import { currentThreadCpus } from '../../transports/native/index.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, ticks, transportOf, type Bus } from './harness.js';
@@ -237,6 +237,22 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     const b = await bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 16_384 });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
   });
+
+  it('an arenaBytes above 256 MiB is a ConfigError (a pop of a fuller ring could outgrow a JavaScript string)', async () => {
+    await expect(bus({ arenaBytes: 2 ** 29 })).rejects.toThrow(ConfigError);
+  });
+
+  if (implementation === 'native') {
+    it('the 4,097th group of a transport is a NativeError that says why and what to do', async () => {
+      const b = await bus({ capacity: 2, arenaBytes: 1024 });
+      const t = transportOf(b) as unknown as { createLane(group: string): number };
+      const err = await (async () => {
+        for (let i = 0; i <= 4096; i++) t.createLane(`g${i}`);
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NativeError);
+      expect((err as Error).message).toMatch(/has created 4096 groups.*reuse group names/);
+    });
+  }
 
   it('rejects an event whose headers make it larger than half the arena with PayloadTooLargeError', async () => {
     const b = await bus({ capacity: 16, arenaBytes: 65_536 });

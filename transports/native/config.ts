@@ -17,10 +17,11 @@ export const nativeConfigSchema = z
     /** Events per ring; rounded up to a power of two. @default 16384 */
     capacity: z.number().int().min(2).max(16_777_216).default(16_384),
     /**
-     * Payload bytes per ring (the preallocated arena); rounded up to a power of two.
-     * @default capacity * 128, at least 64 KiB, at most 1 GiB
+     * Payload bytes per ring (the preallocated arena); rounded up to a power of two. At most 256 MiB: a pop
+     * of a fuller ring could be more text than one JavaScript string holds (~512 Mi characters).
+     * @default capacity * 128, at least 64 KiB, at most 256 MiB
      */
-    arenaBytes: z.number().int().min(1024).max(1_073_741_824).optional(),
+    arenaBytes: z.number().int().min(1024).max(268_435_456).optional(),
     /** What a publish does when a ring is full. @default 'block' */
     backpressure: z.enum(['block', 'drop-newest', 'drop-oldest', 'error']).default('block'),
     /** How long a `block` publish waits for room before rejecting with `TimeoutError`. @default 30000 */

@@ -66,6 +66,9 @@ interface Broker {
 
 const brokers = new SharedBrokers<Broker>();
 
+/** Groups (lanes of rings) the addon's core creates in its lifetime (native/src/core.h kMaxLanes); the JS core has no bound. */
+const MAX_LANES = 4096;
+
 export class NativeTransport implements Transport {
   readonly type = 'native';
   readonly capabilities: TransportCapabilities;
@@ -87,7 +90,7 @@ export class NativeTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     const broker = brokers.acquire(config.name, () => {
-      const arena = config.arenaBytes ?? Math.min(2 ** 30, Math.max(65_536, config.capacity * 128));
+      const arena = config.arenaBytes ?? Math.min(2 ** 28, Math.max(65_536, config.capacity * 128));
       let core: PartitionCore;
       try {
         core = createCore(config.capacity, arena, config.implementation, (msg) => {
@@ -423,6 +426,12 @@ export class NativeTransport implements Transport {
       return this.core.createLane(this.config.partitions);
     } catch (err) {
       const code = (err as { code?: string }).code;
+      if (/too many lanes/.test((err as Error).message)) {
+        throw new NativeError(
+          `Cannot create consumer group "${group}": this transport has created ${MAX_LANES} groups, the most it can (a group's rings stay allocated until the transport closes, even after deleteGroup); reuse group names, or close the transport and open another`,
+          { cause: err },
+        );
+      }
       if (code !== 'ERR_NATIVE_ALLOC' && !(err instanceof RangeError && /allocation failed/i.test(err.message))) throw this.mapError(err);
       const perRing = this.core.capacity * 20 + this.core.arenaBytes;
       const total = ((perRing * this.config.partitions) / 2 ** 20).toFixed(0);
