@@ -6,7 +6,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand } from './lib/commands.js';
 import { addConfigFlags } from './lib/flags.js';
 import { intListArg, UsageError } from './lib/config.js';
-import { abandonedIterations } from './lib/runner.js';
+import { abandonedIterations, endChildrenOnSignals } from './lib/runner.js';
 
 const program = new Command('benchmark')
   .description('Reproduces the seed benchmark reports (../shared/seeds) against eventlane, with baselines. See docs/benchmarks.md.')
@@ -54,6 +54,7 @@ program
   .action(() => listCommand());
 
 async function main(): Promise<void> {
+  endChildrenOnSignals();
   try {
     await program.parseAsync(process.argv);
   } catch (err) {

@@ -188,7 +188,9 @@ export async function suiteCommand(o: Opts): Promise<void> {
   const inProc = flags.transport ?? (await inProcessTransport());
   for (const name of DEFAULT_SUITE) {
     const scenario = findScenario(name);
-    const transport = scenario.transports.includes(inProc) && scenario.transports[0] !== 'noop' ? inProc : scenario.transports[0]!;
+    // A transport asked for is used wherever the scenario has it; by default, noop scenarios stay on noop.
+    const asked = flags.transport !== undefined && scenario.transports.includes(flags.transport);
+    const transport = asked || (scenario.transports.includes(inProc) && scenario.transports[0] !== 'noop') ? inProc : scenario.transports[0]!;
     plans.push({ scenario, ...resolveConfig(scenario, { ...flags, transport }, { quick: true }) });
   }
   await execute(plans, o, false);

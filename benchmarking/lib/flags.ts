@@ -30,7 +30,7 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
     .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')
     .option('--html <file>', 'write a self-contained HTML report with charts')
     .addOption(
-      new Option('--iteration-timeout <s>', 'seconds one iteration (warmups too) may run before its child process is killed (--no-fork: before it is abandoned) and it is reported as failed').default(300).argParser(numArg('iteration-timeout', 0.1, 86_400)),
+      new Option('--iteration-timeout <s>', 'seconds each iteration may take (a child runs its warmups and one measured iteration: it is killed after this x (warmups + 1); --no-fork: abandoned) before it is reported as failed').default(300).argParser(numArg('iteration-timeout', 0.1, 86_400)),
     )
     .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging; a timed-out iteration is abandoned, not killed)')
     .option('--keep-keys', 'leave the run\'s Redis keys in place (for inspection); default: each iteration\'s keys are deleted once it ends')

@@ -6,7 +6,7 @@
  * leaks from one measured iteration into the next. `fork: false` runs everything in this process, under
  * the same time limit (`runHere`).
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import inspector from 'node:inspector';
 import { fileURLToPath } from 'node:url';
 import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
@@ -67,6 +67,22 @@ function timedOut(req: IterationRequest, limitMs: number): string {
   return `iteration timed out after ${Math.round(limitMs / 100) / 10} s (${req.warmups} warmup + ${req.measured} measured)`;
 }
 
+/** Children running an iteration now: ended with the CLI when it is interrupted (`endChildrenOnSignals`). */
+const live = new Set<ChildProcess>();
+
+/**
+ * On SIGINT/SIGTERM the CLI kills its running child (it would otherwise exit when its IPC channel closes,
+ * see child.ts, but not before its current await returns) and exits with 128 + the signal number.
+ */
+export function endChildrenOnSignals(): void {
+  for (const [signal, n] of [['SIGINT', 2], ['SIGTERM', 15]] as const) {
+    process.once(signal, () => {
+      for (const child of live) child.kill('SIGKILL');
+      process.exit(128 + n);
+    });
+  }
+}
+
 /**
  * Runs `req` in a fresh child process (`script`: the child entry, tests substitute their own). Rejects
  * with a one-line reason when the child reports an error, exits without replying (crash: the exit code
@@ -84,6 +100,8 @@ export function runInChild(
       execArgv: [...CHILD_ARGS, ...nodeOptions],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
+    live.add(child);
+    child.once('exit', () => live.delete(child));
     let stderr = '';
     let settled = false;
     const limitMs = limitFor(req, timeoutMs);
@@ -247,5 +265,6 @@ export async function runScenario(
     variants: results,
     startedAt: new Date(started).toISOString(),
     wallMs: Date.now() - started,
+    forked: opts.fork,
   };
 }

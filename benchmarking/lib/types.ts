@@ -163,6 +163,8 @@ export interface ScenarioResult {
   skipped?: string;
   startedAt: string;
   wallMs: number;
+  /** False when the iterations ran in the CLI's own process (`--no-fork`); absent in older reports: forked. */
+  forked?: boolean;
 }
 
 /** Context a runner gets inside the (child) process. */

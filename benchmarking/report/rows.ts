@@ -74,7 +74,8 @@ export function variantRow(v: VariantResult): string[] {
 
 export function scenarioHeading(r: ScenarioResult): string {
   const c = r.config;
-  return `${r.scenario} on ${r.transport} (seed ${r.seed}): ${c.iterations} iteration(s) + ${c.warmup} warmup, each in a fresh process`;
+  const where = r.forked === false ? "all in the CLI's own process (--no-fork: for debugging, not for figures)" : 'each in a fresh process';
+  return `${r.scenario} on ${r.transport} (seed ${r.seed}): ${c.iterations} iteration(s) + ${c.warmup} warmup, ${where}`;
 }
 
 /** Loud warnings: lost events, failures. */

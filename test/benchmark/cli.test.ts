@@ -2,11 +2,13 @@
  * The benchmark CLI: help, one-line errors, a tiny noop run producing valid JSON whose figures agree
  * with the events the transport itself counted.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from './run-cli.js';
+import { ROOT, runCli } from './run-cli.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,7 +21,39 @@ function oneLineError(r: { code: number | null; stderr: string }): string {
   return lines[0]!;
 }
 
+/** Pids of `pid`'s benchmark iteration children (not tsx's esbuild service). */
+function childrenOf(pid: number): number[] {
+  try {
+    const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n');
+    return lines.filter((l) => /lib\/child\.[jt]s/.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('benchmark CLI', () => {
+  it('SIGTERM to the CLI ends the child running its iteration too (it ran on, orphaned), exit 143', async () => {
+    // One iteration of ~4 s (400 events at 100/s) in a child process.
+    const cli = spawn(process.execPath, ['--import', 'tsx', 'benchmarking/cli.ts', 'run', '-s', 'latency-sustained', '-t', 'memory', '--message-count', '400', '--rate', '100', '--partitions', '1', '--consumers', '1', '--iterations', '1', '--warmup', '0'], { cwd: ROOT, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => cli.on('exit', (code) => resolve(code)));
+    let kids: number[] = [];
+    await waitFor(() => (kids = childrenOf(cli.pid!)).length > 0, 20_000, 'the iteration child');
+    await sleep(300);
+    cli.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    await waitFor(() => kids.every((k) => !alive(k)), 5000, 'the child gone');
+  });
+
+
   it('--help documents every flag', async () => {
     const r = await runCli(['run', '--help']);
     expect(r.code).toBe(0);
@@ -76,6 +110,22 @@ describe('benchmark CLI', () => {
   it('unreachable Redis: one-line error, non-zero exit', async () => {
     const line = oneLineError(await runCli(['run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', 'redis://127.0.0.1:1', '--iterations', '1']));
     expect(line).toMatch(/Cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+  });
+
+  it('suite --transport memory runs every scenario on memory (publish-overhead and extreme-batching stayed on noop)', async () => {
+    const file = join(dir, 'suite.json');
+    const r = await runCli(['suite', '-t', 'memory', '--message-count', '300', '--iterations', '1', '--warmup', '0', '--duration', '0.2', '--rate', '5000', '--partitions', '1', '--consumers', '1', '--publishers', '10', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const runs = JSON.parse(readFileSync(file, 'utf8')).runs as { scenario: string; transport: string }[];
+    expect(runs.map((x) => x.scenario)).toContain('publish-overhead');
+    expect(runs.filter((x) => x.transport !== 'memory')).toEqual([]);
+  });
+
+  it("--no-fork says in the heading that every iteration ran in the CLI's own process", async () => {
+    const r = await runCli(['run', '-s', 'publish-overhead', '-t', 'noop', '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--no-fork']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("1 iteration(s) + 0 warmup, all in the CLI's own process (--no-fork");
+    expect(r.stdout).not.toContain('each in a fresh process');
   });
 
   it('a tiny noop run writes valid JSON whose throughput matches the events the transport counted', async () => {
