@@ -1,7 +1,8 @@
 /**
  * The CLI commands: preflight (transport available, Redis reachable), running, progress, output.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { renderHtml } from '../report/html.js';
 import { checkMarkdownTarget, writeMarkdown } from '../report/markdown.js';
@@ -75,7 +76,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
   if (!runOpts.fork && nodeOptions.length > 0) {
     throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
   }
-  if (o['markdown']) checkMarkdownTarget(o['markdown']);
+  checkOutputTargets(o);
   for (const p of plans) {
     try {
       redis = (await preflight(p.config.transport, p.config)) ?? redis;
@@ -117,11 +118,57 @@ function skipped(p: Planned, reason: string): ScenarioResult {
   };
 }
 
+/**
+ * Refuses, before anything runs, an output file that could not be written at the end (a full `matrix` or
+ * `suite --all` takes tens of minutes): its directory missing or not writable, the file not writable, a
+ * `--markdown` file with one results marker and not the other.
+ */
+function checkOutputTargets(o: Opts): void {
+  for (const flag of ['json', 'markdown', 'html'] as const) {
+    const file = o[flag] as string | undefined;
+    if (!file) continue;
+    const path = resolve(file);
+    const dir = dirname(path);
+    const problem = !existsSync(dir)
+      ? `its directory ${dir} does not exist`
+      : !statSync(dir).isDirectory()
+        ? `${dir} is not a directory`
+        : existsSync(path) && statSync(path).isDirectory()
+          ? 'it is a directory'
+          : !writable(existsSync(path) ? path : dir)
+            ? `${existsSync(path) ? 'the file' : `its directory ${dir}`} is not writable`
+            : undefined;
+    if (problem !== undefined) throw new UsageError(`--${flag} ${file}: ${problem}; nothing was run.`);
+  }
+  if (o['markdown']) checkMarkdownTarget(o['markdown']);
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function output(report: BenchReport, o: Opts): void {
   process.stdout.write(renderTerminal(report) + '\n');
-  if (o['json']) writeFileSync(o['json'], JSON.stringify(report, null, 2) + '\n');
-  if (o['markdown']) writeMarkdown(o['markdown'], report);
-  if (o['html']) writeFileSync(o['html'], renderHtml(report));
+  // Each file on its own: one that fails (the disk filled up meanwhile) does not cost the others.
+  const writes: [string, () => void][] = [
+    ['json', () => writeFileSync(o['json'], JSON.stringify(report, null, 2) + '\n')],
+    ['markdown', () => writeMarkdown(o['markdown'], report)],
+    ['html', () => writeFileSync(o['html'], renderHtml(report))],
+  ];
+  for (const [flag, write] of writes) {
+    if (!o[flag]) continue;
+    try {
+      write();
+    } catch (err) {
+      process.stderr.write(`error: --${flag} ${o[flag]}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  }
   const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost || v.delivery.duplicated));
   if (failed) {
     process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost or duplicated events, failed runs)\n`);
@@ -145,6 +192,7 @@ export async function matrixCommand(o: Opts): Promise<void> {
         const flushInterval = flags.flushInterval ?? (batchSize === 1 ? 0 : (scenario.defaults.flushInterval ?? 0));
         plans.push({ scenario, ...resolveConfig(scenario, { ...flags, messageSize, batchSize, publishers, flushInterval }) });
       }
+  checkOutputTargets(o); // execute() is given none: the matrix writes its summary after every cell
   const merged: ScenarioResult[] = [];
   const report = await execute(plans, { ...o, json: undefined, markdown: undefined, html: undefined, withBaselines: Boolean(o['withBaselines']) }, true, (r) => merged.push(r));
   if (merged.length === 0) return;

@@ -86,6 +86,21 @@ describe('benchmark CLI', () => {
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'maxLen=-1']))).toMatch(/maxLen: Too small/);
   });
 
+  it('an output file that cannot be written is refused before the run (json, html; matrix too), exit 2', async () => {
+    const run = ['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '1000', '--iterations', '1', '--warmup', '0', '--quiet'];
+    const json = await runCli([...run, '--json', '/nonexistent/dir/r.json', '--html', join(dir, 'r.html')]);
+    expect(oneLineError(json)).toMatch(/--json \/nonexistent\/dir\/r\.json: its directory \/nonexistent\/dir does not exist; nothing was run/);
+    expect(json.code).toBe(2);
+    expect(json.stdout).not.toContain('publish-overhead on noop');
+    const html = await runCli([...run, '--html', dir]);
+    expect(oneLineError(html)).toMatch(/--html .*: it is a directory/);
+    const half = join(dir, 'half-matrix.md');
+    writeFileSync(half, 'x\n<!-- benchmark-results:start -->\n');
+    const matrix = await runCli(['matrix', '-t', 'noop', '--message-count', '1000', '--batch-sizes', '1,4000', '--publisher-counts', '1', '--message-sizes', '128', '--iterations', '1', '--warmup', '0', '--quiet', '--markdown', half]);
+    expect(oneLineError(matrix)).toMatch(/--markdown .*half-matrix\.md: it has a/);
+    expect(matrix.stdout).toBe('');
+  }, 60_000);
+
   it('--markdown into a file with one results marker and not the other: refused before the run, the file kept', async () => {
     const file = join(dir, 'half-marked.md');
     const text = '# Our results\n\nprose\n\n<!-- benchmark-results:start -->\nold tables\n';
