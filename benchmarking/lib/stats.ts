@@ -1,7 +1,7 @@
 /**
  * Summaries over measured iterations: mean, min, max, relative spread; merged latency; ratios.
  */
-import type { IterationResult, LatencySummary, Spread, Variant, VariantResult } from './types.js';
+import type { BenchConfig, IterationResult, LatencySummary, Spread, Variant, VariantResult } from './types.js';
 
 export function spread(values: number[]): Spread {
   if (values.length === 0) return { mean: 0, min: 0, max: 0, spreadPct: 0 };
@@ -70,6 +70,13 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
     ratios: {},
   };
   if (error) result.error = error;
+  const differs = Object.entries(variant.seed?.setup ?? {})
+    .filter(([k, v]) => variant.config[k as keyof BenchConfig] !== v)
+    .map(([k, v]) => `${k} ${String(variant.config[k as keyof BenchConfig])} (seed ${String(v)})`);
+  if (differs.length > 0) {
+    result.seedSetupDiffers = differs.join(', ');
+    return result;
+  }
   if (variant.seed?.throughput && its.length) result.ratios.vsSeed = r2(result.summary.throughput.mean / variant.seed.throughput);
   const seedP99 = variant.seed?.latencyUs?.p99;
   if (seedP99 && result.summary.latency) result.ratios.latencyP99VsSeed = r2(result.summary.latency.p99Us / seedP99);

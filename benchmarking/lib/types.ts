@@ -60,6 +60,11 @@ export interface SeedFigure {
   /** Latency percentiles in microseconds, when the seed reports them. */
   latencyUs?: Partial<Record<'min' | 'mean' | 'p50' | 'p90' | 'p99' | 'p99.9' | 'max', number>>;
   note?: string;
+  /**
+   * The seed's own setup where it matters to its figure: a run whose configuration differs in any of these
+   * gets no ratio to the seed (the report says "setup differs" and names the difference).
+   */
+  setup?: Partial<Pick<BenchConfig, 'transport' | 'messageCount' | 'rate'>>;
 }
 
 export interface LatencySummary {
@@ -150,6 +155,8 @@ export interface VariantResult {
   delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; ok: boolean; verifiedBy?: string };
   /** Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better). */
   ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number; latencyP50VsBaseline?: number; latencyP99VsBaseline?: number };
+  /** Where the run's setup differs from the seed's (`SeedFigure.setup`), e.g. "messageCount 300 (seed 15000)": no ratio to the seed then. */
+  seedSetupDiffers?: string;
   error?: string;
 }
 

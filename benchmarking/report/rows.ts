@@ -39,6 +39,7 @@ function seedCell(v: VariantResult): string {
 }
 
 function vsSeedCell(v: VariantResult): string {
+  if (v.seedSetupDiffers !== undefined) return `n/a: ${v.seedSetupDiffers}`;
   if (v.ratios.vsSeed !== undefined) return `${v.ratios.vsSeed.toFixed(2)}x`;
   if (v.ratios.latencyP99VsSeed !== undefined) return `p99 ${v.ratios.latencyP99VsSeed.toFixed(2)}x`;
   return '';

@@ -15,8 +15,8 @@ import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
-const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 } };
-const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 } };
+const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 }, setup: { messageCount: 15_000 } };
+const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 }, setup: { messageCount: 15_000 } };
 
 /** The machine-floor row (a baseline) beside the JS row `label`: the same burst through the native core, C++ threads only. */
 function floorRow(c: BenchConfig, id: string, label: string, layout: Partial<BenchConfig>, params: Variant['params'], seed: SeedFigure | undefined): Variant {

@@ -16,8 +16,8 @@ import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
-const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep' };
-const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 } };
+const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep', setup: { messageCount: 50_000, rate: 10_000 } };
+const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 }, setup: { messageCount: 50_000, rate: 10_000 } };
 
 type Layout = { partitions: number; consumers: number };
 

@@ -28,7 +28,7 @@ export const partitionScaling: Scenario = {
     return sweep(explicit, 'partitions', c, [1, 2, 4, 8]).flatMap((p): Variant[] => {
       const label = `${p} partition${p > 1 ? 's' : ''}, ${p} consumer${p > 1 ? 's' : ''}`;
       const layout = { partitions: p, consumers: p };
-      const seed = SEED[p] ? { source: 'seed 000 (8-core M1)', throughput: SEED[p] } : undefined;
+      const seed = SEED[p] ? { source: 'seed 000 (8-core M1)', throughput: SEED[p], setup: { messageCount: 10_000 } } : undefined;
       if (c.transport !== 'native') return [variant(c, `${p}p`, label, 'work', layout, { workMs: 1 }, { seed })];
       return [
         variant(c, `${p}p`, `${label} (addon)`, 'work', layout, { workMs: 1, implementation: 'native' }, { seed, baseline: `${p}p-js` }),

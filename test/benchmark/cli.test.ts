@@ -143,6 +143,26 @@ describe('benchmark CLI', () => {
     expect(r.stdout).not.toContain('each in a fresh process');
   });
 
+  it('no ratio to a seed whose setup the run does not match (another transport, event count, rate): the row says what differs', async () => {
+    const file = join(dir, 'seed-setup.json');
+    const r = await runCli(['run', '-s', 'publishing-throughput', '-t', 'noop', '--message-count', '1000', '--batch-size', '1', '--publishers', '1', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0];
+    expect(v.seed.throughput).toBe(2197);
+    expect(v.ratios.vsSeed).toBeUndefined();
+    expect(v.seedSetupDiffers).toBe('transport noop (seed redis), messageCount 1000 (seed 100000)');
+    expect(r.stdout).toContain('n/a: transport noop (seed redis), messageCount 1000 (seed 100000)');
+    const burst = await runCli(['run', '-s', 'latency-burst', '-t', 'memory', '--message-count', '300', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    expect(burst.code, burst.stderr).toBe(0);
+    const rows = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants as { seed?: unknown; ratios: { latencyP99VsSeed?: number }; seedSetupDiffers?: string }[];
+    const seeded = rows.filter((x) => x.seed !== undefined);
+    expect(seeded.length).toBeGreaterThan(0);
+    for (const x of seeded) {
+      expect(x.ratios.latencyP99VsSeed).toBeUndefined();
+      expect(x.seedSetupDiffers).toBe('messageCount 300 (seed 15000)');
+    }
+  }, 60_000);
+
   it('a tiny noop run writes valid JSON whose throughput matches the events the transport counted', async () => {
     const file = join(dir, 'noop.json');
     const r = await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '20000', '--iterations', '2', '--warmup', '0', '--quiet', '--json', file]);
