@@ -125,7 +125,11 @@ export function runInChild(
       if (msg.ok) resolve(msg.results!);
       else reject(new Error(msg.error));
     });
-    child.once('error', (err) => {
+    child.on('error', (err) => {
+      // Sending the request to a child that already died (a bad --node-option, a crash at start) fails with
+      // EPIPE: its 'close' follows and says why, from its stderr.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EPIPE' || code === 'ERR_IPC_CHANNEL_CLOSED') return;
       if (!settled) reject(err);
       settle();
     });
