@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT, runCli } from './run-cli.js';
+import { alive, ROOT, runCli } from './run-cli.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-test-'));
@@ -28,15 +28,6 @@ function childrenOf(pid: number): number[] {
     return lines.filter((l) => /lib\/child\.[jt]s/.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
   } catch {
     return []; // ps exits 1 when there are none
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

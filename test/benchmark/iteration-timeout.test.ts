@@ -9,22 +9,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from './run-cli.js';
+import { alive, runCli } from './run-cli.js';
 import { runInChild, runScenario } from '../../benchmarking/lib/runner.js';
 import { GLOBAL_DEFAULTS } from '../../benchmarking/lib/config.js';
 import type { Scenario } from '../../benchmarking/lib/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-timeout-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('iteration timeout', () => {
   it('kills an iteration that overruns --iteration-timeout and reports it as a failed iteration', async () => {

@@ -49,3 +49,13 @@ export function redisAndDirForFile(name: string): { server: () => RedisServer; d
   });
   return { server: () => server!, dir };
 }
+
+/** Whether process `pid` still exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
