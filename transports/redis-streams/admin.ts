@@ -9,7 +9,7 @@ import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { ClosedError, ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
-import { groupPositions, pairs, type GroupPosition } from './group-lag.js';
+import { groupCounts, groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
@@ -131,8 +131,8 @@ export class RedisStreamsAdmin {
 
   /**
    * `groups`, of every group or of `only` (whose retry streams alone are then asked). The partitions are
-   * asked at once (then each group's retry stream, XINFO GROUPS and STREAM): a poll of `idle()` costs about
-   * four round trips whatever the partition count, not four per partition.
+   * asked at once (then each group's retry stream, XINFO GROUPS): a poll of `idle()` costs about
+   * three round trips whatever the partition count, not three per partition.
    */
   private async collectGroups(type: string, only: string | undefined): Promise<GroupInfo[]> {
     const byName = new Map<string, GroupInfo>();
@@ -163,7 +163,7 @@ export class RedisStreamsAdmin {
         // stream's length: an acked retry entry whose XDEL failed (or whose consumer died in between) stays in it
         // for good, and idle() then waited for it forever. No retry stream yet: 0.
         const rk = retryKey(this.config.prefix, type, p, row.group);
-        const own = (await this.unlessMissing(groupPositions(this.client, rk), [], `XINFO GROUPS ${rk}`)).find((r) => r.group === row.group);
+        const own = (await this.unlessMissing(groupCounts(this.client, rk), [], `XINFO GROUPS ${rk}`)).find((r) => r.group === row.group);
         if (own !== undefined && own.lag !== undefined) return { ...row, retrying: own.pending + own.lag, retryPending: own.pending };
         // No group there yet (every entry waits for it), or Redis cannot count the lag (before 7.0): the length.
         const len = Number(await this.unlessMissing(this.c.xlen!(rk), 0, `XLEN ${rk}`));

@@ -48,6 +48,19 @@ export async function groupPositions(client: unknown, key: string): Promise<Grou
   });
 }
 
+/**
+ * Each group's pending count and lag in stream `key`, from XINFO GROUPS alone (one round trip; no stream
+ * lookup): for a stream nothing trims, such as a group's retry stream (only entries the group was delivered
+ * are deleted), Redis's lag is the entries not delivered yet. Rejects as `groupPositions` does.
+ */
+export async function groupCounts(client: unknown, key: string): Promise<{ group: string; pending: number; lag: number | undefined }[]> {
+  const rows = (await (client as Xinfo).xinfo('GROUPS', key)) as unknown[][];
+  return rows.map((row) => {
+    const f = pairs(row);
+    return { group: String(f['name']), pending: Number(f['pending'] ?? 0), lag: f['lag'] === null || f['lag'] === undefined ? undefined : Number(f['lag']) };
+  });
+}
+
 /** Orders stream ids (`ms-seq`) numerically. */
 export function compareIds(a: string, b: string): number {
   const [am, as = '0'] = a.split('-');
