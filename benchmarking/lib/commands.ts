@@ -126,30 +126,25 @@ function skipped(p: Planned, reason: string): ScenarioResult {
 function checkOutputTargets(o: Opts): void {
   for (const flag of ['json', 'markdown', 'html'] as const) {
     const file = o[flag] as string | undefined;
-    if (!file) continue;
-    const path = resolve(file);
-    const dir = dirname(path);
-    const problem = !existsSync(dir)
-      ? `its directory ${dir} does not exist`
-      : !statSync(dir).isDirectory()
-        ? `${dir} is not a directory`
-        : existsSync(path) && statSync(path).isDirectory()
-          ? 'it is a directory'
-          : !writable(existsSync(path) ? path : dir)
-            ? `${existsSync(path) ? 'the file' : `its directory ${dir}`} is not writable`
-            : undefined;
+    const problem = file ? unwritable(resolve(file)) : undefined;
     if (problem !== undefined) throw new UsageError(`--${flag} ${file}: ${problem}; nothing was run.`);
   }
   if (o['markdown']) checkMarkdownTarget(o['markdown']);
 }
 
-function writable(path: string): boolean {
+/** Why `path` could not be written, or undefined. */
+function unwritable(path: string): string | undefined {
+  const dir = dirname(path);
+  if (!existsSync(dir)) return `its directory ${dir} does not exist`;
+  if (!statSync(dir).isDirectory()) return `${dir} is not a directory`;
+  const exists = existsSync(path);
+  if (exists && statSync(path).isDirectory()) return 'it is a directory';
   try {
-    accessSync(path, constants.W_OK);
-    return true;
+    accessSync(exists ? path : dir, constants.W_OK);
   } catch {
-    return false;
+    return exists ? 'the file is not writable' : `its directory ${dir} is not writable`;
   }
+  return undefined;
 }
 
 function output(report: BenchReport, o: Opts): void {
