@@ -54,8 +54,8 @@ export interface LatencyFloorResult {
   windowNs: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs. */
-const BINDING_ABI = 8;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs; 9: pop and takeHeld take a holder. */
+const BINDING_ABI = 9;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -164,14 +164,14 @@ class NativeCore implements PartitionCore {
   push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
     return this.c.push(lane, partition, bytes, byteLens, charLens, n, mode);
   }
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false): string | null {
-    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs, hold);
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false, holder = 0): string | null {
+    return this.c.pop(lane, parts, nParts, start, max, info, waitUs, spinUs, offs, hold, holder);
   }
   ack(lane: number, partition: number, first: number, count: number): void {
     this.c.ack(lane, partition, first, count);
   }
-  takeHeld(lane: number, partition: number): [string, Uint32Array] | null {
-    return this.c.takeHeld(lane, partition);
+  takeHeld(lane: number, partition: number, holder = 0): [string, Uint32Array] | null {
+    return this.c.takeHeld(lane, partition, holder);
   }
   stats(lane: number, partition: number): number[] {
     return this.c.stats(lane, partition);

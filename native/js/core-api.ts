@@ -65,18 +65,19 @@ export interface PartitionCore {
    * position of the first record. With `waitUs > 0` (worker threads only) it spins for `spinUs`, then sleeps
    * until data, close, or `waitUs` (capped at 50 ms). Returns null when empty. `offs` (max + 1 entries)
    * receives each record's start in the returned string and the end. With `hold`, the records keep their
-   * room in the ring until `ack` (a consumer thread that dies holding them leaves them to `takeHeld`);
-   * otherwise they are acknowledged at once.
+   * room in the ring until `ack`, marked as `holder`'s (> 0; a consumer thread that dies holding them leaves
+   * them to `takeHeld(lane, partition, holder)`); otherwise they are acknowledged at once.
    */
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold?: boolean): string | null;
+  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold?: boolean, holder?: number): string | null;
   /** Acknowledges `count` records popped with `hold` from `partition`, the first at position `first`; any order. */
   ack(lane: number, partition: number, first: number, count: number): void;
   /**
    * The records of a ring popped with `hold` and not acknowledged, oldest first, as `[text, offs]` (offs:
    * each record's start in `text` and the end), acknowledged now; null when there are none. For the main
-   * thread after a consumer thread died; records held by a live consumer of the ring are taken too.
+   * thread after a consumer thread died: with `holder` > 0, only the records that holder popped; without,
+   * every held record (those a live consumer holds are then delivered twice).
    */
-  takeHeld(lane: number, partition: number): [string, Uint32Array] | null;
+  takeHeld(lane: number, partition: number, holder?: number): [string, Uint32Array] | null;
   /** [pushed, popped, droppedNewest, droppedOldest, rejected, size, held] */
   stats(lane: number, partition: number): number[];
   /** Wakes threads waiting in `pop` on the lane. */

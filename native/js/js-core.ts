@@ -41,6 +41,8 @@ interface RingState {
    * in it is unacknowledged; starts as if lap -1 were acknowledged.
    */
   done: SharedArrayBuffer;
+  /** Per slot: who popped its record with `hold` (pop's `holder`, for takeHeld), 0 until then. */
+  holders: SharedArrayBuffer;
   arena: SharedArrayBuffer;
 }
 interface LaneState {
@@ -62,6 +64,7 @@ class JsRing {
   readonly counters64: BigInt64Array;
   readonly slots: Int32Array;
   readonly done: Int32Array;
+  readonly holders: Uint32Array;
   readonly arena: Buffer;
   constructor(
     readonly state: RingState,
@@ -73,6 +76,7 @@ class JsRing {
     this.counters64 = new BigInt64Array(state.counters);
     this.slots = new Int32Array(state.slots);
     this.done = new Int32Array(state.done);
+    this.holders = new Uint32Array(state.holders);
     this.arena = Buffer.from(state.arena);
   }
   static create(cap: number, arenaBytes: number): JsRing {
@@ -85,6 +89,7 @@ class JsRing {
         counters: new SharedArrayBuffer(8 * 8),
         slots: new SharedArrayBuffer(cap * 16),
         done,
+        holders: new SharedArrayBuffer(cap * 4),
         arena: new SharedArrayBuffer(arenaBytes),
       },
       cap,
@@ -165,15 +170,16 @@ class JsRing {
     }
   }
 
-  /** Records claimed and not acknowledged (see PartitionCore.takeHeld), acknowledged now. */
-  takeHeld(): [string, Uint32Array] | null {
-    const { ctl, done, slots, arena } = this;
+  /** Records claimed and not acknowledged (by `holder`, when > 0; see PartitionCore.takeHeld), acknowledged now. */
+  takeHeld(holder: number): [string, Uint32Array] | null {
+    const { ctl, done, slots, arena, holders } = this;
     const mask = this.cap - 1;
     const to = Atomics.load(ctl, HEAD);
     const texts: string[] = [];
     for (let pos = Atomics.load(ctl, REL_SLOT); pos !== to; pos = (pos + 1) | 0) {
       const seen = (pos - this.cap + 1) | 0;
       if (Atomics.load(done, pos & mask) !== seen) continue; // acknowledged (in this lap or a later one)
+      if (holder !== 0 && holders[pos & mask] !== holder) continue; // another consumer's
       // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped. Reused,
       // the slot may show the offset of one record and the length of another: a range outside the arena is
       // not read at all (the record was acknowledged).
@@ -272,7 +278,7 @@ export class JsCore implements PartitionCore {
       return 0;
     }
     if (!(mode >= PushMode.partial && mode <= PushMode.probe)) throw new RangeError(`push: unknown mode ${mode}`);
-    const { ctl, slots, arena, cap, arenaBytes } = ring;
+    const { ctl, slots, holders, arena, cap, arenaBytes } = ring;
     const mask = cap - 1;
     let done = 0;
     let srcOff = 0;
@@ -320,6 +326,7 @@ export class JsCore implements PartitionCore {
         slots[s] = pos;
         slots[s + 1] = len;
         slots[s + 3] = charLens[done + i]!;
+        holders[(t + i) & mask] = 0;
         pos += len;
         logical = (logical + len) | 0;
         slots[s + 2] = i + 1 === k ? (logical + 1) | 0 : logical;
@@ -346,7 +353,7 @@ export class JsCore implements PartitionCore {
     return done;
   }
 
-  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false): string | null {
+  pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false, holder = 0): string | null {
     if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('pop: offs (max + 1 entries) must hold at least ' + (Math.max(1, max) + 1) + ' entries');
     if (info.length < (hold ? 3 : 2)) throw new RangeError(`pop: info must hold at least ${hold ? 3 : 2} entries`);
     const lane = this.lanes.get(laneId);
@@ -365,7 +372,7 @@ export class JsCore implements PartitionCore {
         const p = parts[(start + i) % nParts]!;
         const ring = lane.rings[p];
         if (!ring) throw new RangeError('bad partition');
-        const s = popRing(ring, max || 1, info, offs, hold);
+        const s = popRing(ring, max || 1, info, offs, hold, holder >>> 0);
         if (s !== null) {
           info[1] = p;
           return s;
@@ -392,10 +399,10 @@ export class JsCore implements PartitionCore {
     ring.ack(first | 0, count);
   }
 
-  takeHeld(laneId: number, partition: number): [string, Uint32Array] | null {
+  takeHeld(laneId: number, partition: number, holder = 0): [string, Uint32Array] | null {
     const ring = this.lane(laneId).rings[partition];
     if (!ring) throw new RangeError('bad lane or partition');
-    return ring.takeHeld();
+    return ring.takeHeld(holder >>> 0);
   }
 
   stats(laneId: number, partition: number): number[] {
@@ -445,7 +452,7 @@ function fit(lens: ArrayLike<number>, from: number, maxN: number, avail: number)
   return [k, sum];
 }
 
-function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array | undefined, hold: boolean): string | null {
+function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array | undefined, hold: boolean, holder: number): string | null {
   const { ctl, slots, arena } = ring;
   const mask = ring.cap - 1;
   let h: number;
@@ -456,6 +463,7 @@ function popRing(ring: JsRing, max: number, info: Uint32Array, offs: Uint32Array
     if (k === 0) return null;
     if (Atomics.compareExchange(ctl, HEAD, h, (h + k) | 0) === h) break;
   }
+  if (hold && holder !== 0) for (let i = 0; i < k; i++) ring.holders[(h + i) & mask] = holder;
   let segStart = slots[(h & mask) * 4]!;
   let segEnd = segStart + slots[(h & mask) * 4 + 1]!;
   let charPos = slots[(h & mask) * 4 + 3]!;

@@ -258,13 +258,15 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   }
 
   // pop(lane, parts: Uint32Array, nParts, start, max, info: Uint32Array, waitUs, spinUs, offs?: Uint32Array,
-  // hold?: boolean) -> string | null. info[0] = records, info[1] = partition, info[2] = position of the first
-  // (for ack when `hold`); offs (max + 1 entries) receives record starts in the string (UTF-16 units) and the
-  // end. Waits (bounded) only when waitUs > 0: never on the main thread.
+  // hold?: boolean, holder?: number) -> string | null. info[0] = records, info[1] = partition, info[2] =
+  // position of the first (for ack when `hold`); held records are marked as `holder`'s (see takeHeld). offs
+  // (max + 1 entries) receives record starts in the string (UTF-16 units) and the end. Waits (bounded) only
+  // when waitUs > 0: never on the main thread.
   Napi::Value Pop(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
     const bool hold = info.Length() > 9 && info[9].ToBoolean().Value();
+    const uint32_t holder = info.Length() > 10 && info[10].IsNumber() ? info[10].As<Napi::Number>().Uint32Value() : 0;
     // info: [records, partition], and the first record's position with `hold`.
     if (!IsArrayOf(env, info[1], napi_uint32_array, 0, "pop: parts") || !IsArrayOf(env, info[5], napi_uint32_array, hold ? 3 : 2, "pop: info")) {
       return env.Undefined();
@@ -307,7 +309,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     };
     uint32_t first = 0;
     uint32_t k = PopAny(*core_, *lane, parts.Data(), nParts, start, max, waitUs > 50000 ? 50000 : waitUs,
-                        spinUs, &which, emit, offs, hold, &first);
+                        spinUs, &which, emit, offs, hold, &first, holder);
     out[0] = k;
     out[1] = which;
     if (out.ElementLength() > 2) out[2] = first;
@@ -328,9 +330,9 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return env.Undefined();
   }
 
-  // takeHeld(lane, partition) -> [text, offs: Uint32Array] | null: the records popped with `hold` and not
-  // acknowledged (a consumer thread died holding them), acknowledged now; offs has each record's start in
-  // `text` (UTF-16 units) and the end.
+  // takeHeld(lane, partition, holder?) -> [text, offs: Uint32Array] | null: the records popped with `hold`
+  // (by `holder`, when given and > 0; by anyone otherwise) and not acknowledged (a consumer thread died
+  // holding them), acknowledged now; offs has each record's start in `text` (UTF-16 units) and the end.
   Napi::Value TakeHeld(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
@@ -338,7 +340,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     if (!ring) return env.Undefined();
     std::string bytes;
     std::vector<uint32_t> chars;
-    const uint32_t k = ring->TakeHeld(&bytes, &chars);
+    const uint32_t holder = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
+    const uint32_t k = ring->TakeHeld(&bytes, &chars, holder);
     if (k == 0) return env.Null();
     Napi::Uint32Array offs = Napi::Uint32Array::New(env, size_t(k) + 1);
     uint64_t pos = 0;
@@ -500,7 +503,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
   exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
   exports.Set("latencyFloor", Napi::Function::New(env, LatencyFloorJs, "latencyFloor"));
-  exports.Set("abi", Napi::Number::New(env, 8));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 9));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

@@ -170,11 +170,11 @@ class Registry {
 
 // Pops from the first non-empty partition in `parts` (round-robin from `start`); when all are empty and
 // waitUs > 0, spins for spinUs, then sleeps on the lane's futex, until data, close, or the deadline. With
-// `hold`, the records stay in the ring until acknowledged at `*first` (Ring::Ack).
+// `hold`, the records stay in the ring until acknowledged at `*first` (Ring::Ack), marked as `holder`'s.
 template <typename Emit>
 uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, uint32_t start, uint32_t max,
                 uint32_t waitUs, uint32_t spinUs, uint32_t* which, Emit&& emit, uint32_t* charOffs = nullptr,
-                bool hold = false, uint32_t* first = nullptr) {
+                bool hold = false, uint32_t* first = nullptr, uint32_t holder = 0) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{}, spinUntil{};
   bool timed = false;
@@ -184,7 +184,7 @@ uint32_t PopAny(Core& core, Lane& lane, const uint32_t* parts, uint32_t nParts, 
     for (uint32_t i = 0; i < nParts; i++) {
       const uint32_t p = parts[(start + i) % nParts];
       *which = p;  // visible to emit
-      uint32_t k = lane.ring(p).Pop(max, emit, charOffs, hold, first);
+      uint32_t k = lane.ring(p).Pop(max, emit, charOffs, hold, first, holder);
       if (k > 0) return k;
     }
     if (waitUs == 0 || core.closed()) return 0;

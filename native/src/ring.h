@@ -49,6 +49,9 @@ struct Slot {
   // an acker may read it while another acker has already released the slot to a producer (its CAS then fails).
   std::atomic<uint32_t> end{0};
   std::atomic<uint32_t> chars{0};  // length in UTF-16 code units (what JS string offsets count)
+  // Who popped the record with `hold` (Pop's `holder`), so that TakeHeld takes only a dead thread's records;
+  // 0 from the producer's claim until then.
+  std::atomic<uint32_t> holder{0};
   // (position - capacity + 1) while the record is unacknowledged (set when it is claimed), (position + 1)
   // once marked done.
   std::atomic<uint32_t> done{0};
@@ -145,6 +148,7 @@ class Ring {
           s.off.store(pos, std::memory_order_relaxed);
           s.len.store(lens[i], std::memory_order_relaxed);
           s.chars.store(chars[i], std::memory_order_relaxed);
+          s.holder.store(0, std::memory_order_relaxed);
           pos += lens[i];
           logical += lens[i];
           s.end.store(i + 1 == k ? ArenaOf(next) : logical, std::memory_order_relaxed);
@@ -203,9 +207,13 @@ class Ring {
 
   // Records claimed and not acknowledged (held by consumers), oldest first: appends each record's bytes to
   // `bytes` and its length in UTF-16 units to `chars`, and acknowledges it. For a consumer thread that died
-  // holding records; a record held by a live consumer of the same ring is taken too (delivered twice, never
-  // lost). Returns how many.
-  uint32_t TakeHeld(std::string* bytes, std::vector<uint32_t>* chars) {
+  // holding records: with `holder` > 0, only the records Pop held for that holder (the other consumers of
+  // the ring keep theirs); with 0, every held record (a record a live consumer holds is then delivered
+  // twice, never lost). Returns how many.
+  // The dead thread stored its holder marks before it died, and its death reached the caller through the
+  // runtime's synchronisation (a thread join, a message), so they are seen; a mark a producer reset to 0
+  // since belongs to a record that was acknowledged.
+  uint32_t TakeHeld(std::string* bytes, std::vector<uint32_t>* chars, uint32_t holder = 0) {
     const uint32_t from = SlotOf(releaseHead_.load(std::memory_order_acquire));
     const uint32_t to = claimHead_.load(std::memory_order_acquire);
     uint32_t taken = 0;
@@ -213,6 +221,7 @@ class Ring {
       Slot& s = slots_[pos & mask_];
       uint32_t seen = pos - cap_ + 1;
       if (s.done.load(std::memory_order_seq_cst) != seen) continue;  // acknowledged (in this lap or a later one)
+      if (holder != 0 && s.holder.load(std::memory_order_relaxed) != holder) continue;  // another consumer's
       // Copied first, then claimed. If its consumer acknowledged it meanwhile, the CAS fails, or (an ack of
       // the oldest records releases them without marks) the release head has passed it: the copy, maybe of
       // another record by then, is dropped. Reused, the slot may show the offset of one record and the
@@ -238,9 +247,10 @@ class Ring {
   // contiguous byte ranges (two when the claim wraps the arena end). When `charOffs` is given (max + 1
   // entries) it receives each record's start in the joined text, in UTF-16 units, and the end. Returns the
   // number of records.
-  // With `hold`, the records stay in the ring until `Ack(*start, k)`; otherwise they are acknowledged here.
+  // With `hold`, the records stay in the ring until `Ack(*start, k)`, marked as `holder`'s (see TakeHeld);
+  // otherwise they are acknowledged here.
   template <typename Emit>
-  uint32_t Pop(uint32_t max, Emit&& emit, uint32_t* charOffs = nullptr, bool hold = false, uint32_t* start = nullptr) {
+  uint32_t Pop(uint32_t max, Emit&& emit, uint32_t* charOffs = nullptr, bool hold = false, uint32_t* start = nullptr, uint32_t holder = 0) {
     uint32_t h = claimHead_.load(std::memory_order_relaxed);
     uint32_t k;
     for (;;) {
@@ -248,6 +258,9 @@ class Ring {
       k = avail < max ? avail : max;
       if (k == 0) return 0;
       if (claimHead_.compare_exchange_weak(h, h + k, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
+    }
+    if (hold && holder != 0) {
+      for (uint32_t i = 0; i < k; i++) slots_[(h + i) & mask_].holder.store(holder, std::memory_order_relaxed);
     }
     // Records are contiguous except where a batch wrapped to the arena start.
     const Slot& first = slots_[h & mask_];

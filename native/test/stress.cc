@@ -13,7 +13,8 @@
 //   Reserve while consumers pop (and hold): whenever Fits says yes the Reserve succeeds; exactly once, in order.
 // Phases 1, 1c, 2 and 5 also read Size() and Held() of every ring all along: never above the capacity.
 // Phase 6 (late acks): TakeHeld takes records consumers still hold, and their acks land later, after the ring
-//   went round (one thread, operations in random order): a late ack changes nothing.
+//   went round (one thread, operations in random order): a late ack changes nothing. Pops are marked with one
+//   of three holders; TakeHeld of one holder takes exactly that holder's records, TakeHeld(0) everyone's.
 // Phase 7: TakeHeld meets a slot that shows the offset of one record and the length of another: it reads
 //   nothing outside the arena and skips that record.
 // Phase 9 (StreamCopy, the arena copy of large batches): every size up to a few hundred bytes past the
@@ -312,9 +313,9 @@ void Counters3() {
   if (r.counters().pushed.load() != 8 || r.counters().popped.load() != 5) Fail("pushed/popped counters", 0, 0);
 }
 
-// Phase 4: a consumer dies holding records. It pops three batches with `hold` and acknowledges only the
-// first; TakeHeld (while a producer keeps pushing) must return exactly the other two, in order, and a new
-// consumer the rest: every record once, none lost.
+// Phase 4: a consumer dies holding records. It pops three batches with `hold` (as holder 1) and acknowledges
+// only the first; TakeHeld of holder 2 takes nothing, and TakeHeld of holder 1 (while a producer keeps
+// pushing) must return exactly the other two, in order, and a new consumer the rest: every record once, none lost.
 void DeadConsumer(int total, bool report) {
   Core core(256, 8192);
   Lane& lane = *core.lane(uint32_t(core.CreateLane(1)));
@@ -341,7 +342,7 @@ void DeadConsumer(int total, bool report) {
   for (int b = 0; b < 3;) {
     counts[b] = ring.Pop(
         7, [&](const uint8_t* a, size_t na, const uint8_t* c, size_t nc, uint32_t) { parse(a, na); if (c) parse(c, nc); }, nullptr,
-        true, &firsts[b]);
+        true, &firsts[b], 1);
     if (counts[b] > 0) b++;
     else std::this_thread::yield();
   }
@@ -350,7 +351,8 @@ void DeadConsumer(int total, bool report) {
   got.resize(delivered);  // what it popped into batches 2 and 3 died with it
   std::string bytes;
   std::vector<uint32_t> chars;
-  const uint32_t taken = ring.TakeHeld(&bytes, &chars);
+  if (ring.TakeHeld(&bytes, &chars, 2) != 0) Fail("TakeHeld of another holder", long(chars.size()), 0);
+  const uint32_t taken = ring.TakeHeld(&bytes, &chars, 1);
   if (taken != counts[1] + counts[2]) Fail("TakeHeld count", long(taken), long(counts[1] + counts[2]));
   parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (ring.TakeHeld(&bytes, &chars) != 0) Fail("TakeHeld twice", 0, 0);
@@ -368,15 +370,19 @@ void DeadConsumer(int total, bool report) {
   if (report) std::printf("  dead consumer: %u records taken back, %zu of %d received in order\n", taken, got.size(), total);
 }
 
-// Phase 6: random pushes, pops with hold, acks of a prefix of a held batch, and TakeHeld, on a small ring in
-// one thread. A batch TakeHeld took stays with its consumer, which acknowledges it later like any other (the
-// ring has usually gone round by then). TakeHeld must hand back exactly the records nobody finished, in
-// order; Held() and Size() must be exact; and at the end the ring must have all its room back.
+// Phase 6: random pushes, pops with hold (by one of three holders), acks of a prefix of a held batch, and
+// TakeHeld (of one holder, or of all), on a small ring in one thread. A batch TakeHeld took stays with its
+// consumer, which acknowledges it later like any other (the ring has usually gone round by then). TakeHeld
+// must hand back exactly the records of that holder (or all) nobody finished, in order; Held() and Size()
+// must be exact; and at the end the ring must have all its room back.
 void LateAcks(int steps, uint32_t seed) {
   Ring ring(8, 1024);
   std::mt19937 rng(seed);
   long pushed = 0, popped = 0;
-  std::map<long, uint32_t> held;  // sequence number -> position, of records popped and nobody finished
+  struct Held {
+    uint32_t pos, holder;
+  };
+  std::map<long, Held> held;  // sequence number -> position and holder, of records popped and nobody finished
   struct Batch {
     uint32_t first;
     std::vector<long> seqs;
@@ -385,7 +391,7 @@ void LateAcks(int steps, uint32_t seed) {
   auto parse = [](const uint8_t* a, size_t n, std::vector<long>* out) { ParseSpan(a, n, [&](int, int, long s) { out->push_back(s); }); };
   // Held() counts from the oldest record nobody finished to the claim head (the release head stops there).
   auto check = [&](const char* after) {
-    const uint32_t holding = held.empty() ? 0 : uint32_t(popped) - held.begin()->second;
+    const uint32_t holding = held.empty() ? 0 : uint32_t(popped) - held.begin()->second.pos;
     if (ring.Size() != uint32_t(pushed - popped)) Fail(after, long(ring.Size()), pushed - popped);
     if (ring.Held() != holding) Fail(after, long(ring.Held()), long(holding));
   };
@@ -406,15 +412,16 @@ void LateAcks(int steps, uint32_t seed) {
         pushed += res.count;
       }
       check("late acks: after push (size, held)");
-    } else if (op < 4) {  // pop 1..4 with hold
+    } else if (op < 4) {  // pop 1..4 with hold, by holder 1, 2 or 3
       Batch b{0, {}};
+      const uint32_t holder = 1 + rng() % 3;
       const uint32_t k = ring.Pop(
           1 + rng() % 4, [&](const uint8_t* a, size_t na, const uint8_t* c, size_t nc, uint32_t) { parse(a, na, &b.seqs); if (c) parse(c, nc, &b.seqs); },
-          nullptr, true, &b.first);
+          nullptr, true, &b.first, holder);
       if (k != b.seqs.size()) Fail("late acks: pop count", long(k), long(b.seqs.size()));
       for (uint32_t i = 0; i < k; i++) {
         if (b.seqs[i] != popped + i) Fail("late acks: popped out of order", b.seqs[i], popped + i);
-        held[b.seqs[i]] = b.first + i;
+        held[b.seqs[i]] = Held{b.first + i, holder};
       }
       popped += k;
       if (k > 0) holders.push_back(std::move(b));
@@ -433,14 +440,21 @@ void LateAcks(int steps, uint32_t seed) {
         holders.pop_back();
       }
       check("late acks: after ack (size, held)");
-    } else {  // TakeHeld: exactly the held records, in order; their consumers still hold them
+    } else {  // TakeHeld of one holder (or all): exactly its held records, in order; their consumers still hold them
       std::string bytes;
       std::vector<uint32_t> chars;
-      const uint32_t k = ring.TakeHeld(&bytes, &chars);
+      const uint32_t holder = rng() % 4;  // 0: every holder's
+      const uint32_t k = ring.TakeHeld(&bytes, &chars, holder);
       std::vector<long> got, want;
       parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &got);
-      for (auto& h : held) want.push_back(h.first);
-      held.clear();
+      for (auto it = held.begin(); it != held.end();) {
+        if (holder != 0 && it->second.holder != holder) {
+          ++it;
+          continue;
+        }
+        want.push_back(it->first);
+        it = held.erase(it);
+      }
       if (k != got.size() || got != want) Fail("late acks: TakeHeld took other records than the held ones", long(got.size()), long(want.size()));
       check("late acks: after TakeHeld (size, held)");
     }

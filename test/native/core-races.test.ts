@@ -88,6 +88,31 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
     expect(push(c, lane, 0, recs(4, 14))).toBe(4);
   });
 
+  it('takeHeld with a holder takes only the records that holder popped; a wrapped ring does not keep an old mark', () => {
+    const c = core(8, 1024);
+    const lane = c.createLane(1);
+    const at = new Uint32Array(3);
+    const popAs = (holder: number, max: number) => decode(c.pop(lane, Uint32Array.of(0), 1, 0, max, at, 0, 0, undefined, true, holder));
+    expect(push(c, lane, 0, recs(6))).toBe(6);
+    expect(popAs(1, 2)).toEqual([0, 1]);
+    expect(popAs(2, 2)).toEqual([2, 3]);
+    expect(popAs(1, 1)).toEqual([4]);
+    const fifth = at[2]!;
+    expect(c.takeHeld(lane, 0, 3)).toBeNull(); // nobody's
+    expect(taken(c.takeHeld(lane, 0, 1))).toEqual([0, 1, 4]); // holder 1's alone...
+    expect(toRingStats(c.stats(lane, 0))).toMatchObject({ held: 3 }); // ...2 and 3 still held (and 4, behind them)
+    expect(taken(c.takeHeld(lane, 0, 2))).toEqual([2, 3]);
+    expect(decode(c.pop(lane, Uint32Array.of(0), 1, 0, 10, at, 0, 0))).toEqual([5]);
+    // The ring goes round: slot of record 4 is reused by record 12, popped by holder 2. Holder 1's old mark
+    // is gone (the producer's claim clears it), and its late ack changes nothing.
+    expect(push(c, lane, 0, recs(8, 6))).toBe(8);
+    expect(decode(c.pop(lane, Uint32Array.of(0), 1, 0, 6, at, 0, 0))).toEqual([6, 7, 8, 9, 10, 11]);
+    expect(popAs(2, 2)).toEqual([12, 13]);
+    c.ack(lane, 0, fifth, 1);
+    expect(c.takeHeld(lane, 0, 1)).toBeNull();
+    expect(taken(c.takeHeld(lane, 0))).toEqual([12, 13]); // without a holder: everyone's
+  });
+
   it('counts every pop exactly when two threads pop the same ring', async () => {
     const n = 1 << 17;
     const c = core(n, 1 << 21);

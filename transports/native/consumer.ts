@@ -50,8 +50,11 @@ interface Active extends Pending {
 }
 
 /**
- * Records popped with `hold`, acknowledged in the core as their events finish: the finished prefix, every
- * ACK_EVERY events and at the end (so a thread that dies has few finished events to be delivered again).
+ * Records popped with `hold`, acknowledged in the core as their events finish: every ACK_EVERY finished
+ * events and at the end (so a thread that dies has few finished events to be delivered again). In order,
+ * that is the finished prefix; events that finish out of order (concurrency > 1) are acknowledged in runs
+ * (the core takes acks in any order), so one slow event does not hold back the acknowledgement of the
+ * events after it.
  */
 interface HeldBatch {
   partition: number;
@@ -61,8 +64,10 @@ interface HeldBatch {
   acked: number;
   /** Events [0, next) are finished. */
   next: number;
-  /** Events finished out of order (concurrency > 1), past `next`. */
+  /** Once events finish out of order (concurrency > 1), each event's state: 0 running or waiting, 1 finished, 2 acknowledged. */
   done: Uint8Array | undefined;
+  /** Events finished and not acknowledged. */
+  unacked: number;
 }
 
 const ACK_EVERY = 64;
@@ -130,6 +135,12 @@ export class PartitionConsumer {
    */
   waitingCell: Int32Array | undefined;
   waitingMine: Int32Array | undefined;
+  /**
+   * Worker threads: the mark the core puts on the records this thread holds (> 0, unique in its group), so
+   * that if it dies the main thread takes back its records alone, not those another thread holds in the
+   * same ring (a partition that moved in a rebalance while the thread still held some of its records).
+   */
+  holder = 0;
 
   /**
    * The handler of `env` starts: tell `lastCell`. An event of a held batch (one handler at a time) is named
@@ -218,7 +229,7 @@ export class PartitionConsumer {
       // what it popped (`countThenAck`): a pop that released the records itself left an instant in which
       // neither the ring nor the cell showed them, and bus.idle() could see the group finished.
       const hold = this.s.hold || this.heldCell !== undefined;
-      let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, hold);
+      let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, hold, this.holder);
       if (text === null && this.waitingCell !== undefined && waitUs > 0) {
         // Nothing there: say what is still held (the cell's decreases are otherwise published every 64
         // events: bus.idle() would wait for this pop to time out), and count in as waiting for the pop that
@@ -226,7 +237,7 @@ export class PartitionConsumer {
         this.publishHeld();
         this.setWaiting(1);
         try {
-          text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, hold);
+          text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, waitUs, spinUs, this.offs, hold, this.holder);
         } finally {
           this.setWaiting(-1);
         }
@@ -241,7 +252,7 @@ export class PartitionConsumer {
       this.batchPart = this.info[1]!;
       if (!this.s.hold && hold) this.countThenAck(this.info[0]!);
       if (this.s.hold) {
-        this.batchHeld = { partition: this.batchPart, first: this.info[2]!, count: this.info[0]!, acked: 0, next: 0, done: undefined };
+        this.batchHeld = { partition: this.batchPart, first: this.info[2]!, count: this.info[0]!, acked: 0, next: 0, done: undefined, unacked: 0 };
         this.held.add(this.batchHeld);
       }
       decodeRecords(text, this.offs, this.info[0]!, this.s.type, this.s.source, this.s.lazy, this.read, this.batch);
@@ -311,19 +322,45 @@ export class PartitionConsumer {
     else this.onUnpark?.(env.id);
   }
 
-  /** Event `index` of a held batch is finished: acknowledges the finished prefix every ACK_EVERY events, and at the end. */
+  /** Event `index` of a held batch is finished: acknowledges what is finished every ACK_EVERY events, and at the end. */
   private release(b: HeldBatch, index: number): void {
-    if (index === b.next) {
+    b.unacked++;
+    if (b.done === undefined && index === b.next) {
       b.next++;
-      if (b.done !== undefined) while (b.next < b.count && b.done[b.next] === 1) b.next++;
     } else {
-      (b.done ??= new Uint8Array(b.count))[index] = 1;
+      let d = b.done;
+      if (d === undefined) {
+        // The first event to finish out of order: from here on, each event's state.
+        d = b.done = new Uint8Array(b.count);
+        d.fill(2, 0, b.acked);
+        d.fill(1, b.acked, b.next);
+      }
+      d[index] = 1;
+      while (b.next < b.count && d[b.next] !== 0) b.next++;
     }
-    if (b.next === b.count || b.next - b.acked >= ACK_EVERY) {
+    if (b.next === b.count || b.unacked >= ACK_EVERY) this.ackFinished(b);
+  }
+
+  /** Acknowledges a held batch's finished events: the prefix, or (out of order) each run of them. */
+  private ackFinished(b: HeldBatch): void {
+    const d = b.done;
+    if (d === undefined) {
       this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.next - b.acked);
       b.acked = b.next;
-      if (b.next === b.count) this.held.delete(b);
+    } else {
+      for (let i = b.acked; i < b.count; ) {
+        if (d[i] !== 1) {
+          i++;
+          continue;
+        }
+        const from = i;
+        while (i < b.count && d[i] === 1) d[i++] = 2;
+        this.core.ack(this.lane, b.partition, (b.first + from) >>> 0, i - from);
+      }
+      while (b.acked < b.count && d[b.acked] === 2) b.acked++;
     }
+    b.unacked = 0;
+    if (b.acked === b.count) this.held.delete(b);
   }
 
   private settle(a: Active, err: unknown, failed: boolean): void {
@@ -506,8 +543,10 @@ export class PartitionConsumer {
     this.timers.clear();
     // What is handed back leaves the ring (the caller passes it on to another member).
     for (const b of this.held) {
-      this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.count - b.acked);
-      b.acked = b.next = b.count; // a handler that finishes later acknowledges nothing more
+      // Every event not acknowledged yet, finished or not (a handler settling later acknowledges nothing more).
+      if (b.done !== undefined) for (let i = b.acked; i < b.count; i++) b.done[i] ||= 1;
+      b.next = b.count;
+      this.ackFinished(b);
     }
     this.held.clear();
     return left;

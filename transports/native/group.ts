@@ -44,6 +44,8 @@ class MainMember {
 
 class ConsumerThread {
   parts: number[] = [];
+  /** The mark on the records it holds in the rings (PartitionConsumer.holder): what `recover` takes back. */
+  readonly holder: number;
   /** Every partition it was given (it may still hold records of one it no longer owns). */
   readonly owned = new Set<number>();
   /** Events it holds outside the ring (waiting for a retry, or handed over), by id, until it finishes them. */
@@ -64,7 +66,9 @@ class ConsumerThread {
     readonly last: Int32Array,
     /** The partitions it counts itself waiting on, while it does (see PartitionConsumer.waitingMine). */
     readonly mine: Int32Array,
+    holder: number,
   ) {
+    this.holder = holder;
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
   }
   /** Ends the thread on purpose (transport close, a subscribe cut short); what it held is still taken back as it exits. */
@@ -273,12 +277,14 @@ export class NativeGroup {
       last,
       waiting: this.o.waiting.buffer as SharedArrayBuffer,
       mine,
+      holder: this.nextHolder,
       waitUs: WORKER_WAIT_US,
       spinUs: this.o.spinUs,
       drainMs: spec.drainTimeoutMs,
       cpu,
     };
-    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine));
+    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine), this.nextHolder);
+    this.nextHolder = this.nextHolder === 0xffffffff ? 1 : this.nextHolder + 1;
     this.live.add(thread);
     void thread.stopped.then(() => this.live.delete(thread));
     return { thread, ready: this.watch(thread, handlerModule) };
@@ -360,7 +366,9 @@ export class NativeGroup {
     if (!this.core.closed) {
       // (A closed core: the transport is closing and stops its threads; nothing to give back to.)
       for (const p of dead.owned) {
-        const got = this.core.takeHeld(this.lane, p);
+        // Its records alone: another thread (or a main-thread member) may hold records of a partition this
+        // one owned before a rebalance.
+        const got = this.core.takeHeld(this.lane, p, dead.holder);
         if (got === null) continue;
         const envs: EventEnvelope[] = [];
         decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, this.read, envs);
@@ -540,6 +548,9 @@ export class NativeGroup {
     }
     return out;
   }
+
+  /** The next thread's holder mark (0 is no thread's). */
+  private nextHolder = 1;
 
   /** Threads started and not yet ended, of current members and of members still leaving. */
   private readonly live = new Set<ConsumerThread>();

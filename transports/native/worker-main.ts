@@ -23,6 +23,8 @@ export interface WorkerInit {
   held: SharedArrayBuffer;
   /** Int32Array: the event whose handler started last, by id or by place (PartitionConsumer.lastCell). */
   last: SharedArrayBuffer;
+  /** The mark on the records this thread holds in the rings (PartitionConsumer.holder). */
+  holder: number;
   /** Int32Array, 2 per partition: the topic's consumer threads blocked waiting, then their waits (PartitionConsumer.waitingCell). */
   waiting: SharedArrayBuffer;
   /** Int32Array [n, partitions...]: what this thread added to `waiting` (PartitionConsumer.waitingMine). */
@@ -94,6 +96,7 @@ async function main(): Promise<void> {
   // for bus.idle() (the group's `unfinished`).
   consumer.heldCell = new Int32Array(init.held);
   consumer.lastCell = new Int32Array(init.last);
+  consumer.holder = init.holder;
   consumer.waitingCell = new Int32Array(init.waiting);
   consumer.waitingMine = new Int32Array(init.mine);
   consumer.onPark = (item) => post(port, (clone) => ({ t: 'park', item: { ...item, env: clone(item.env) } }));
