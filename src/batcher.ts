@@ -37,8 +37,11 @@ export interface BatcherOptions {
   partialUnits?: boolean;
 }
 
-/** A write; a result returned directly (not a promise) means it completed synchronously. */
-export type WriteFn = (units: readonly PublishUnit[]) => Promise<WriteResult> | WriteResult;
+/**
+ * A write; a result returned directly (not a promise) means it completed synchronously. `freeSlot` stops the
+ * write counting against `maxInFlight` before it settles (see Transport.write).
+ */
+export type WriteFn = (units: readonly PublishUnit[], freeSlot: () => void) => Promise<WriteResult> | WriteResult;
 
 /** A (type, partition) write lane. The bus keeps one per partition of each event type. */
 export class Lane {
@@ -136,6 +139,8 @@ class Batch {
   readonly units: Unit[] = emptyArray();
   events = 0;
   bytes = 0;
+  /** Sent, and no longer counted in `inFlight` (the transport freed its slot, or it settled). */
+  slotFreed = false;
 }
 
 /** A single publisher waiting for room (`maxPendingEvents`). */
@@ -162,6 +167,8 @@ export interface BatcherStats {
   batches: number;
   units: number;
   failedEvents: number;
+  /** Writes whose slot the transport freed before they settled (a slow Cluster node: see Transport.write). */
+  slotsFreed: number;
 }
 
 /**
@@ -186,7 +193,7 @@ export class Batcher {
   private drained: (() => void)[] = [];
   private writableWaiters: (() => void)[] = [];
   private closed = false;
-  readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0 };
+  readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0, slotsFreed: 0 };
   private readonly flushNow = (): void => this.flush();
   /** Single publishes (`add`) get a promise of their own per event: `partialUnits`. */
   private readonly ownPromises: boolean;
@@ -396,7 +403,7 @@ export class Batcher {
     this.stats.units += batch.units.length;
     let result: Promise<WriteResult> | WriteResult;
     try {
-      result = this.write(batch.units);
+      result = this.write(batch.units, () => this.freeSlot(batch));
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -411,8 +418,25 @@ export class Batcher {
     );
   }
 
-  private settle(batch: Batch, res: WriteResult, failure: unknown): void {
+  /**
+   * The transport says a write waits on something slow (a Cluster master in failover): its slot goes to the
+   * next batch, so writes to the other nodes do not queue behind it. Its events stay pending
+   * (`maxPendingEvents` still bounds them) until it settles.
+   */
+  private freeSlot(batch: Batch): void {
+    if (batch.slotFreed) return;
+    batch.slotFreed = true;
     this.inFlight--;
+    this.stats.slotsFreed++;
+    if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
+    this.wakeWritable();
+  }
+
+  private settle(batch: Batch, res: WriteResult, failure: unknown): void {
+    if (!batch.slotFreed) {
+      batch.slotFreed = true;
+      this.inFlight--;
+    }
     this.pending -= batch.events;
     const units = batch.units;
     if (failure !== undefined) {
@@ -431,15 +455,19 @@ export class Batcher {
     // Adaptive step: what accumulated while this write was out leaves now.
     if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
     else if (this.open.events > 0 && !this.scheduled) this.schedule();
-    if (this.writableWaiters.length > 0 && !this.saturated) {
-      const ws = this.writableWaiters;
-      this.writableWaiters = [];
-      for (const w of ws) w();
-    }
+    this.wakeWritable();
     if (this.pending === 0 && this.drained.length > 0) {
       const done = this.drained;
       this.drained = [];
       for (const d of done) d();
+    }
+  }
+
+  private wakeWritable(): void {
+    if (this.writableWaiters.length > 0 && !this.saturated) {
+      const ws = this.writableWaiters;
+      this.writableWaiters = [];
+      for (const w of ws) w();
     }
   }
 

@@ -152,7 +152,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
         meta: new EventMeta(name, 0, undefined),
       });
     }
-    this.batcher = new Batcher((units) => transport.write(units), batcherOptions(config.batching, caps));
+    this.batcher = new Batcher((units, freeSlot) => transport.write(units, freeSlot), batcherOptions(config.batching, caps));
   }
 
   /**
@@ -552,9 +552,10 @@ export class EventBus<M extends EventMap, T extends string = string> {
 
   /**
    * Publish counters: `events` handed to the transport (written or not: `failedEvents` of them failed),
-   * batches, units; and events buffered now.
+   * batches, units, writes whose slot was freed while they waited on a slow node (`slotsFreed`); and events
+   * buffered now.
    */
-  stats(): { events: number; batches: number; units: number; failedEvents: number; pendingEvents: number } {
+  stats(): { events: number; batches: number; units: number; failedEvents: number; slotsFreed: number; pendingEvents: number } {
     return { ...this.batcher.stats, pendingEvents: this.batcher.pendingEvents };
   }
 

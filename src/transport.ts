@@ -268,8 +268,11 @@ export interface Transport {
    * A transport that completed the write before returning (in-process) may return the result itself
    * instead of a promise: the batcher then frees the write slot at once, so a synchronous publish loop
    * keeps handing full batches to consumers instead of filling every slot and waiting for the loop to end.
+   * A write that waits on something slow while other writes need not (a Redis Cluster master in failover,
+   * when the other masters are fine) may call `freeSlot` (once is enough): it stops counting against the
+   * batcher's `maxInFlight`, so later batches go out; its events still count as pending until it settles.
    */
-  write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult;
+  write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> | WriteResult;
   /**
    * `bus.tryPublish`: writes `unit` now when the transport can take all of it without waiting, else writes
    * nothing and returns false ("full"). Synchronous, so only in-process transports have it. Throws the

@@ -14,11 +14,18 @@ export class RedisCluster {
     return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
   }
 
-  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000): Promise<RedisCluster> {
+  /**
+   * `fullCoverage: false` (redis.conf `cluster-require-full-coverage no`): the other masters keep serving
+   * while a master's slots are uncovered (between its FAIL and its replica's promotion); by default the
+   * whole cluster answers CLUSTERDOWN then.
+   */
+  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000, fullCoverage = true): Promise<RedisCluster> {
     const servers: RedisServer[] = [];
     try {
       for (let i = 0; i < masters * (1 + replicas); i++) {
-        servers.push(await RedisServer.start({ extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs)] }));
+        const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs)];
+        if (!fullCoverage) args.push('--cluster-require-full-coverage', 'no');
+        servers.push(await RedisServer.start({ extraArgs: args }));
       }
       await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
       for (const s of servers) {
@@ -140,10 +147,10 @@ export class RedisCluster {
  * after (afterAll). Returns its getter. A long `nodeTimeoutMs` keeps a stalled master its slots' master (no
  * failover) for the whole test; a short one lets replicas take over.
  */
-export function clusterForTests(masters: number, replicas: number, nodeTimeoutMs: number): () => RedisCluster {
+export function clusterForTests(masters: number, replicas: number, nodeTimeoutMs: number, fullCoverage = true): () => RedisCluster {
   let cluster: RedisCluster | undefined;
   beforeAll(async () => {
-    cluster = await RedisCluster.start(masters, replicas, nodeTimeoutMs);
+    cluster = await RedisCluster.start(masters, replicas, nodeTimeoutMs, fullCoverage);
   }, 120_000);
   afterAll(async () => {
     await cluster?.stop();

@@ -27,21 +27,30 @@ export function order(seq: number): { orderId: string; amount: number; seq: numb
 }
 
 /**
- * Publishes one `order.created` every 5 ms while `during` runs (a failover, say). Returns each publish's outcome
- * ('ok' or the error's code; anything untyped is named as such) and the seqs that resolved.
+ * Publishes one `order.created` every 5 ms while `during` runs (a failover, say), keyed by `keyOf` if given.
+ * Returns each publish's outcome ('ok' or the error's code; anything untyped is named as such), the seqs
+ * that resolved, and how long each of those took (ms).
  */
-export async function publishThrough(b: EventBus<typeof events>, from: number, during: () => Promise<unknown>): Promise<{ tally: Record<string, number>; accepted: number[]; next: number }> {
+export async function publishThrough(
+  b: EventBus<typeof events>,
+  from: number,
+  during: () => Promise<unknown>,
+  keyOf?: (seq: number) => string,
+): Promise<{ tally: Record<string, number>; accepted: number[]; next: number; tookMs: Map<number, number> }> {
   let seq = from;
   let stop = false;
   const outcomes: Promise<string>[] = [];
   const accepted: number[] = [];
+  const tookMs = new Map<number, number>();
   const loop = (async () => {
     while (!stop) {
       const s = seq++;
+      const t0 = performance.now();
       outcomes.push(
-        b.publish('order.created', order(s)).then(
+        b.publish('order.created', order(s), keyOf === undefined ? undefined : { key: keyOf(s) }).then(
           () => {
             accepted.push(s);
+            tookMs.set(s, performance.now() - t0);
             return 'ok';
           },
           (err: unknown) => (err instanceof EventlaneError ? err.code : `untyped: ${String(err)}`),
@@ -58,7 +67,7 @@ export async function publishThrough(b: EventBus<typeof events>, from: number, d
   }
   const tally: Record<string, number> = {};
   for (const r of await Promise.all(outcomes)) tally[r] = (tally[r] ?? 0) + 1;
-  return { tally, accepted, next: seq };
+  return { tally, accepted, next: seq, tookMs };
 }
 
 /** A logger that keeps its warnings (fields and message) and drops the rest. */

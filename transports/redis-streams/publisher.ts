@@ -33,6 +33,18 @@ interface InFlight {
   done: boolean;
 }
 
+/**
+ * Cluster: a write still out after this long frees its batcher slot (Transport.write's `freeSlot`). A
+ * healthy write takes a few ms; one to a master in failover waits seconds (ioredis retries it until a replica
+ * takes the slot over), and holding its slot made writes to the other masters queue behind it.
+ */
+const SLOW_WRITE_MS = 200;
+
+interface SlowWatch {
+  at: number;
+  free: () => void;
+}
+
 function noResult(): WriteResult {
   return undefined;
 }
@@ -41,6 +53,8 @@ export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private readonly encoder = new BatchEncoder();
   private readonly inflight = new Set<InFlight>();
+  /** Cluster: writes out whose slot is not freed yet (see SLOW_WRITE_MS). */
+  private readonly slow = new Set<SlowWatch>();
   private sweeper: NodeJS.Timeout | undefined;
   /** `waitForReplicas`'s WAITs (see replica-wait.ts). */
   private readonly replicas: ReplicaWait;
@@ -154,9 +168,24 @@ export class Publisher {
     return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
   }
 
-  write(units: readonly PublishUnit[]): Promise<WriteResult> {
-    if (this.held === 0 && !this.mustWait(units)) return this.send(units);
-    return this.queued(units);
+  write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
+    if (freeSlot === undefined || !this.connector.isCluster) return this.held === 0 && !this.mustWait(units) ? this.send(units) : this.queued(units);
+    // Each unit's own commands, once sent: a unit that has its replies does not hold its partition's turn.
+    const unitReplies: Promise<unknown>[] = [];
+    const p = this.held === 0 && !this.mustWait(units) ? this.send(units, unitReplies) : this.queued(units, unitReplies);
+    // Cluster: a write that waits on one master (a failover) must not hold back writes to the others.
+    const w: SlowWatch = {
+      at: Date.now() + SLOW_WRITE_MS,
+      free: () => {
+        freeSlot();
+        this.holdPartitions(units, p, unitReplies);
+      },
+    };
+    this.slow.add(w);
+    this.startSweeper();
+    const done = (): void => void this.slow.delete(w);
+    p.then(done, done);
+    return p;
   }
 
   /**
@@ -174,7 +203,7 @@ export class Publisher {
    * partitions' is not, and a key's events would be stored out of order. Bounded by commandTimeoutMs from
    * here, the time behind earlier writes included.
    */
-  private queued(units: readonly PublishUnit[]): Promise<WriteResult> {
+  private queued(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
     const deadline = Date.now() + this.config.commandTimeoutMs;
     const before: Promise<void>[] = [];
     let turnOver!: () => void;
@@ -188,7 +217,7 @@ export class Publisher {
     this.held++;
     const sent = Promise.all(before)
       .then(() => this.whenWritable(units, deadline))
-      .then(() => ({ result: this.send(units) }));
+      .then(() => ({ result: this.send(units, unitReplies) }));
     const over = (): void => {
       this.held--;
       for (const unit of units) {
@@ -199,6 +228,36 @@ export class Publisher {
     };
     sent.then(over, over);
     return sent.then((s) => s.result);
+  }
+
+  /**
+   * A write whose slot was freed still has its partitions' turn until it settles: ioredis retries its
+   * commands after a failover, and a later write to one of those partitions sent meanwhile could reach the
+   * new master first and store a key's events out of order. Later writes to them wait (`queued`); writes
+   * to other partitions go on. A unit's turn ends when its own commands have their replies
+   * (`unitReplies[u]`), or, for a write not sent yet, when the write settles.
+   */
+  private holdPartitions(units: readonly PublishUnit[], write: Promise<unknown>, unitReplies: Promise<unknown>[]): void {
+    const over = (): void => undefined;
+    const turns: Promise<void>[] = [];
+    for (let u = 0; u < units.length; u++) {
+      const unit = units[u]!;
+      const settled = (unitReplies[u] ?? write).then(over, over);
+      const held = this.info(unit.type).held;
+      const prev = held[unit.partition];
+      // After a turn it joined, if one is still open (a later write queued behind this one keeps its place).
+      const turn = prev === undefined ? settled : Promise.all([prev, settled]).then(over);
+      held[unit.partition] = turn;
+      turns.push(turn);
+    }
+    this.held++;
+    void Promise.all(turns).then(() => {
+      this.held--;
+      for (let i = 0; i < units.length; i++) {
+        const held = this.info(units[i]!.type).held;
+        if (held[units[i]!.partition] === turns[i]) held[units[i]!.partition] = undefined;
+      }
+    });
   }
 
   /** Resolves once every connection `units` need is up; rejects with ConnectionError at `deadline`. */
@@ -222,14 +281,16 @@ export class Publisher {
     }
   }
 
-  /** Sends the write now (its connections are up). */
-  private send(units: readonly PublishUnit[]): Promise<WriteResult> {
+  /** Sends the write now (its connections are up). `sent` (Cluster) receives each unit's replies, as a promise. */
+  private send(units: readonly PublishUnit[], sent?: Promise<unknown>[]): Promise<WriteResult> {
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
-      return this.sendOne(this.pool[t.conns[unit.partition]!]!, t, unit);
+      const write = this.sendOne(this.pool[t.conns[unit.partition]!]!, t, unit);
+      if (sent !== undefined) sent[0] = write;
+      return write;
     }
-    return this.sendMany(units);
+    return this.sendMany(units, sent);
   }
 
   private minId(t: TypeInfo, now: number): string | undefined {
@@ -270,7 +331,7 @@ export class Publisher {
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
-  private sendMany(units: readonly PublishUnit[]): Promise<WriteResult> {
+  private sendMany(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
     const now = Date.now();
     const perEvent = this.config.entryMode === 'event';
     const cluster = this.connector.isCluster;
@@ -314,6 +375,7 @@ export class Publisher {
       const t = this.info(unit.type);
       const client = this.pool[t.conns[unit.partition]!]!;
       sent?.push([]);
+      const firstReply = replies.length;
       const minId = this.minId(t, now);
       const serialize = this.serializer(unit.type);
       const n = countOf(unit);
@@ -334,6 +396,7 @@ export class Publisher {
         }
         counts[u] = evs.length;
       }
+      if (unitReplies !== undefined && cluster) unitReplies[u] = Promise.allSettled(replies.slice(firstReply));
       unit.release?.();
       if (waits !== undefined) {
         if (nodeWait !== undefined) {
@@ -389,10 +452,7 @@ export class Publisher {
     return new Promise<WriteResult>((resolve, reject) => {
       const w: InFlight = { deadline: Date.now() + this.config.commandTimeoutMs, reject, done: false };
       this.inflight.add(w);
-      if (this.sweeper === undefined) {
-        this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.min(500, this.config.commandTimeoutMs / 4)));
-        this.sweeper.unref();
-      }
+      this.startSweeper();
       p.then(
         (res) => {
           if (w.done) return;
@@ -410,13 +470,25 @@ export class Publisher {
     });
   }
 
+  private startSweeper(): void {
+    if (this.sweeper !== undefined) return;
+    const every = Math.max(5, Math.min(this.connector.isCluster ? SLOW_WRITE_MS / 2 : 500, this.config.commandTimeoutMs / 4));
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
   private sweep(): void {
-    if (this.inflight.size === 0) {
+    if (this.inflight.size === 0 && this.slow.size === 0) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;
       return;
     }
     const now = Date.now();
+    for (const w of this.slow) {
+      if (w.at > now) continue;
+      this.slow.delete(w);
+      w.free();
+    }
     const ms = this.config.commandTimeoutMs;
     for (const w of this.inflight) {
       if (w.deadline > now) continue;
