@@ -8,8 +8,36 @@ import type { LatencySummary } from './types.js';
 
 const CURVE = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100];
 
+/** A histogram of nanosecond latencies: 1 ns .. 120 s, 3 significant digits. */
+function newHistogram(): hdr.Histogram {
+  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120e9, numberOfSignificantValueDigits: 3 });
+}
+
+/**
+ * The summary of a histogram of nanosecond latencies (without the histogram itself). `maxNs`: the exact
+ * largest value recorded, where `h` is decoded (an encoded histogram keeps buckets, not the exact maximum).
+ */
+function summarizeHistogram(h: hdr.Histogram, loop: 'open' | 'closed', maxNs = h.maxValue): LatencySummary {
+  const us = (ns: number) => Math.round(ns / 10) / 100;
+  // A percentile is the highest value of its histogram bucket, which can lie above the largest value
+  // recorded (1..100 us gave p99.9 = 100.03 us against max 100 us): capped at the exact maximum.
+  const at = (p: number) => (p === 100 ? maxNs : Math.min(h.getValueAtPercentile(p), maxNs));
+  return {
+    count: h.totalCount,
+    minUs: us(h.totalCount > 0 ? at(0) : 0),
+    meanUs: us(h.mean),
+    p50Us: us(at(50)),
+    p90Us: us(at(90)),
+    p99Us: us(at(99)),
+    p999Us: us(at(99.9)),
+    maxUs: us(maxNs),
+    curve: CURVE.map((p) => [p, us(at(p))] as [number, number]),
+    loop,
+  };
+}
+
 export class LatencyRecorder {
-  readonly histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120e9, numberOfSignificantValueDigits: 3 });
+  readonly histogram = newHistogram();
 
   /** Records a latency given in milliseconds (performance.now() deltas). */
   recordMs(ms: number): void {
@@ -21,25 +49,30 @@ export class LatencyRecorder {
     this.histogram.recordValue(Math.max(0, Math.round(ns)));
   }
 
+  /**
+   * The iteration's summary, with its histogram encoded (`histogram`: hdr-histogram-js
+   * encodeIntoCompressedBase64), so that the parent process can merge the iterations' histograms.
+   */
   summary(loop: 'open' | 'closed'): LatencySummary {
-    const h = this.histogram;
-    const us = (ns: number) => Math.round(ns / 10) / 100;
-    // A percentile is the highest value of its histogram bucket, which can lie above the largest value
-    // recorded (1..100 us gave p99.9 = 100.03 us against max 100 us): capped at the exact maximum.
-    const at = (p: number) => (p === 100 ? h.maxValue : Math.min(h.getValueAtPercentile(p), h.maxValue));
-    return {
-      count: h.totalCount,
-      minUs: us(h.totalCount > 0 ? at(0) : 0),
-      meanUs: us(h.mean),
-      p50Us: us(at(50)),
-      p90Us: us(at(90)),
-      p99Us: us(at(99)),
-      p999Us: us(at(99.9)),
-      maxUs: us(h.maxValue),
-      curve: CURVE.map((p) => [p, us(at(p))] as [number, number]),
-      loop,
-    };
+    return { ...summarizeHistogram(this.histogram, loop), histogram: hdr.encodeIntoCompressedBase64(this.histogram) };
   }
+}
+
+/**
+ * The summary of several iterations' latencies, as percentiles of all their events together: the
+ * iterations' encoded histograms (`histogram`) decoded and added into one. The maximum is the largest of
+ * the iterations' exact maxima (percentiles capped at it, as in each iteration), the minimum the smallest
+ * of their minima.
+ */
+export function mergeHistograms(list: readonly (LatencySummary & { histogram: string })[]): LatencySummary {
+  const merged = newHistogram();
+  for (const l of list) merged.add(hdr.decodeFromCompressedBase64(l.histogram));
+  const counted = list.filter((l) => l.count > 0);
+  const maxNs = counted.length ? Math.max(...counted.map((l) => l.maxUs * 1000)) : 0;
+  const summary = summarizeHistogram(merged, list[0]?.loop ?? 'closed', maxNs);
+  if (counted.length) summary.minUs = Math.min(...counted.map((l) => l.minUs));
+  summary.curve[0] = [summary.curve[0]![0], summary.minUs];
+  return { ...summary, merge: 'histogram' };
 }
 
 /**

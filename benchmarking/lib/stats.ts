@@ -1,6 +1,7 @@
 /**
  * Summaries over measured iterations: mean, min, max, relative spread; merged latency; ratios.
  */
+import { mergeHistograms } from './latency.js';
 import type { BenchConfig, IterationResult, LatencySummary, Spread, Variant, VariantResult } from './types.js';
 
 export function spread(values: number[]): Spread {
@@ -15,8 +16,16 @@ function r2(n: number): number {
   return Math.round(n * 100) / 100;
 }
 
-function mergeLatency(list: LatencySummary[]): LatencySummary | undefined {
+/**
+ * Latency over a variant's measured iterations. Each iteration brings its HdrHistogram (encoded, see
+ * `LatencyRecorder.summary`): they are added into one, so p50 ... p99.9, the mean and the curve are those of
+ * all the run's events together (`merge: 'histogram'`). Iterations without a histogram (results of older
+ * reports) fall back to the mean of their percentiles and means, min of minima and max of maxima, labelled
+ * `merge: 'iteration-mean'`: that is not a percentile of the run.
+ */
+export function mergeLatency(list: LatencySummary[]): LatencySummary | undefined {
   if (list.length === 0) return undefined;
+  if (list.every((l): l is LatencySummary & { histogram: string } => typeof l.histogram === 'string')) return mergeHistograms(list);
   const avg = (f: (l: LatencySummary) => number) => r2(list.reduce((a, l) => a + f(l), 0) / list.length);
   return {
     count: list.reduce((a, l) => a + l.count, 0),
@@ -29,6 +38,7 @@ function mergeLatency(list: LatencySummary[]): LatencySummary | undefined {
     maxUs: Math.max(...list.map((l) => l.maxUs)),
     curve: list[0]!.curve.map(([p], i) => [p, avg((l) => l.curve[i]![1])] as [number, number]),
     loop: list[0]!.loop,
+    merge: 'iteration-mean',
   };
 }
 

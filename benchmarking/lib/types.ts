@@ -80,6 +80,17 @@ export interface LatencySummary {
   curve: [number, number][];
   /** `open` (constant rate, measured from intended send time) or `closed` (burst / as fast as possible). */
   loop: 'open' | 'closed';
+  /**
+   * An iteration's HdrHistogram (ns), hdr-histogram-js `encodeIntoCompressedBase64`: it travels from the
+   * child process in the iteration result, and the summary over the iterations adds them up.
+   */
+  histogram?: string;
+  /**
+   * Summaries over iterations only: `histogram` when the iterations' histograms were added into one (the
+   * percentiles of all the run's events); `iteration-mean` when some iteration had none (older reports), so
+   * the percentiles, mean and curve are means of the iterations' own (min and max: of their minima and maxima).
+   */
+  merge?: 'histogram' | 'iteration-mean';
 }
 
 /** What a scenario runner returns for one iteration. */
@@ -149,7 +160,7 @@ export interface VariantResult {
     cpuPercent: Spread;
     p50Us?: Spread;
     p99Us?: Spread;
-    /** Latency merged over measured iterations (max of maxima, mean of percentiles). */
+    /** Latency over the measured iterations: their histograms added into one (see `LatencySummary.merge`). */
     latency?: LatencySummary;
   };
   delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; ok: boolean; verifiedBy?: string };

@@ -54,6 +54,14 @@ function vsBaselineCell(v: VariantResult): string {
   return `p50 ${p50?.toFixed(2) ?? '?'}x / p99 ${p99?.toFixed(2) ?? '?'}x`;
 }
 
+/**
+ * The row's p50 / p99 are means of its iterations' percentiles, not percentiles of the run: a report from
+ * before the iterations' histograms were merged (no `merge` field), or iterations without a histogram.
+ */
+function iterationMean(v: VariantResult): boolean {
+  return v.summary.latency?.merge !== 'histogram' && v.iterations.length > 1;
+}
+
 export function variantRow(v: VariantResult): string[] {
   const t = v.summary.throughput;
   const lat = v.summary.latency;
@@ -63,7 +71,7 @@ export function variantRow(v: VariantResult): string[] {
     v.error ? 'failed (below)' : fmtInt(t.mean),
     v.error ? '' : `${fmtCompact(t.min)}..${fmtCompact(t.max)}`,
     v.error ? '' : `${t.spreadPct.toFixed(1)}%`,
-    lat ? `${fmtUs(lat.p50Us)} / ${fmtUs(lat.p99Us)}` : '',
+    lat ? `${fmtUs(lat.p50Us)} / ${fmtUs(lat.p99Us)}${iterationMean(v) ? ' (mean of iterations)' : ''}` : '',
     v.error ? '' : `${v.summary.peakRssMb.max.toFixed(0)} MB`,
     v.error ? '' : `${v.summary.cpuPercent.mean.toFixed(0)}%`,
     deliveryCell(v),
