@@ -3,7 +3,7 @@
  * With no command it runs the short default suite on the in-process transport.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand } from './lib/commands.js';
+import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand, scenarioFlagsHelp } from './lib/commands.js';
 import { addConfigFlags } from './lib/flags.js';
 import { intListArg, UsageError } from './lib/config.js';
 import { abandonedIterations, endChildrenOnSignals } from './lib/runner.js';
@@ -18,7 +18,9 @@ addConfigFlags(
     .command('run')
     .description('run one scenario (each measured iteration in a fresh process)')
     .requiredOption('-s, --scenario <name>', 'scenario name (see `list`)'),
-).action((o) => runCommand(o));
+)
+  .addHelpText('after', scenarioFlagsHelp)
+  .action((o) => runCommand(o));
 
 addConfigFlags(
   program
@@ -29,7 +31,9 @@ addConfigFlags(
     .addOption(new Option('--publisher-counts <list>', 'comma-separated publisher counts').default([1, 5], '1,5').argParser(intListArg('publisher-counts', 1, 1_000_000)))
     .addOption(new Option('--message-sizes <list>', 'comma-separated message sizes (bytes)').default([128, 4096], '128,4096').argParser(intListArg('message-sizes', 16, 64 * 1024 * 1024)))
     .option('--with-baselines', 'also run the scenario\'s baselines for each cell'),
-).action((o) => matrixCommand(o));
+)
+  .addHelpText('after', scenarioFlagsHelp)
+  .action((o) => matrixCommand(o));
 
 addConfigFlags(
   program
@@ -37,7 +41,9 @@ addConfigFlags(
     .description('default: a short suite on the in-process transport (native if available, else memory), no Redis; --all: every scenario')
     .option('--all', 'every scenario on its seed transport with its seed configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)')
     .option('--quick', 'with --all: the short settings of the default suite'),
-).action((o) => suiteCommand(o));
+)
+  .addHelpText('after', scenarioFlagsHelp)
+  .action((o) => suiteCommand(o));
 
 program
   .command('report')

@@ -11,11 +11,11 @@ import { renderTerminal } from '../report/terminal.js';
 import { warnings } from '../report/rows.js';
 import { findScenario, SCENARIOS, DEFAULT_SUITE } from '../scenarios/index.js';
 import { assertTransportAvailable, assertTransportOptions, inProcessTransport } from './bus.js';
-import { resolveConfig, UsageError } from './config.js';
+import { FLAG_NAMES, flagsTaken, isScenarioFlag, resolveConfig, UsageError } from './config.js';
 import { flagsToConfig } from './flags.js';
 import { redisVersion } from './redis.js';
 import { runScenario, type RunOptions } from './runner.js';
-import type { BenchConfig, ConfigKey, Scenario, ScenarioResult, TransportName } from './types.js';
+import type { BenchConfig, ConfigKey, Scenario, ScenarioFlag, ScenarioResult, TransportName } from './types.js';
 import { scenarioTitle } from './types.js';
 
 type Opts = Record<string, any>;
@@ -24,6 +24,8 @@ interface Planned {
   scenario: Scenario;
   config: BenchConfig;
   explicit: Set<ConfigKey>;
+  /** Flags given that this scenario does not take (suite: left out of its config). */
+  dropped?: ScenarioFlag[];
 }
 
 class Progress {
@@ -180,6 +182,12 @@ export async function runCommand(o: Opts): Promise<void> {
 export async function matrixCommand(o: Opts): Promise<void> {
   const scenario = findScenario(o['scenario']);
   const flags = flagsToConfig(o);
+  const swept = (['messageSize', 'batchSize', 'publishers'] as const).filter((k) => !scenario.takes.includes(k));
+  if (swept.length > 0) {
+    throw new UsageError(
+      `matrix sweeps --message-sizes, --batch-sizes and --publisher-counts, but scenario "${scenario.name}" does not take ${swept.map((k) => FLAG_NAMES[k]).join(', ')} (it takes ${flagsTaken(scenario).join(', ')}); nothing was run.`,
+    );
+  }
   const plans: Planned[] = [];
   for (const messageSize of o['messageSizes'] as number[])
     for (const batchSize of o['batchSizes'] as number[])
@@ -215,7 +223,7 @@ export async function suiteCommand(o: Opts): Promise<void> {
       const f = { ...flags };
       if (f.transport && !scenario.transports.includes(f.transport)) delete f.transport;
       if (f.transport) {
-        plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']) }) });
+        plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']), unused: 'drop' }) });
         continue;
       }
       // No --transport: the seed transport, with memory replaced by the in-process transport (native when
@@ -223,8 +231,9 @@ export async function suiteCommand(o: Opts): Promise<void> {
       const seedT = scenario.transports[0]!;
       const ts: TransportName[] = [seedT === 'memory' && inProcAll && scenario.transports.includes(inProcAll) ? inProcAll : seedT];
       if (ALSO_ON_REDIS.has(scenario.name) && !ts.includes('redis')) ts.push('redis');
-      for (const transport of ts) plans.push({ scenario, ...resolveConfig(scenario, { ...f, transport }, { quick: Boolean(o['quick']) }) });
+      for (const transport of ts) plans.push({ scenario, ...resolveConfig(scenario, { ...f, transport }, { quick: Boolean(o['quick']), unused: 'drop' }) });
     }
+    noteDropped(flags, plans);
     await execute(plans, o, false);
     return;
   }
@@ -234,9 +243,43 @@ export async function suiteCommand(o: Opts): Promise<void> {
     // A transport asked for is used wherever the scenario has it; by default, noop scenarios stay on noop.
     const asked = flags.transport !== undefined && scenario.transports.includes(flags.transport);
     const transport = asked || (scenario.transports.includes(inProc) && scenario.transports[0] !== 'noop') ? inProc : scenario.transports[0]!;
-    plans.push({ scenario, ...resolveConfig(scenario, { ...flags, transport }, { quick: true }) });
+    plans.push({ scenario, ...resolveConfig(scenario, { ...flags, transport }, { quick: true, unused: 'drop' }) });
   }
+  noteDropped(flags, plans);
   await execute(plans, o, false);
+}
+
+/**
+ * A suite applies each flag to the scenarios that take it and runs the others without it (their config
+ * does not show it). Says so on stderr, before anything runs; a flag that none of the suite's scenarios
+ * takes is a UsageError.
+ */
+function noteDropped(flags: Partial<BenchConfig>, plans: Planned[]): void {
+  const given = (Object.keys(flags) as ConfigKey[]).filter(isScenarioFlag);
+  for (const key of given) {
+    const names = (ps: Planned[]) => [...new Set(ps.map((p) => p.scenario.name))];
+    const without = names(plans.filter((p) => p.dropped?.includes(key)));
+    if (without.length === 0) continue;
+    const with_ = names(plans.filter((p) => !p.dropped?.includes(key)));
+    if (with_.length === 0) {
+      const takers = SCENARIOS.filter((sc) => sc.takes.includes(key)).map((sc) => sc.name);
+      throw new UsageError(`${FLAG_NAMES[key]} applies to none of this suite's scenarios (it is taken by ${takers.join(', ')}); nothing was run.`);
+    }
+    process.stderr.write(`note: ${FLAG_NAMES[key]} applies to ${with_.join(', ')}; ${without.join(', ')} ${without.length > 1 ? 'do' : 'does'} not take it and run${without.length > 1 ? '' : 's'} without it\n`);
+  }
+}
+
+/** For --help: the flags each scenario takes, and what run and suite do with the others. */
+export function scenarioFlagsHelp(): string {
+  const lines = SCENARIOS.map((sc) => `  ${sc.name.padEnd(22)} ${flagsTaken(sc).join(' ')}`);
+  return [
+    '',
+    'Flags each scenario takes, besides --transport, --iterations, --warmup, --redis-url, --transport-option and the',
+    'output and process flags, which every scenario takes. `run` refuses a flag its scenario does not take (exit 2,',
+    'nothing run); `suite` applies each flag to the scenarios that take it and runs the others without it (a note on',
+    'stderr says which); `matrix` needs a scenario that takes --message-size, --batch-size and --publishers.',
+    ...lines,
+  ].join('\n');
 }
 
 export function listCommand(): void {
@@ -244,7 +287,7 @@ export function listCommand(): void {
     const d = Object.entries(s.defaults)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
-    process.stdout.write(`${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n`);
+    process.stdout.write(`${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`);
   }
 }
 

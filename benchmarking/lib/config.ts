@@ -3,7 +3,7 @@
  * merging scenario defaults with what the user set.
  */
 import { InvalidArgumentError } from 'commander';
-import { TRANSPORTS, type BenchConfig, type ConfigKey, type Scenario, type TransportName } from './types.js';
+import { TRANSPORTS, type BenchConfig, type ConfigKey, type Scenario, type ScenarioFlag, type TransportName } from './types.js';
 
 /** An error the CLI prints as one line and exits with status 2. */
 export class UsageError extends Error {}
@@ -112,22 +112,60 @@ export const FLAG_KEYS: ConfigKey[] = [
   'transportOptions',
 ];
 
+/** The command-line flag of each config field that only some scenarios read. */
+export const FLAG_NAMES: Record<ScenarioFlag, string> = {
+  messageCount: '--message-count',
+  messageSize: '--message-size',
+  batchSize: '--batch-size',
+  flushInterval: '--flush-interval',
+  publishers: '--publishers',
+  consumers: '--consumers',
+  partitions: '--partitions',
+  rate: '--rate',
+  duration: '--duration',
+};
+
+/** Whether `key` is a field only some scenarios read (a flag `Scenario.takes` lists or not). */
+export function isScenarioFlag(key: ConfigKey): key is ScenarioFlag {
+  return key in FLAG_NAMES;
+}
+
+/** The flags a scenario takes, as the command line spells them. */
+export function flagsTaken(scenario: Scenario): string[] {
+  return scenario.takes.map((k) => FLAG_NAMES[k]);
+}
+
 /**
  * Scenario defaults, then the suite's quick settings (when asked), then what the user set.
  * Returns the config and the set of fields the user set explicitly.
+ *
+ * A flag the scenario does not read (not in `Scenario.takes`) would be written into the report's config as
+ * if it had been used: by default (`unused: 'refuse'`, `run` and `matrix`) it is a UsageError naming the
+ * flags and the scenario; with `unused: 'drop'` (`suite`) it is left out of this scenario's config and named
+ * in `dropped`.
  */
 export function resolveConfig(
   scenario: Scenario,
   flags: Partial<BenchConfig>,
-  opts: { quick?: boolean } = {},
-): { config: BenchConfig; explicit: Set<ConfigKey> } {
+  opts: { quick?: boolean; unused?: 'refuse' | 'drop' } = {},
+): { config: BenchConfig; explicit: Set<ConfigKey>; dropped: ScenarioFlag[] } {
   const explicit = new Set<ConfigKey>();
   const user: Partial<BenchConfig> = {};
+  const dropped: ScenarioFlag[] = [];
   for (const key of FLAG_KEYS) {
-    if (flags[key] !== undefined) {
-      (user as Record<string, unknown>)[key] = flags[key];
-      if (key !== 'transport' && key !== 'redisUrl' && key !== 'iterations' && key !== 'warmup' && key !== 'transportOptions') explicit.add(key);
+    if (flags[key] === undefined) continue;
+    if (isScenarioFlag(key) && !scenario.takes.includes(key)) {
+      dropped.push(key);
+      continue;
     }
+    (user as Record<string, unknown>)[key] = flags[key];
+    if (isScenarioFlag(key)) explicit.add(key);
+  }
+  if (dropped.length > 0 && opts.unused !== 'drop') {
+    const names = dropped.map((k) => FLAG_NAMES[k]);
+    throw new UsageError(
+      `${names.join(', ')} ${names.length > 1 ? 'do' : 'does'} not apply to scenario "${scenario.name}", which takes ${flagsTaken(scenario).join(', ')} (and the flags every scenario takes); nothing was run.`,
+    );
   }
   const transport = user.transport ?? scenario.transports[0]!;
   if (!scenario.transports.includes(transport)) {
@@ -140,7 +178,7 @@ export function resolveConfig(
     ...user,
     transport,
   };
-  return { config, explicit };
+  return { config, explicit, dropped };
 }
 
 /** `sweep` unless the user pinned the field, in which case just their value. */

@@ -34,6 +34,9 @@ export interface BenchConfig {
 
 export type ConfigKey = keyof BenchConfig;
 
+/** Config fields set by flags that only some scenarios read (`Scenario.takes`). */
+export type ScenarioFlag = 'messageCount' | 'messageSize' | 'batchSize' | 'flushInterval' | 'publishers' | 'consumers' | 'partitions' | 'rate' | 'duration';
+
 /** One measured configuration of a scenario (a row of its report). */
 export interface Variant {
   /** Stable id, unique within the scenario, e.g. `batched-1p`. */
@@ -211,6 +214,12 @@ export interface Scenario {
   description: string;
   /** Transports this scenario runs on; the first is its default. */
   transports: TransportName[];
+  /**
+   * The run flags this scenario reads (besides --transport, --iterations, --warmup, --redis-url and
+   * --transport-option, which every scenario takes): `run` refuses any other, `suite` applies a flag only to
+   * the scenarios that take it.
+   */
+  takes: readonly ScenarioFlag[];
   /** The seed configuration. */
   defaults: Partial<BenchConfig>;
   /** Shorter settings used by the default suite (`npm run benchmark` with no flags). */

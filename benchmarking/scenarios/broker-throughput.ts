@@ -15,6 +15,7 @@ export const brokerThroughput: Scenario = {
   seed: '004',
   description: '50,000 x 100 B on 4 partitions: produce (publish() awaited per 1,000) and consume (1 consumer); 1/2/4/8 publishers x 10,000.',
   transports: ['memory', 'native', 'redis', 'noop'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'consumers', 'partitions'],
   defaults: { messageCount: 50_000, messageSize: 100, partitions: 4, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 20_000, iterations: 1, warmup: 1 },
   variants(c, explicit) {

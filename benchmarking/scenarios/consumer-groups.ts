@@ -19,6 +19,7 @@ export const consumerGroups: Scenario = {
   seed: '004',
   description: '20,000 events (100 B), 4 partitions, 1/2/4/8 consumers in one group; on Redis also per-event entries vs XREADGROUP+XACK.',
   transports: ['memory', 'native', 'redis'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'consumers', 'partitions'],
   defaults: { messageCount: 20_000, messageSize: 100, partitions: 4, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 1, warmup: 1 },
   variants(c, explicit) {

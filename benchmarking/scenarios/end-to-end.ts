@@ -14,6 +14,7 @@ export const endToEnd: Scenario = {
   seed: 'issue 3 (target p50 <= 250 us, p99 <= 1 ms)',
   description: 'publish() -> handler start at --rate events/s (default 10,000), open loop, 1 consumer, 128 B; on Redis vs an ioredis XADD -> XREADGROUP loop.',
   transports: ['redis', 'native', 'memory'],
+  takes: ['messageCount', 'messageSize', 'rate', 'batchSize', 'flushInterval', 'consumers', 'partitions'],
   defaults: { messageCount: 50_000, messageSize: 128, rate: 10_000, batchSize: 4000, flushInterval: 0, consumers: 1, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 1, warmup: 0 },
   variants(c) {

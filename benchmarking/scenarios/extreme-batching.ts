@@ -41,6 +41,7 @@ export const extremeBatching: Scenario = {
   seed: '002',
   description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (seed: 30 s).',
   transports: ['noop', 'memory', 'native', 'redis'],
+  takes: ['duration', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
   defaults: { batchSize: 1000, messageSize: 128, duration: 3, iterations: 3, warmup: 1 },
   quick: { duration: 0.5, iterations: 1, warmup: 0 },
   variants(c, explicit) {

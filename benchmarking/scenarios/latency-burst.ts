@@ -30,6 +30,7 @@ export const latencyBurst: Scenario = {
   seed: '001',
   description: '15,000 trading events {"id":N,"sym":"AAPL","px":150.25,"qty":100} in one burst; 1P/1C and 4P/4C; publish -> handler start.',
   transports: ['memory', 'native', 'redis'],
+  takes: ['messageCount', 'batchSize', 'flushInterval', 'partitions', 'consumers'],
   defaults: { messageCount: 15_000, messageSize: 40, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { iterations: 2, warmup: 0 },
   variants(c, explicit) {

@@ -38,6 +38,7 @@ export const latencySustained: Scenario = {
   seed: '001',
   description: 'open-loop constant rate (coordinated omission corrected); 1P/1C and 4P/4C; publish -> handler start. Native: addon, JS fallback and the machine floor (C++ threads, no JS).',
   transports: ['memory', 'native', 'redis'],
+  takes: ['messageCount', 'rate', 'batchSize', 'flushInterval', 'partitions', 'consumers'],
   defaults: { messageCount: 50_000, messageSize: 40, rate: 10_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {

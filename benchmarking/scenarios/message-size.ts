@@ -17,6 +17,7 @@ export const messageSize: Scenario = {
   seed: '004',
   description: '20,000 events per size, 64 B / 256 B / 1 KB / 4 KB / 16 KB, publish() awaited per 1,000; events/s and MB/s.',
   transports: ['memory', 'native', 'redis', 'noop'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'partitions'],
   defaults: { messageCount: 20_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 5_000, iterations: 1, warmup: 1 },
   variants(c, explicit) {

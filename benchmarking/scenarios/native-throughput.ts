@@ -81,6 +81,7 @@ export const nativeThroughput: Scenario = {
   seed: 'issue 5',
   description: 'publishMany of 40-byte trading payloads (arrays of --batch-size, default 4,096) to 1 worker consumer, no-op handler; addon vs JS fallback.',
   transports: ['native'],
+  takes: ['messageCount', 'batchSize', 'flushInterval', 'partitions'],
   defaults: { messageCount: 1_000_000, messageSize: 40, batchSize: 4096, flushInterval: 0, partitions: 1, iterations: 3, warmup: 1 },
   quick: { messageCount: 200_000, iterations: 2, warmup: 1 },
   variants(c) {

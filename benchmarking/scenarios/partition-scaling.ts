@@ -22,6 +22,7 @@ export const partitionScaling: Scenario = {
   seed: '000',
   description: '10,000 events x ~1 ms busy-loop work; 1/2/4/8 partitions, one consumer each; throughput from first publish to last handler.',
   transports: ['memory', 'native', 'redis'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'partitions'],
   defaults: { messageCount: 10_000, messageSize: 64, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 0 },
   quick: { messageCount: 1_000, iterations: 1, warmup: 0 },
   variants(c, explicit) {

@@ -12,6 +12,7 @@ export const publishOverhead: Scenario = {
   seed: 'issue 2 (targets); 002 for scale',
   description: 'publish() awaited in groups of 1,000; publishMany with arrays of 1,000; 10,000 concurrent awaiting publishers. 128 B, noop.',
   transports: ['noop', 'memory', 'native', 'redis'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
   defaults: { messageCount: 1_000_000, messageSize: 128, batchSize: 4000, flushInterval: 0, publishers: 10_000, iterations: 3, warmup: 1 },
   quick: { messageCount: 300_000, iterations: 2, warmup: 1 },
   variants(c, explicit) {

@@ -36,6 +36,7 @@ export const publishingThroughput: Scenario = {
   seed: '003',
   description: 'publish-only, batched (4,000 / 20 ms) and unbatched (1 and 5 publishers), vs ioredis baselines and seed 003.',
   transports: ['redis', 'native', 'memory', 'noop'],
+  takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
   defaults: { messageCount: 100_000, messageSize: 128, batchSize: 4000, flushInterval: 20, publishers: 1, iterations: 3, warmup: 1 },
   quick: { messageCount: 20_000, iterations: 2, warmup: 1 },
   variants(c, explicit) {

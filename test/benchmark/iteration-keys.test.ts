@@ -29,6 +29,7 @@ function keyCountingScenario(seen: number[]): Scenario {
     seed: 'none',
     description: '',
     transports: ['redis'],
+    takes: [],
     defaults: {},
     variants: () => [],
     runners: {

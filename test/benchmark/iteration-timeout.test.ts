@@ -44,6 +44,7 @@ describe('iteration timeout', () => {
       seed: 'none',
       description: 'one variant that never settles, one that does',
       transports: ['noop'],
+      takes: [],
       defaults: {},
       quick: {},
       variants: (c) => [
