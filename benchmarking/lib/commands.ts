@@ -166,9 +166,9 @@ function output(report: BenchReport, o: Opts): void {
       process.exitCode = 1;
     }
   }
-  const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost || v.delivery.duplicated));
+  const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost || v.delivery.duplicated || v.delivery.unmatched));
   if (failed) {
-    process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost or duplicated events, failed runs)\n`);
+    process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost, duplicated or unmatched events, failed runs)\n`);
     process.exitCode = 1;
   }
 }

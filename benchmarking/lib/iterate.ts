@@ -5,7 +5,7 @@
 import { firstLine } from './bus.js';
 import { heapAfterGc, measureWindow, RssSampler, type WindowFigures } from './measure.js';
 import { deletePrefix } from './redis.js';
-import type { IterationResult, Scenario, Variant } from './types.js';
+import type { IterationResult, Measured, Scenario, Variant } from './types.js';
 
 export interface IterationRequest {
   scenario: string;
@@ -50,7 +50,6 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
       const f = figures as WindowFigures;
       const ms = measured.windowMs ?? f.durationMs;
       const secs = ms / 1000;
-      const unique = measured.unique ?? measured.received;
       out.push({
         ...measured,
         warmup: i < req.warmups,
@@ -62,8 +61,7 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
         cpuPercent: round(((f.cpuUserMs + f.cpuSystemMs) / f.durationMs) * 100, 1),
         peakRssMb: round(f.peakRss / 1048576, 1),
         heapAfterGcMb: heap === null ? null : round(heap / 1048576, 1),
-        lost: unique === null ? null : Math.max(0, measured.sent - unique),
-        duplicated: measured.received === null || unique === null ? null : measured.received - unique,
+        ...deliveryCounts(measured),
         pid: process.pid,
       });
     }
@@ -71,6 +69,23 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
     await sampler.close();
   }
   return out;
+}
+
+/**
+ * Lost and duplicated events of an iteration. Deliveries not matched to a publish (`unmatched`) are neither:
+ * of the `sent` events, `unique` arrived and at most `unmatched` more may have, so lost is at least
+ * sent - unique - unmatched; and the unmatched deliveries can be at most sent - unique distinct events, so
+ * duplicates are at least unique + unmatched - sent (plus any counted among the matched ones). Without
+ * unmatched deliveries: sent - unique lost, received - unique duplicated.
+ */
+export function deliveryCounts(m: Pick<Measured, 'sent' | 'received' | 'unique' | 'unmatched'>): { lost: number | null; duplicated: number | null } {
+  const unique = m.unique ?? m.received;
+  if (unique === null) return { lost: null, duplicated: null };
+  const unmatched = m.unmatched ?? 0;
+  return {
+    lost: Math.max(0, m.sent - unique - unmatched),
+    duplicated: m.received === null ? null : m.received - unique - unmatched + Math.max(0, unique + unmatched - m.sent),
+  };
 }
 
 export function round(n: number, digits: number): number {

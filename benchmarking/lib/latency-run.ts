@@ -224,6 +224,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
       sent: n,
       received: got.received,
       unique: got.unique,
+      ...(got.unmatched > 0 ? { unmatched: got.unmatched } : {}),
       latency: got.rec.summary(openLoopMode ? 'open' : 'closed'),
       extra: { workers, payloadBytes: bytes, warmupEvents: warm.length, ...(cpus === undefined ? {} : { publisherCpu: cpus[0]!, consumerCpus: cpus.length - 1 }) },
       notes: got.notes.length > 0 ? got.notes : undefined,

@@ -28,8 +28,12 @@ export interface StartProbe {
    * count; `published` events of the type were sent on this bus before.
    */
   phase(published: number): void;
-  /** After the measured phase: latencies of `sent` (payload ids 0..n-1, their `t` the send time). */
-  collect(sent: readonly TickPayload[]): { rec: LatencyRecorder; received: number; unique: number; notes: string[]; verifiedBy: string };
+  /**
+   * After the measured phase: latencies of `sent` (payload ids 0..n-1, their `t` the send time). `received`:
+   * every handler start; `unique`: distinct events matched to their publish; `unmatched`: starts that could
+   * not be matched to a publish (not counted as delivered, nor as duplicates: see Measured.unmatched).
+   */
+  collect(sent: readonly TickPayload[]): { rec: LatencyRecorder; received: number; unique: number; unmatched: number; notes: string[]; verifiedBy: string };
 }
 
 /** Per-payload-id slots; works with any partition layout. */
@@ -67,7 +71,7 @@ export class IdProbe implements StartProbe {
   collect(sent: readonly TickPayload[]) {
     const rec = new LatencyRecorder();
     for (let i = 0; i < sent.length; i++) if (this.seen[i] === 1) rec.recordNs(this.latNs[i]!);
-    return { rec, received: this.received(), unique: this.done(), notes: [], verifiedBy: 'payload ids counted by the worker handlers in shared memory' };
+    return { rec, received: this.received(), unique: this.done(), unmatched: 0, notes: [], verifiedBy: 'payload ids counted by the worker handlers in shared memory' };
   }
 }
 
@@ -147,6 +151,7 @@ export class OrderProbe implements StartProbe {
     const owner = new Array<number>(P).fill(-1);
     let received = 0;
     let unique = 0;
+    let unmatched = 0;
     for (let w = 0; w < P; w++) {
       const from = this.from[w]!;
       const c = this.count(w) - from;
@@ -156,6 +161,7 @@ export class OrderProbe implements StartProbe {
       const k0 = Math.ceil(from / 16) * 16;
       if (k0 >= from + c) {
         notes.push(`worker ${w}: ${c} events, none sampled; not matched`);
+        unmatched += c;
         continue;
       }
       const id0 = this.sampledId(w, k0);
@@ -176,6 +182,7 @@ export class OrderProbe implements StartProbe {
       }
       if (bad) {
         notes.push(`worker ${w}: ${bad}; not matched`);
+        unmatched += c;
         continue;
       }
       unique += c;
@@ -186,6 +193,7 @@ export class OrderProbe implements StartProbe {
       rec,
       received,
       unique,
+      unmatched,
       notes,
       verifiedBy: 'handler starts counted per worker in shared memory, each worker exactly its partition\'s share, every 16th payload id checked against round-robin order',
     };

@@ -50,6 +50,7 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
   const received = hasRecv ? its.reduce((a, i) => a + (i.received ?? 0), 0) : null;
   const lost = hasRecv ? its.reduce((a, i) => a + (i.lost ?? 0), 0) : null;
   const duplicated = hasRecv ? its.reduce((a, i) => a + (i.duplicated ?? 0), 0) : null;
+  const unmatched = its.reduce((a, i) => a + (i.unmatched ?? 0), 0);
   const result: VariantResult = {
     id: variant.id,
     label: variant.label,
@@ -74,7 +75,8 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
       received,
       lost,
       duplicated,
-      ok: error === undefined && its.length > 0 && !lost && !duplicated,
+      ...(unmatched > 0 ? { unmatched } : {}),
+      ok: error === undefined && its.length > 0 && !lost && !duplicated && !unmatched,
       verifiedBy: its.find((i) => i.verifiedBy)?.verifiedBy,
     },
     ratios: {},

@@ -103,8 +103,15 @@ export interface Measured {
   sent: number;
   /** Delivered events, or null when the scenario does not consume (publish-only). */
   received: number | null;
-  /** Distinct events received; `sent - unique` were lost, `received - unique` duplicated. */
+  /** Distinct events received; `sent - unique` were lost, `received - unique` duplicated (see `unmatched`). */
   unique?: number;
+  /**
+   * Deliveries (counted in `received`) that the runner could not match to a publish: the native latency runs'
+   * order probe, for a worker whose count or order check failed. Neither delivered (`unique`) nor known to be
+   * duplicates: lost = sent - unique - unmatched and duplicated = what the counts prove at least (see
+   * `deliveryCounts`); a run with any is not verified.
+   */
+  unmatched?: number;
   /** Payload bytes moved in the timed window. */
   bytes?: number;
   latency?: LatencySummary;
@@ -166,7 +173,8 @@ export interface VariantResult {
     /** Latency over the measured iterations: their histograms added into one (see `LatencySummary.merge`). */
     latency?: LatencySummary;
   };
-  delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; ok: boolean; verifiedBy?: string };
+  /** `unmatched`: deliveries not matched to a publish (`Measured.unmatched`), present when there were any; `ok` is false then. */
+  delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; unmatched?: number; ok: boolean; verifiedBy?: string };
   /** Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better). */
   ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number; latencyP50VsBaseline?: number; latencyP99VsBaseline?: number };
   /** Where the run's setup differs from the seed's (`SeedFigure.setup`), e.g. "messageCount 300 (seed 15000)": no ratio to the seed then. */

@@ -23,10 +23,11 @@ export function deliveryCell(v: VariantResult): string {
   const d = v.delivery;
   if (v.error) return 'FAILED';
   if (d.received === null) return `${fmtInt(d.sent)} sent`;
-  if (d.lost === 0 && d.duplicated === 0) return `${fmtInt(d.sent)}/${fmtInt(d.sent)} ok`;
+  if (d.lost === 0 && d.duplicated === 0 && !d.unmatched) return `${fmtInt(d.sent)}/${fmtInt(d.sent)} ok`;
   const parts = [];
   if (d.lost) parts.push(`LOST ${fmtInt(d.lost)}`);
   if (d.duplicated) parts.push(`dup ${fmtInt(d.duplicated)}`);
+  if (d.unmatched) parts.push(`unmatched ${fmtInt(d.unmatched)}`);
   return `${fmtInt(d.received)}/${fmtInt(d.sent)} ${parts.join(' ')}`.trim();
 }
 
@@ -96,6 +97,7 @@ export function warnings(runs: ScenarioResult[]): string[] {
       if (v.error) out.push(`${r.scenario} / ${v.label}: FAILED: ${v.error}`);
       else if (v.delivery.lost) out.push(`${r.scenario} / ${v.label}: LOST ${fmtInt(v.delivery.lost)} of ${fmtInt(v.delivery.sent)} events`);
       if (v.delivery.duplicated) out.push(`${r.scenario} / ${v.label}: ${fmtInt(v.delivery.duplicated)} duplicate deliveries`);
+      if (v.delivery.unmatched) out.push(`${r.scenario} / ${v.label}: ${fmtInt(v.delivery.unmatched)} deliveries not matched to a publish (see the iterations' notes): delivery not verified`);
     }
   }
   return out;

@@ -63,6 +63,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
     expect(got.notes).toEqual([]);
     expect(got.received).toBe(n);
     expect(got.unique).toBe(n);
+    expect(got.unmatched).toBe(0);
     const s = got.rec.summary('closed');
     expect(s.count).toBe(n);
     expect(s.minUs).toBeCloseTo(10, 1);
@@ -80,6 +81,8 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
     const got = probe.collect(sent);
     expect(got.received).toBe(400);
     expect(got.unique).toBe(200);
+    // worker 0's 200 starts: delivered, but not matched to their publishes (not duplicates)
+    expect(got.unmatched).toBe(200);
     expect(got.notes).toHaveLength(1);
     expect(got.notes[0]).toMatch(/worker 0: event 16 of partition 0 is id 34, expected 32/);
     expect(got.rec.summary('closed').count).toBe(200);
@@ -95,6 +98,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
     const got = probe.collect(sent);
     expect(got.received).toBe(100);
     expect(got.unique).toBe(0);
+    expect(got.unmatched).toBe(100);
     expect(got.notes.join('\n')).toMatch(/worker 0: 51 events where partition 0 got 50/);
     expect(got.notes.join('\n')).toMatch(/worker 1: 49 events where partition 1 got 50/);
   });
