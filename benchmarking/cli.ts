@@ -5,7 +5,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { runCommand, matrixCommand, suiteCommand, listCommand, reportCommand, scenarioFlagsHelp } from './lib/commands.js';
 import { addConfigFlags } from './lib/flags.js';
-import { intListArg, UsageError } from './lib/config.js';
+import { intListArg, messageSizeListArg, UsageError } from './lib/config.js';
 import { abandonedIterations, endChildrenOnSignals } from './lib/runner.js';
 
 const program = new Command('benchmark')
@@ -29,7 +29,7 @@ addConfigFlags(
     .option('-s, --scenario <name>', 'scenario to sweep', 'publishing-throughput')
     .addOption(new Option('--batch-sizes <list>', 'comma-separated batch sizes').default([1, 3000, 4000, 5000], '1,3000,4000,5000').argParser(intListArg('batch-sizes', 1, 1_000_000)))
     .addOption(new Option('--publisher-counts <list>', 'comma-separated publisher counts').default([1, 5], '1,5').argParser(intListArg('publisher-counts', 1, 1_000_000)))
-    .addOption(new Option('--message-sizes <list>', 'comma-separated message sizes (bytes)').default([128, 4096], '128,4096').argParser(intListArg('message-sizes', 16, 64 * 1024 * 1024)))
+    .addOption(new Option('--message-sizes <list>', 'comma-separated message sizes (bytes)').default([128, 4096], '128,4096').argParser(messageSizeListArg('message-sizes')))
     .option('--with-baselines', 'also run the scenario\'s baselines for each cell'),
 )
   .addHelpText('after', scenarioFlagsHelp)

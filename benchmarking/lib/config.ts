@@ -47,6 +47,35 @@ export function numArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER)
   };
 }
 
+/**
+ * The smallest `--message-size`: a sized payload is the JSON `{"id":N,"body":"xx..."}`, the filler padding it to
+ * the size asked, and without filler it is 17 bytes + the digits of N. Every payload id a run can send is below
+ * 10^10 with the flags' limits (--message-count up to 10^9, warm-up ids after the measured ones, broker-throughput's
+ * 10,000 per publisher): 27 bytes, so no payload is ever larger than its label says.
+ */
+export const MIN_MESSAGE_SIZE = JSON.stringify({ id: 9_999_999_999, body: '' }).length;
+const MAX_MESSAGE_SIZE = 64 * 1024 * 1024;
+
+/** `--message-size` (and each of `--message-sizes`): a size below MIN_MESSAGE_SIZE is refused, saying why. */
+export function messageSizeArg(name: string) {
+  const int = intArg(name, 0, MAX_MESSAGE_SIZE);
+  return (value: string): number => {
+    const n = int(value);
+    if (n < MIN_MESSAGE_SIZE) {
+      throw new InvalidArgumentError(
+        `${name} ${n} is below the minimum of ${MIN_MESSAGE_SIZE} bytes: a payload is the JSON {"id":N,"body":"..."}, ${MIN_MESSAGE_SIZE} bytes without filler for the largest ids a run may send (10 digits), so a smaller size could not be sent as labelled.`,
+      );
+    }
+    return n;
+  };
+}
+
+/** A comma-separated list of `--message-sizes`. */
+export function messageSizeListArg(name: string) {
+  const one = messageSizeArg(name);
+  return (value: string): number[] => value.split(',').map((s) => one(s.trim()));
+}
+
 export function intListArg(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   const one = intArg(name, min, max);
   return (value: string): number[] => {

@@ -2,14 +2,14 @@
  * The command-line flags shared by `run`, `matrix` and `suite`, each documented for --help.
  */
 import { Command, Option } from 'commander';
-import { intArg, nodeOptionArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
+import { intArg, MIN_MESSAGE_SIZE, messageSizeArg, nodeOptionArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
 import type { BenchConfig } from './types.js';
 
 export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): Command {
   cmd
     .addOption(new Option('-t, --transport <name>', "transport: redis | native | memory | noop (default: the scenario's seed transport)").argParser(transportArg))
     .addOption(new Option('--message-count <n>', 'events per iteration (default: the scenario seed configuration)').argParser(intArg('message-count', 1, 1e9)))
-    .addOption(new Option('--message-size <bytes>', 'JSON-encoded payload size in bytes').argParser(intArg('message-size', 16, 64 * 1024 * 1024)))
+    .addOption(new Option('--message-size <bytes>', `JSON-encoded payload size in bytes, at least ${MIN_MESSAGE_SIZE} (the JSON {"id":N,"body":""} with a 10-digit id)`).argParser(messageSizeArg('message-size')))
     .addOption(new Option('--batch-size <n>', 'batcher maxEvents per batch; 1 turns batching off').argParser(intArg('batch-size', 1, 1_000_000)))
     .addOption(new Option('--flush-interval <ms>', 'batcher maxWaitMs: linger to fill a batch; 0 = adaptive').argParser(numArg('flush-interval', 0, 60_000)))
     .addOption(new Option('--publishers <n>', 'concurrent publishers (async loops)').argParser(intArg('publishers', 1, 1_000_000)))

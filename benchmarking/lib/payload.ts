@@ -18,9 +18,14 @@ export type SizedPayload = { id: number; body: string };
 export type TradePayload = { id: number; sym: string; px: number; qty: number };
 export type TickPayload = TradePayload & { t: number };
 
-/** `count` payloads whose JSON encoding is `size` bytes (exact for the largest id; shorter ids a few bytes less). */
+/**
+ * `count` payloads whose JSON encoding is `size` bytes (exact for the largest id; shorter ids a few bytes
+ * less). Throws when `size` is below the JSON of the largest id without filler: that payload would be larger
+ * than `size` (the CLI refuses such sizes up front, see MIN_MESSAGE_SIZE).
+ */
 export function sizedPayloads(count: number, size: number): SizedPayload[] {
   const overhead = JSON.stringify({ id: Math.max(0, count - 1), body: '' }).length;
+  if (size < overhead) throw new Error(`message size ${size} B is below the ${overhead} B of the payload {"id":${Math.max(0, count - 1)},"body":""} without filler`);
   const body = 'x'.repeat(Math.max(0, size - overhead));
   const out: SizedPayload[] = new Array(count);
   for (let i = 0; i < count; i++) out[i] = { id: i, body };
