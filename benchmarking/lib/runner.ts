@@ -70,16 +70,61 @@ function timedOut(req: IterationRequest, limitMs: number): string {
 /** Children running an iteration now: ended with the CLI when it is interrupted (`endChildrenOnSignals`). */
 const live = new Set<ChildProcess>();
 
+/** Key prefixes of the Redis runs going on now (prefix -> Redis URL), deleted when the CLI is interrupted. */
+const runPrefixes = new Map<string, string>();
+
+/** How long an interrupted CLI may spend deleting its run's Redis keys before it exits without. */
+export const INTERRUPT_CLEANUP_MS = 3_000;
+
+let interrupted = false;
+
 /**
  * On SIGINT/SIGTERM the CLI kills its running child (it would otherwise exit when its IPC channel closes,
- * see child.ts, but not before its current await returns) and exits with 128 + the signal number.
+ * see child.ts, but not before its current await returns), deletes the keys of the Redis run going on (its
+ * own prefix only, unless --keep-keys), and exits with 128 + the signal number. The deletion waits for the
+ * killed child to be gone, then gets INTERRUPT_CLEANUP_MS in all: past that (Redis unreachable, a huge run)
+ * the CLI says which prefix it left and exits. A second signal meanwhile exits at once.
  */
 export function endChildrenOnSignals(): void {
   for (const [signal, n] of [['SIGINT', 2], ['SIGTERM', 15]] as const) {
     process.once(signal, () => {
-      for (const child of live) child.kill('SIGKILL');
-      process.exit(128 + n);
+      if (interrupted) process.exit(128 + n);
+      interrupted = true;
+      const children = [...live];
+      for (const child of children) child.kill('SIGKILL');
+      void deleteRunKeys(children, [...runPrefixes]).finally(() => process.exit(128 + n));
     });
+  }
+}
+
+async function deleteRunKeys(children: ChildProcess[], prefixes: [prefix: string, url: string][]): Promise<void> {
+  if (prefixes.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), INTERRUPT_CLEANUP_MS);
+  });
+  // What a killed child had sent may still reach Redis: delete once it is gone, and once more after that.
+  const gone = Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+  const work = (async () => {
+    await gone;
+    const deleted = new Map<string, number>();
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [prefix, url] of prefixes) deleted.set(prefix, (deleted.get(prefix) ?? 0) + (await deletePrefix(url, prefix)));
+    }
+    return deleted;
+  })();
+  work.catch(() => undefined); // past the bound the CLI exits without it
+  const where = (url: string) => url.replace(/\/\/[^@/]*@/, '//'); // no credentials on stderr
+  try {
+    const r = await Promise.race([work, expired]);
+    for (const [prefix, url] of prefixes) {
+      if (r === 'expired') process.stderr.write(`interrupted: the run's Redis keys were not deleted within ${INTERRUPT_CLEANUP_MS / 1000} s; they are left under ${prefix} at ${where(url)}\n`);
+      else process.stderr.write(`interrupted: deleted the run's ${r.get(prefix) ?? 0} Redis key(s) under ${prefix}\n`);
+    }
+  } catch (err) {
+    for (const [prefix, url] of prefixes) process.stderr.write(`interrupted: could not delete the run's Redis keys (${firstLine(err)}); they are left under ${prefix} at ${where(url)}\n`);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -95,6 +140,9 @@ export function runInChild(
   script = CHILD,
   nodeOptions: readonly string[] = [],
 ): Promise<IterationResult[]> {
+  // Interrupted: the CLI is deleting its keys and about to exit; the run goes no further (the iteration that
+  // failed when its child was killed is not followed by another, nor reported).
+  if (interrupted) return new Promise(() => {});
   return new Promise((resolve, reject) => {
     const child = fork(script, [], {
       execArgv: [...CHILD_ARGS, ...nodeOptions],
@@ -234,6 +282,8 @@ export async function runScenario(
   const all: IterationResult[][] = variants.map(() => []);
   const errors: (string | undefined)[] = variants.map(() => undefined);
   const rounds = Math.max(...variants.map((v) => Math.max(1, v.config.iterations)), 0);
+  const cleanup = config.transport === 'redis' && !opts.keepKeys;
+  if (cleanup) runPrefixes.set(runConfig.keyPrefix, config.redisUrl);
   try {
     for (let i = 0; i < rounds; i++) {
       for (let k = 0; k < variants.length; k++) {
@@ -257,7 +307,10 @@ export async function runScenario(
     variants.forEach((v, k) => results.push(summarize(v, all[k]!, errors[k])));
   } finally {
     // Each iteration deletes its own keys; this catches those of an iteration that failed or was killed.
-    if (config.transport === 'redis' && !opts.keepKeys) await deletePrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
+    if (cleanup) {
+      await deletePrefix(config.redisUrl, runConfig.keyPrefix).catch(() => 0);
+      runPrefixes.delete(runConfig.keyPrefix);
+    }
   }
   linkBaselines(results);
   return {
