@@ -429,6 +429,7 @@ export class Batcher {
     this.inFlight--;
     this.stats.slotsFreed++;
     if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
+    else if (this.open.events > 0 && !this.scheduled) this.schedule(); // a lingering batch: not scheduled while every slot was busy
     this.wakeWritable();
   }
 

@@ -74,8 +74,9 @@ export interface PartitionCore {
   /**
    * The records of a ring popped with `hold` and not acknowledged, oldest first, as `[text, offs]` (offs:
    * each record's start in `text` and the end), acknowledged now; null when there are none. For the main
-   * thread after a consumer thread died: with `holder` > 0, only the records that holder popped; without,
-   * every held record (those a live consumer holds are then delivered twice).
+   * thread after a consumer thread died: with `holder` > 0, only the records that holder popped (and any
+   * claimed and not marked yet: a thread terminated inside its pop); without, every held record (those a
+   * live consumer holds are then delivered twice).
    */
   takeHeld(lane: number, partition: number, holder?: number): [string, Uint32Array] | null;
   /** [pushed, popped, droppedNewest, droppedOldest, rejected, size, held] */

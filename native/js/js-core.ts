@@ -179,7 +179,8 @@ class JsRing {
     for (let pos = Atomics.load(ctl, REL_SLOT); pos !== to; pos = (pos + 1) | 0) {
       const seen = (pos - this.cap + 1) | 0;
       if (Atomics.load(done, pos & mask) !== seen) continue; // acknowledged (in this lap or a later one)
-      if (holder !== 0 && holders[pos & mask] !== holder) continue; // another consumer's
+      // Another consumer's; 0: claimed and not marked yet (a thread terminated between its claim and its marks).
+      if (holder !== 0 && holders[pos & mask] !== holder && holders[pos & mask] !== 0) continue;
       // Copied first, then claimed: if its consumer acknowledged it meanwhile, the copy is dropped. Reused,
       // the slot may show the offset of one record and the length of another: a range outside the arena is
       // not read at all (the record was acknowledged).

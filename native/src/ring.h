@@ -208,8 +208,9 @@ class Ring {
   // Records claimed and not acknowledged (held by consumers), oldest first: appends each record's bytes to
   // `bytes` and its length in UTF-16 units to `chars`, and acknowledges it. For a consumer thread that died
   // holding records: with `holder` > 0, only the records Pop held for that holder (the other consumers of
-  // the ring keep theirs); with 0, every held record (a record a live consumer holds is then delivered
-  // twice, never lost). Returns how many.
+  // the ring keep theirs) and claimed records nobody marked yet (a popper stopped between its claim and its
+  // marks: the JS core's thread can be terminated there; a live one's are delivered twice, never lost); with
+  // 0, every held record (a record a live consumer holds is then delivered twice, never lost). Returns how many.
   // The dead thread stored its holder marks before it died, and its death reached the caller through the
   // runtime's synchronisation (a thread join, a message), so they are seen; a mark a producer reset to 0
   // since belongs to a record that was acknowledged.
@@ -221,7 +222,10 @@ class Ring {
       Slot& s = slots_[pos & mask_];
       uint32_t seen = pos - cap_ + 1;
       if (s.done.load(std::memory_order_seq_cst) != seen) continue;  // acknowledged (in this lap or a later one)
-      if (holder != 0 && s.holder.load(std::memory_order_relaxed) != holder) continue;  // another consumer's
+      if (holder != 0) {
+        const uint32_t mark = s.holder.load(std::memory_order_relaxed);
+        if (mark != holder && mark != 0) continue;  // another consumer's
+      }
       // Copied first, then claimed. If its consumer acknowledged it meanwhile, the CAS fails, or (an ack of
       // the oldest records releases them without marks) the release head has passed it: the copy, maybe of
       // another record by then, is dropped. Reused, the slot may show the offset of one record and the

@@ -22,7 +22,9 @@ import { ClosedError, ConnectionError, createEventBus, EventlaneError, type Even
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
-import { events, orders } from './redis-common.js';
+import { events, order, orders } from './redis-common.js';
+import { partitionForKey } from '../../src/partition.js';
+import { streamKey } from '../../transports/redis-streams/index.js';
 
 // A long node timeout: a stalled master stays its slots' master (no failover) while the tests run.
 const cluster = clusterForTests(3, 0, 60_000);
@@ -123,6 +125,35 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     } finally {
       for (const s of cluster().servers) s.resume();
     }
+  });
+
+  // A write out longer than 200 ms frees its write slot and keeps its partition's turn until its XADD's
+  // reply; a master that stopped answering never replies, so the turn must end with the write's own timeout.
+  it('one master stalled: each write to its partition rejects after commandTimeoutMs (the first one does not hold the next for good); the other masters take writes', async () => {
+    const prefix = uniquePrefix('cluster-one-stalled');
+    const b = await clusterBus(prefix);
+    const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
+    const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
+    let other = 1;
+    while ((await cluster().masterOf(streamKey(prefix, 'order.created', other))) === stalled) other++;
+    await b.publish('order.created', order(0), { key: keyOf(0) }); // connections up
+    stalled.pause();
+    try {
+      const first = b.publish('order.created', order(1), { key: keyOf(0) }).catch((e: unknown) => e);
+      await sleep(400); // its slot freed (200 ms), its partition held
+      const t0 = Date.now();
+      await b.publish('order.created', order(2), { key: keyOf(other) });
+      expect(Date.now() - t0).toBeLessThan(500);
+      expect(await first).toBeInstanceOf(ConnectionError);
+      // Before: the next write to partition 0 waited for the first one's XADD reply, which never came.
+      const t1 = Date.now();
+      const second = await Promise.race([b.publish('order.created', order(3), { key: keyOf(0) }).catch((e: unknown) => e), sleep(5000).then(() => 'still waiting')]);
+      expect(second).toBeInstanceOf(ConnectionError);
+      expect(Date.now() - t1).toBeLessThan(3000);
+    } finally {
+      stalled.resume();
+    }
+    await boundedClose(b, CLOSE_BOUND_MS);
   });
 
   // Last: it stops every node for good (afterAll then only cleans up their directories).

@@ -111,6 +111,11 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
     c.ack(lane, 0, fifth, 1);
     expect(c.takeHeld(lane, 0, 1)).toBeNull();
     expect(taken(c.takeHeld(lane, 0))).toEqual([12, 13]); // without a holder: everyone's
+    // Held and not marked (a pop cut off between its claim and its marks, as a terminated JS thread can be):
+    // any holder's takeHeld takes it.
+    expect(push(c, lane, 0, recs(1, 14))).toBe(1);
+    expect(popAs(0, 1)).toEqual([14]);
+    expect(taken(c.takeHeld(lane, 0, 1))).toEqual([14]);
   });
 
   it('counts every pop exactly when two threads pop the same ring', async () => {

@@ -177,8 +177,10 @@ export class Publisher {
     const w: SlowWatch = {
       at: Date.now() + SLOW_WRITE_MS,
       free: () => {
-        freeSlot();
+        // Held first: freeing the slot sends the batches waiting for one at once, and one of them may go
+        // to the same partitions.
         this.holdPartitions(units, p, unitReplies);
+        freeSlot();
       },
     };
     this.slow.add(w);
@@ -235,14 +237,16 @@ export class Publisher {
    * commands after a failover, and a later write to one of those partitions sent meanwhile could reach the
    * new master first and store a key's events out of order. Later writes to them wait (`queued`); writes
    * to other partitions go on. A unit's turn ends when its own commands have their replies
-   * (`unitReplies[u]`), or, for a write not sent yet, when the write settles.
+   * (`unitReplies[u]`), or when the write settles (its own, or commandTimeoutMs: a master that stopped
+   * answering without closing its socket never replies, and the turn must not outlive the write).
    */
   private holdPartitions(units: readonly PublishUnit[], write: Promise<unknown>, unitReplies: Promise<unknown>[]): void {
     const over = (): void => undefined;
     const turns: Promise<void>[] = [];
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
-      const settled = (unitReplies[u] ?? write).then(over, over);
+      const own = unitReplies[u];
+      const settled = (own === undefined ? write : Promise.race([own, write])).then(over, over);
       const held = this.info(unit.type).held;
       const prev = held[unit.partition];
       // After a turn it joined, if one is still open (a later write queued behind this one keeps its place).
@@ -281,16 +285,17 @@ export class Publisher {
     }
   }
 
-  /** Sends the write now (its connections are up). `sent` (Cluster) receives each unit's replies, as a promise. */
-  private send(units: readonly PublishUnit[], sent?: Promise<unknown>[]): Promise<WriteResult> {
+  /**
+   * Sends the write now (its connections are up). `unitReplies` (Cluster) receives, per unit, a promise of
+   * its XADDs' replies.
+   */
+  private send(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
-      const write = this.sendOne(this.pool[t.conns[unit.partition]!]!, t, unit);
-      if (sent !== undefined) sent[0] = write;
-      return write;
+      return this.sendOne(this.pool[t.conns[unit.partition]!]!, t, unit, unitReplies);
     }
-    return this.sendMany(units, sent);
+    return this.sendMany(units, unitReplies);
   }
 
   private minId(t: TypeInfo, now: number): string | undefined {
@@ -298,19 +303,19 @@ export class Publisher {
   }
 
   /** The common shapes (one lane per write; an awaited single publish). */
-  private sendOne(client: Client, t: TypeInfo, unit: PublishUnit): Promise<WriteResult> {
+  private sendOne(client: Client, t: TypeInfo, unit: PublishUnit, unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
     const args: WireArg[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
     if (countOf(unit) === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], eventsOf(unit)[0]!, this.source, this.serializer(unit.type));
-      return this.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!)));
+      return this.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!), unitReplies));
     }
     if (this.config.entryMode === 'batch') {
       const cmd = rawCommand('xadd', this.batchRequest(args, unit), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.bounded(this.replicated(client, t, unit.partition, cmd));
+      return this.bounded(this.replicated(client, t, unit.partition, cmd, unitReplies));
     }
-    return this.sendMany([unit]);
+    return this.sendMany([unit], unitReplies);
   }
 
   /** The XADD of a batch entry of the unit's events (`args`: key, trimming, `*`), as RESP bytes. */
@@ -324,8 +329,9 @@ export class Publisher {
   }
 
   /** Sends `cmd`: its outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
-  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command): Promise<WriteResult> {
+  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command, unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
     const write = send(client, cmd);
+    if (unitReplies !== undefined) unitReplies[0] = write; // the XADD's reply (not its WAIT's)
     if (this.config.waitForReplicas === undefined) return write.then(noResult);
     return this.replicas.after(client, t, partition, write, cmd).then(noResult);
   }
