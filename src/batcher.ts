@@ -428,9 +428,7 @@ export class Batcher {
     batch.slotFreed = true;
     this.inFlight--;
     this.stats.slotsFreed++;
-    if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
-    else if (this.open.events > 0 && !this.scheduled) this.schedule(); // a lingering batch: not scheduled while every slot was busy
-    this.wakeWritable();
+    this.slotFree();
   }
 
   private settle(batch: Batch, res: WriteResult, failure: unknown): void {
@@ -453,10 +451,7 @@ export class Batcher {
     }
     this.stats.events += batch.events;
     this.admitWaiters();
-    // Adaptive step: what accumulated while this write was out leaves now.
-    if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
-    else if (this.open.events > 0 && !this.scheduled) this.schedule();
-    this.wakeWritable();
+    this.slotFree();
     if (this.pending === 0 && this.drained.length > 0) {
       const done = this.drained;
       this.drained = [];
@@ -464,7 +459,14 @@ export class Batcher {
     }
   }
 
-  private wakeWritable(): void {
+  /**
+   * A write slot came free (a write settled, or the transport freed its slot). Adaptive step: what
+   * accumulated while the write was out leaves now (a lingering batch is scheduled: it was not while every
+   * slot was busy); producers waiting for a slot go on.
+   */
+  private slotFree(): void {
+    if (this.ready.length > 0 || (this.open.events > 0 && this.opts.maxWaitMs === 0)) this.flush();
+    else if (this.open.events > 0 && !this.scheduled) this.schedule();
     if (this.writableWaiters.length > 0 && !this.saturated) {
       const ws = this.writableWaiters;
       this.writableWaiters = [];

@@ -247,3 +247,38 @@ describe('Batcher', () => {
     expect(written).toEqual([[1, 2, 3], [4]]);
   });
 });
+
+describe('Batcher: a write whose slot the transport frees', () => {
+  it('lets the next batch out while it is still out, counts its events as pending until it settles, and frees its slot once', async () => {
+    const calls: { freeSlot: () => void; done: () => void }[] = [];
+    const write = (_units: readonly PublishUnit[], freeSlot: () => void) =>
+      new Promise<WriteResult>((resolve) => calls.push({ freeSlot, done: () => resolve(undefined) }));
+    const b = new Batcher(write, opts({ maxInFlight: 1 }));
+    const lane = new Lane('t', 0);
+    const first = b.add(lane, ev(1), 0);
+    await tick();
+    const second = b.add(lane, ev(2), 0);
+    await tick();
+    expect(calls).toHaveLength(1); // the one slot is busy
+    calls[0]!.freeSlot();
+    calls[0]!.freeSlot(); // twice: counted once
+    await tick();
+    expect(calls).toHaveLength(2); // the second batch went out while the first is still out
+    expect(b.pendingEvents).toBe(2);
+    expect(b.stats.slotsFreed).toBe(1);
+    calls[0]!.done();
+    await first;
+    expect(b.pendingEvents).toBe(1);
+    // The first write settling freed nothing more: the second still holds the only slot.
+    const third = b.add(lane, ev(3), 0);
+    await tick();
+    expect(calls).toHaveLength(2);
+    calls[1]!.done();
+    await second;
+    await tick();
+    expect(calls).toHaveLength(3);
+    calls[2]!.done();
+    await third;
+    expect(b.pendingEvents).toBe(0);
+  });
+});
