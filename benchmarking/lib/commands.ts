@@ -256,8 +256,8 @@ export async function suiteCommand(o: Opts): Promise<void> {
  */
 function noteDropped(flags: Partial<BenchConfig>, plans: Planned[]): void {
   const given = (Object.keys(flags) as ConfigKey[]).filter(isScenarioFlag);
+  const names = (ps: Planned[]) => [...new Set(ps.map((p) => p.scenario.name))];
   for (const key of given) {
-    const names = (ps: Planned[]) => [...new Set(ps.map((p) => p.scenario.name))];
     const without = names(plans.filter((p) => p.dropped?.includes(key)));
     if (without.length === 0) continue;
     const with_ = names(plans.filter((p) => !p.dropped?.includes(key)));

@@ -169,18 +169,18 @@ export class Publisher {
   }
 
   write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
-    if (freeSlot === undefined || !this.connector.isCluster) return this.held === 0 && !this.mustWait(units) ? this.send(units) : this.queued(units);
-    // Each unit's own commands, once sent: a unit that has its replies does not hold its partition's turn.
-    const unitReplies: Promise<unknown>[] = [];
+    // Cluster: each unit's own commands, once sent (a unit that has its replies does not hold its partition's turn).
+    const unitReplies = freeSlot !== undefined && this.connector.isCluster ? [] : undefined;
     const p = this.held === 0 && !this.mustWait(units) ? this.send(units, unitReplies) : this.queued(units, unitReplies);
-    // Cluster: a write that waits on one master (a failover) must not hold back writes to the others.
+    if (unitReplies === undefined) return p;
+    // A write that waits on one master (a failover) must not hold back writes to the others.
     const w: SlowWatch = {
       at: Date.now() + SLOW_WRITE_MS,
       free: () => {
         // Held first: freeing the slot sends the batches waiting for one at once, and one of them may go
         // to the same partitions.
         this.holdPartitions(units, p, unitReplies);
-        freeSlot();
+        freeSlot!();
       },
     };
     this.slow.add(w);
@@ -221,11 +221,7 @@ export class Publisher {
       .then(() => this.whenWritable(units, deadline))
       .then(() => ({ result: this.send(units, unitReplies) }));
     const over = (): void => {
-      this.held--;
-      for (const unit of units) {
-        const held = this.info(unit.type).held;
-        if (held[unit.partition] === turn) held[unit.partition] = undefined;
-      }
+      this.endTurns(units, () => turn);
       turnOver();
     };
     sent.then(over, over);
@@ -255,13 +251,16 @@ export class Publisher {
       turns.push(turn);
     }
     this.held++;
-    void Promise.all(turns).then(() => {
-      this.held--;
-      for (let i = 0; i < units.length; i++) {
-        const held = this.info(units[i]!.type).held;
-        if (held[units[i]!.partition] === turns[i]) held[units[i]!.partition] = undefined;
-      }
-    });
+    void Promise.all(turns).then(() => this.endTurns(units, (u) => turns[u]!));
+  }
+
+  /** A write's turns are over: one write fewer holds partitions, and each unit's partition is free unless a later write took its turn. */
+  private endTurns(units: readonly PublishUnit[], turnOf: (u: number) => Promise<void>): void {
+    this.held--;
+    for (let u = 0; u < units.length; u++) {
+      const held = this.info(units[u]!.type).held;
+      if (held[units[u]!.partition] === turnOf(u)) held[units[u]!.partition] = undefined;
+    }
   }
 
   /** Resolves once every connection `units` need is up; rejects with ConnectionError at `deadline`. */
