@@ -200,6 +200,12 @@ export function resolveConfig(
   if (!scenario.transports.includes(transport)) {
     throw new UsageError(`Scenario "${scenario.name}" runs on ${scenario.transports.join(', ')}, not "${transport}".`);
   }
+  // --redis-url is read by the redis transport and its ioredis baselines only; elsewhere it would be
+  // recorded in the report's config while every row ran without Redis. `suite` leaves it out there.
+  if (user.redisUrl !== undefined && transport !== 'redis') {
+    if (opts.unused !== 'drop') throw new UsageError(`--redis-url applies to the redis transport only; scenario "${scenario.name}" runs on ${transport} here, without Redis; nothing was run.`);
+    delete user.redisUrl;
+  }
   const config: BenchConfig = {
     ...GLOBAL_DEFAULTS,
     ...scenario.defaults,

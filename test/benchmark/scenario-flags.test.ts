@@ -42,6 +42,16 @@ describe('flags a scenario does not take', () => {
     expect(await refused(['run', '-s', 'extreme-batching', '-t', 'noop', '--duration', '0.1', '--publishers', '2', '--flush-interval', '1', '--message-count', '100'])).toMatch(/--message-count does not apply to scenario "extreme-batching"/);
   }, 60_000);
 
+  it('run refuses --redis-url off the redis transport; suite leaves it out of those configs', async () => {
+    expect(await refused(['run', '-s', 'latency-burst', '-t', 'native', '--redis-url', 'redis://127.0.0.1:6390'])).toMatch(
+      /^error: --redis-url applies to the redis transport only; scenario "latency-burst" runs on native here, without Redis; nothing was run\./,
+    );
+    const memory = findScenario('message-size');
+    expect(() => resolveConfig(memory, { transport: 'memory', redisUrl: 'redis://127.0.0.1:6390' })).toThrow(/--redis-url applies to the redis transport only/);
+    expect(resolveConfig(memory, { transport: 'memory', redisUrl: 'redis://127.0.0.1:6390' }, { unused: 'drop' }).config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(resolveConfig(memory, { transport: 'redis', redisUrl: 'redis://127.0.0.1:6390' }).config.redisUrl).toBe('redis://127.0.0.1:6390');
+  }, 30_000);
+
   it('matrix refuses a scenario that does not take what it sweeps', async () => {
     const line = await refused(['matrix', '-s', 'latency-burst', '-t', 'memory', '--message-count', '100', '--batch-sizes', '1', '--publisher-counts', '2', '--message-sizes', '64']);
     expect(line).toMatch(/^error: matrix sweeps .*scenario "latency-burst" does not take --message-size, --publishers/);
