@@ -39,9 +39,10 @@ export interface BatcherOptions {
 
 /**
  * A write; a result returned directly (not a promise) means it completed synchronously. `freeSlot` stops the
- * write counting against `maxInFlight` before it settles (see Transport.write).
+ * write counting against `maxInFlight` before it settles; `unitWritten(i)` settles unit i as written before the
+ * write does (see Transport.write).
  */
-export type WriteFn = (units: readonly PublishUnit[], freeSlot: () => void) => Promise<WriteResult> | WriteResult;
+export type WriteFn = (units: readonly PublishUnit[], freeSlot: () => void, unitWritten: (index: number) => void) => Promise<WriteResult> | WriteResult;
 
 /** A (type, partition) write lane. The bus keeps one per partition of each event type. */
 export class Lane {
@@ -141,6 +142,10 @@ class Batch {
   bytes = 0;
   /** Sent, and no longer counted in `inFlight` (the transport freed its slot, or it settled). */
   slotFreed = false;
+  /** Units the transport reported written before the write settled (`unitWritten`), and their events. */
+  early: Uint8Array | undefined = undefined;
+  earlyEvents = 0;
+  settled = false;
 }
 
 /** A single publisher waiting for room (`maxPendingEvents`). */
@@ -403,7 +408,11 @@ export class Batcher {
     this.stats.units += batch.units.length;
     let result: Promise<WriteResult> | WriteResult;
     try {
-      result = this.write(batch.units, () => this.freeSlot(batch));
+      result = this.write(
+        batch.units,
+        () => this.freeSlot(batch),
+        (i) => this.unitWritten(batch, i),
+      );
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -431,27 +440,46 @@ export class Batcher {
     this.slotFree();
   }
 
+  /**
+   * The transport reports unit `i` of a write in flight as written (a Cluster write waiting on one slow master
+   * while the others replied): its publishes resolve now, and they stop counting as pending. The write's own
+   * outcome for the unit is ignored when it settles.
+   */
+  private unitWritten(batch: Batch, i: number): void {
+    const unit = batch.units[i];
+    if (batch.settled || unit === undefined || batch.early?.[i] === 1) return;
+    (batch.early ??= new Uint8Array(batch.units.length))[i] = 1;
+    batch.earlyEvents += unit.count;
+    this.pending -= unit.count;
+    this.stats.events += unit.count;
+    unit.settle(undefined);
+    this.admitWaiters();
+    this.drainedIfIdle();
+  }
+
   private settle(batch: Batch, res: WriteResult, failure: unknown): void {
     if (!batch.slotFreed) {
       batch.slotFreed = true;
       this.inFlight--;
     }
-    this.pending -= batch.events;
+    batch.settled = true;
+    const events = batch.events - batch.earlyEvents;
+    this.pending -= events;
     const units = batch.units;
-    if (failure !== undefined) {
-      const err = asTransportError(failure);
-      for (let i = 0; i < units.length; i++) this.stats.failedEvents += units[i]!.settle(err);
-    } else if (res) {
-      for (let i = 0; i < units.length; i++) {
-        const err = res[i];
-        this.stats.failedEvents += units[i]!.settle(err ? asTransportError(err) : undefined);
-      }
-    } else {
-      for (let i = 0; i < units.length; i++) units[i]!.settle(undefined);
+    const early = batch.early;
+    const failed = failure !== undefined ? asTransportError(failure) : undefined;
+    for (let i = 0; i < units.length; i++) {
+      if (early !== undefined && early[i] === 1) continue; // settled already (`unitWritten`)
+      const own = res ? res[i] : undefined;
+      this.stats.failedEvents += units[i]!.settle(failed ?? (own ? asTransportError(own) : undefined));
     }
-    this.stats.events += batch.events;
+    this.stats.events += events;
     this.admitWaiters();
     this.slotFree();
+    this.drainedIfIdle();
+  }
+
+  private drainedIfIdle(): void {
     if (this.pending === 0 && this.drained.length > 0) {
       const done = this.drained;
       this.drained = [];

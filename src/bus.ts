@@ -152,7 +152,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
         meta: new EventMeta(name, 0, undefined),
       });
     }
-    this.batcher = new Batcher((units, freeSlot) => transport.write(units, freeSlot), batcherOptions(config.batching, caps));
+    this.batcher = new Batcher((units, freeSlot, unitWritten) => transport.write(units, freeSlot, unitWritten), batcherOptions(config.batching, caps));
   }
 
   /**

@@ -271,8 +271,11 @@ export interface Transport {
    * A write that waits on something slow while other writes need not (a Redis Cluster master in failover,
    * when the other masters are fine) may call `freeSlot` (once is enough): it stops counting against the
    * batcher's `maxInFlight`, so later batches go out; its events still count as pending until it settles.
+   * Such a write may also report a unit durably accepted before the write settles, `unitWritten(i)` for
+   * `units[i]` (once is enough): that unit's publishes resolve at once instead of waiting for the slow part of
+   * the write, and the write's result for it is then ignored. Only for a unit wholly written.
    */
-  write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> | WriteResult;
+  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> | WriteResult;
   /**
    * `bus.tryPublish`: writes `unit` now when the transport can take all of it without waiting, else writes
    * nothing and returns false ("full"). Synchronous, so only in-process transports have it. Throws the

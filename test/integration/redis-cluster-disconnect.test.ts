@@ -156,6 +156,39 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     await boundedClose(b, CLOSE_BOUND_MS);
   });
 
+  // A batch spread over masters: each unit settles with its own XADD's reply, not with the whole write.
+  it('one master stalled: a publish batched with a write to it resolves once its own master replies', async () => {
+    const prefix = uniquePrefix('cluster-one-stalled-batch');
+    const b = await clusterBus(prefix);
+    const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
+    const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
+    let other = 1;
+    while ((await cluster().masterOf(streamKey(prefix, 'order.created', other))) === stalled) other++;
+    await b.publish('order.created', order(0), { key: keyOf(0) }); // connections up
+    const before = b.stats();
+    stalled.pause();
+    try {
+      const t0 = Date.now();
+      // In one turn: one batch, a unit for each master.
+      const toStalled = b.publish('order.created', order(1), { key: keyOf(0) }).catch((e: unknown) => e);
+      const toOther = b.publish('order.created', order(2), { key: keyOf(other) }).then(() => Date.now() - t0);
+      // Before: it resolved with the whole write, when the stalled master's XADD timed out (commandTimeoutMs 1000).
+      expect(await toOther).toBeLessThan(500);
+      expect(b.stats().batches - before.batches).toBe(1);
+      expect(await toStalled).toBeInstanceOf(ConnectionError);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+      const after = b.stats();
+      expect(after.events - before.events).toBe(2);
+      expect(after.failedEvents - before.failedEvents).toBe(1);
+      expect(after.pendingEvents).toBe(0);
+    } finally {
+      stalled.resume();
+    }
+    const stored = await withRedis((await cluster().masterOf(streamKey(prefix, 'order.created', other))).port, (c) => c.xlen(streamKey(prefix, 'order.created', other)));
+    expect(stored).toBe(1);
+    await boundedClose(b, CLOSE_BOUND_MS);
+  });
+
   // Last: it stops every node for good (afterAll then only cleans up their directories).
   it('every node down, read clients between reconnect attempts: publish rejects with ConnectionError, close() returns promptly', async () => {
     const b = await clusterBus(uniquePrefix('cluster-down'));

@@ -282,3 +282,43 @@ describe('Batcher: a write whose slot the transport frees', () => {
     expect(b.pendingEvents).toBe(0);
   });
 });
+
+describe('Batcher: a unit the transport reports written before its write settles', () => {
+  it('settles that unit at once, counts it out of pending, and ignores the write result for it', async () => {
+    const calls: { unitWritten: (i: number) => void; done: (r: WriteResult) => void }[] = [];
+    const write = (_units: readonly PublishUnit[], _freeSlot: () => void, unitWritten: (i: number) => void) =>
+      new Promise<WriteResult>((resolve) => calls.push({ unitWritten, done: resolve }));
+    const b = new Batcher(write, opts({ maxInFlight: 1, maxPendingEvents: 3 }));
+    const lanes = [new Lane('t', 0), new Lane('t', 1)];
+    const fates: string[] = [];
+    const track = (p: Promise<void>, name: string) => p.then(() => fates.push(`${name} ok`), (e: Error) => fates.push(`${name} ${e.message}`));
+    const a = track(b.add(lanes[0]!, ev(1, 0), 0), 'a');
+    const c = track(b.add(lanes[1]!, ev(2, 1), 0), 'c');
+    const c2 = track(b.add(lanes[1]!, ev(3, 1), 0), 'c2');
+    await tick();
+    expect(calls).toHaveLength(1); // one batch: unit 0 (a), unit 1 (c, c2)
+    // Full (maxPendingEvents 3): a fourth publisher waits for room.
+    const d = b.add(lanes[0]!, ev(4, 0), 0);
+    calls[0]!.unitWritten(1);
+    calls[0]!.unitWritten(1); // twice: counted once
+    calls[0]!.unitWritten(7); // no such unit: nothing
+    await c;
+    await c2;
+    expect(fates).toEqual(['c ok', 'c2 ok']);
+    expect(b.pendingEvents).toBe(2); // a, and d let in by the room unit 1 gave back
+    expect(b.stats.events).toBe(2);
+    // The write fails as a whole: unit 1 stays written, unit 0 fails.
+    calls[0]!.done([new TransportError('slow master'), new TransportError('not this one')]);
+    await a;
+    expect(fates).toEqual(['c ok', 'c2 ok', 'a slow master']);
+    expect(b.stats.failedEvents).toBe(1);
+    expect(b.stats.events).toBe(3);
+    calls[0]!.unitWritten(0); // after the write settled: nothing
+    await tick();
+    expect(calls).toHaveLength(2);
+    calls[1]!.done(undefined);
+    await d;
+    expect(b.pendingEvents).toBe(0);
+    expect(b.stats).toMatchObject({ events: 4, failedEvents: 1 });
+  });
+});

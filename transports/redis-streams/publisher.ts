@@ -15,6 +15,7 @@ import { isConnectionProblem, type Client, type Connector } from './connection.j
 import { streamKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
+import { UnitReplies } from './unit-replies.js';
 import { isWireCommand, queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo extends StreamInfo {
@@ -168,9 +169,11 @@ export class Publisher {
     return client.status !== 'ready' || (client as { stream?: { writable: boolean } }).stream?.writable === false;
   }
 
-  write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
-    // Cluster: each unit's own commands, once sent (a unit that has its replies does not hold its partition's turn).
-    const unitReplies = freeSlot !== undefined && this.connector.isCluster ? [] : undefined;
+  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
+    // Cluster: each unit's own commands, once sent (a unit that has its replies does not hold its partition's
+    // turn, and its publishes resolve without waiting for the other units' masters).
+    const early = units.length > 1 && this.config.waitForReplicas === undefined ? unitWritten : undefined;
+    const unitReplies = freeSlot !== undefined && this.connector.isCluster ? new UnitReplies(early) : undefined;
     const p = this.held === 0 && !this.mustWait(units) ? this.send(units, unitReplies) : this.queued(units, unitReplies);
     if (unitReplies === undefined) return p;
     // A write that waits on one master (a failover) must not hold back writes to the others.
@@ -205,7 +208,7 @@ export class Publisher {
    * partitions' is not, and a key's events would be stored out of order. Bounded by commandTimeoutMs from
    * here, the time behind earlier writes included.
    */
-  private queued(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
+  private queued(units: readonly PublishUnit[], unitReplies?: UnitReplies): Promise<WriteResult> {
     const deadline = Date.now() + this.config.commandTimeoutMs;
     const before: Promise<void>[] = [];
     let turnOver!: () => void;
@@ -233,15 +236,15 @@ export class Publisher {
    * commands after a failover, and a later write to one of those partitions sent meanwhile could reach the
    * new master first and store a key's events out of order. Later writes to them wait (`queued`); writes
    * to other partitions go on. A unit's turn ends when its own commands have their replies
-   * (`unitReplies[u]`), or when the write settles (its own, or commandTimeoutMs: a master that stopped
+   * (`unitReplies.settled[u]`), or when the write settles (its own, or commandTimeoutMs: a master that stopped
    * answering without closing its socket never replies, and the turn must not outlive the write).
    */
-  private holdPartitions(units: readonly PublishUnit[], write: Promise<unknown>, unitReplies: Promise<unknown>[]): void {
+  private holdPartitions(units: readonly PublishUnit[], write: Promise<unknown>, unitReplies: UnitReplies): void {
     const over = (): void => undefined;
     const turns: Promise<void>[] = [];
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
-      const own = unitReplies[u];
+      const own = unitReplies.settled[u];
       const settled = (own === undefined ? write : Promise.race([own, write])).then(over, over);
       const held = this.info(unit.type).held;
       const prev = held[unit.partition];
@@ -288,7 +291,7 @@ export class Publisher {
    * Sends the write now (its connections are up). `unitReplies` (Cluster) receives, per unit, a promise of
    * its XADDs' replies.
    */
-  private send(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
+  private send(units: readonly PublishUnit[], unitReplies?: UnitReplies): Promise<WriteResult> {
     if (units.length === 1) {
       const unit = units[0]!;
       const t = this.info(unit.type);
@@ -302,7 +305,7 @@ export class Publisher {
   }
 
   /** The common shapes (one lane per write; an awaited single publish). */
-  private sendOne(client: Client, t: TypeInfo, unit: PublishUnit, unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
+  private sendOne(client: Client, t: TypeInfo, unit: PublishUnit, unitReplies?: UnitReplies): Promise<WriteResult> {
     const args: WireArg[] = this.xaddArgs(t, unit.partition, this.minId(t, Date.now()));
     if (countOf(unit) === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
@@ -328,15 +331,15 @@ export class Publisher {
   }
 
   /** Sends `cmd`: its outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
-  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command, unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
+  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command, unitReplies?: UnitReplies): Promise<WriteResult> {
     const write = send(client, cmd);
-    if (unitReplies !== undefined) unitReplies[0] = write; // the XADD's reply (not its WAIT's)
+    unitReplies?.sent(0, [write]); // the XADD's reply (not its WAIT's)
     if (this.config.waitForReplicas === undefined) return write.then(noResult);
     return this.replicas.after(client, t, partition, write, cmd).then(noResult);
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
-  private sendMany(units: readonly PublishUnit[], unitReplies?: Promise<unknown>[]): Promise<WriteResult> {
+  private sendMany(units: readonly PublishUnit[], unitReplies?: UnitReplies): Promise<WriteResult> {
     const now = Date.now();
     const perEvent = this.config.entryMode === 'event';
     const cluster = this.connector.isCluster;
@@ -401,7 +404,7 @@ export class Publisher {
         }
         counts[u] = evs.length;
       }
-      if (unitReplies !== undefined && cluster) unitReplies[u] = Promise.allSettled(replies.slice(firstReply));
+      if (cluster) unitReplies?.sent(u, replies.slice(firstReply));
       unit.release?.();
       if (waits !== undefined) {
         if (nodeWait !== undefined) {

@@ -92,10 +92,10 @@ export class RedisStreamsTransport implements Transport {
     return this.config.topics[type]?.partitions ?? this.config.partitions;
   }
 
-  write(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
+  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
     if (this.closed) return Promise.reject(new ClosedError('redis-streams transport'));
-    if (this.publisher === undefined) return this.connect().then(() => this.publisher!.write(units, freeSlot));
-    return this.publisher.write(units, freeSlot);
+    if (this.publisher === undefined) return this.connect().then(() => this.publisher!.write(units, freeSlot, unitWritten));
+    return this.publisher.write(units, freeSlot, unitWritten);
   }
 
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
