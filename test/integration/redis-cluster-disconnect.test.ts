@@ -127,16 +127,22 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     }
   });
 
-  // A write out longer than 200 ms frees its write slot and keeps its partition's turn until its XADD's
-  // reply; a master that stopped answering never replies, so the turn must end with the write's own timeout.
-  it('one master stalled: each write to its partition rejects after commandTimeoutMs (the first one does not hold the next for good); the other masters take writes', async () => {
-    const prefix = uniquePrefix('cluster-one-stalled');
+  /** A connected bus, the master of partition 0 (to stall) and a partition on another master; keyOf(p): a key of partition p. */
+  async function oneMasterToStall(name: string) {
+    const prefix = uniquePrefix(name);
     const b = await clusterBus(prefix);
     const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
     const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
     let other = 1;
     while ((await cluster().masterOf(streamKey(prefix, 'order.created', other))) === stalled) other++;
     await b.publish('order.created', order(0), { key: keyOf(0) }); // connections up
+    return { prefix, b, keyOf, stalled, other };
+  }
+
+  // A write out longer than 200 ms frees its write slot and keeps its partition's turn until its XADD's
+  // reply; a master that stopped answering never replies, so the turn must end with the write's own timeout.
+  it('one master stalled: each write to its partition rejects after commandTimeoutMs (the first one does not hold the next for good); the other masters take writes', async () => {
+    const { b, keyOf, stalled, other } = await oneMasterToStall('cluster-one-stalled');
     stalled.pause();
     try {
       const first = b.publish('order.created', order(1), { key: keyOf(0) }).catch((e: unknown) => e);
@@ -158,13 +164,7 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
 
   // A batch spread over masters: each unit settles with its own XADD's reply, not with the whole write.
   it('one master stalled: a publish batched with a write to it resolves once its own master replies', async () => {
-    const prefix = uniquePrefix('cluster-one-stalled-batch');
-    const b = await clusterBus(prefix);
-    const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
-    const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
-    let other = 1;
-    while ((await cluster().masterOf(streamKey(prefix, 'order.created', other))) === stalled) other++;
-    await b.publish('order.created', order(0), { key: keyOf(0) }); // connections up
+    const { b, keyOf, stalled, other, prefix } = await oneMasterToStall('cluster-one-stalled-batch');
     const before = b.stats();
     stalled.pause();
     try {
