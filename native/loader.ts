@@ -8,13 +8,13 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JsCore } from './js/js-core.js';
-import type { PartitionCore, SharedCoreHandle } from './js/core-api.js';
+import type { CoreUsage, PartitionCore, SharedCoreHandle } from './js/core-api.js';
 
 export * from './js/core-api.js';
 export { JsCore } from './js/js-core.js';
 
 interface NativeCoreCtor {
-  new (capacity: number, arenaBytes: number, attachId?: number): Omit<PartitionCore, 'kind' | 'share'> & { readonly id: number };
+  new (capacity: number, arenaBytes: number, attachId?: number): Omit<PartitionCore, 'kind' | 'share' | 'usage'> & { readonly id: number; usage(): [number, number] };
 }
 interface Binding {
   Core: NativeCoreCtor;
@@ -54,8 +54,8 @@ export interface LatencyFloorResult {
   windowNs: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs; 9: pop and takeHeld take a holder. */
-const BINDING_ABI = 9;
+/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs; 9: pop and takeHeld take a holder; 10: freeLane, usage, lane ids up to 2^44 (a generation above the slot). */
+const BINDING_ABI = 10;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -160,6 +160,13 @@ class NativeCore implements PartitionCore {
   }
   createLane(partitions: number): number {
     return this.c.createLane(partitions);
+  }
+  freeLane(lane: number): boolean {
+    return this.c.freeLane(lane);
+  }
+  usage(): CoreUsage {
+    const [lanes, bytes] = this.c.usage();
+    return { lanes, bytes };
   }
   push(lane: number, partition: number, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
     return this.c.push(lane, partition, bytes, byteLens, charLens, n, mode);

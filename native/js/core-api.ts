@@ -30,6 +30,14 @@ export const PushMode = {
   refuse: 5,
 } as const;
 
+/** What a core's lanes take, from `usage()`. */
+export interface CoreUsage {
+  /** Lanes allocated (created and not freed, or freed and still in use by a call on another thread). */
+  lanes: number;
+  /** Bytes of their rings: slots (24 bytes each) and arenas. */
+  bytes: number;
+}
+
 /** Counter snapshot of one partition ring, from `stats()`: exact, in records. */
 export interface RingStats {
   pushed: number;
@@ -50,8 +58,24 @@ export interface PartitionCore {
   /** Arena bytes per ring (a power of two). */
   readonly arenaBytes: number;
   readonly closed: boolean;
-  /** Creates `partitions` rings sharing one wake-up word; returns the lane id. */
+  /**
+   * Creates `partitions` rings sharing one wake-up word; returns the lane id. The addon holds at most 4,096
+   * lanes at once (freed ones count until the calls using them return): the next throws "too many lanes".
+   */
   createLane(partitions: number): number;
+  /**
+   * Frees a lane, for every thread: from now on no call finds it (`push`, `ack`, `takeHeld` and `stats`
+   * throw RangeError, `pop` returns null, `notify` does nothing), a `pop` waiting in it returns, and its
+   * rings are given back once the calls already using it return. Its id never names a lane again (the addon
+   * reuses the slot under a new generation; the JS core never reuses an id). False when there is no such
+   * lane (never was, or freed already).
+   */
+  freeLane(lane: number): boolean;
+  /**
+   * The lanes allocated and their bytes. The addon counts the whole core (every thread); the JS core, the
+   * lanes this thread's handle holds (a freed lane's buffers go once no thread holds them).
+   */
+  usage(): CoreUsage;
   /**
    * Pushes `n` records into a ring: record `i` is `byteLens[i]` UTF-8 bytes (consecutive in `bytes`) and
    * `charLens[i]` UTF-16 units as a JS string. The bytes are copied once, into the arena. Returns how many

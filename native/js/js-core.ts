@@ -6,7 +6,7 @@
  * records takeHeld took changes nothing) and the release head moves over the done ones in a row. One
  * producer thread per ring (the thread that owns the transport).
  */
-import { PushMode, roundUpPow2, type PartitionCore, type SharedCoreHandle } from './core-api.js';
+import { PushMode, roundUpPow2, type CoreUsage, type PartitionCore, type SharedCoreHandle } from './core-api.js';
 
 // Int32 indices in a ring's control block; 16 ints = 64 bytes apart to keep writers off each other's line.
 const TAIL_SLOT = 0;
@@ -28,8 +28,9 @@ const CTL_INTS = 128;
 const EVICT_WAIT_MS = 10;
 /** While it waits, the push sleeps this long at a time (ms), until a release moves the ring's release head. */
 const EVICT_NAP_MS = 0.05;
-// Lane control block: wake-up sequence and sleeper count.
+// Lane control block: wake-up sequence and sleeper count, and 1 once the lane is freed (seen by every thread).
 const SEQ = 0;
+const FREED = 8;
 const WAITERS = 16;
 
 interface RingState {
@@ -203,6 +204,7 @@ export class JsCore implements PartitionCore {
   readonly kind = 'js';
   private readonly closedFlag: Int32Array;
   private readonly lanes = new Map<number, { ctl: Int32Array; rings: JsRing[]; state: LaneState }>();
+  /** Ids are never reused (no bound to keep): an id kept after its lane was freed names nothing. */
   private nextLane = 0;
   private released = false;
 
@@ -242,8 +244,18 @@ export class JsCore implements PartitionCore {
   }
 
   private lane(id: number) {
-    const l = this.lanes.get(id);
+    const l = this.find(id);
     if (!l) throw new RangeError('bad lane or partition');
+    return l;
+  }
+
+  /** The lane, unless it was freed (by any thread: this handle then lets go of its buffers too). */
+  private find(id: number) {
+    const l = this.lanes.get(id);
+    if (l !== undefined && Atomics.load(l.ctl, FREED) === 1) {
+      this.lanes.delete(id);
+      return undefined;
+    }
     return l;
   }
 
@@ -257,6 +269,26 @@ export class JsCore implements PartitionCore {
     const id = this.nextLane;
     this.adopt(id, state);
     return id;
+  }
+
+  freeLane(laneId: number): boolean {
+    const lane = this.find(laneId);
+    if (!lane || Atomics.compareExchange(lane.ctl, FREED, 0, 1) !== 0) return false;
+    this.lanes.delete(laneId);
+    this.wakeAll(lane);
+    return true;
+  }
+
+  usage(): CoreUsage {
+    let lanes = 0;
+    let bytes = 0;
+    for (const id of [...this.lanes.keys()]) {
+      const l = this.find(id);
+      if (!l) continue;
+      lanes++;
+      bytes += l.rings.length * (this.capacity * 24 + this.arenaBytes);
+    }
+    return { lanes, bytes };
   }
 
   push(laneId: number, partition: number, bytes: Uint8Array, lens: Uint32Array, charLens: Uint32Array, n: number, mode: number): number {
@@ -357,7 +389,7 @@ export class JsCore implements PartitionCore {
   pop(laneId: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold = false, holder = 0): string | null {
     if (offs && offs.length < Math.max(1, max) + 1) throw new RangeError('pop: offs (max + 1 entries) must hold at least ' + (Math.max(1, max) + 1) + ' entries');
     if (info.length < (hold ? 3 : 2)) throw new RangeError(`pop: info must hold at least ${hold ? 3 : 2} entries`);
-    const lane = this.lanes.get(laneId);
+    const lane = this.find(laneId);
     info[0] = 0;
     if (!lane || nParts === 0) return null;
     let deadline = 0;
@@ -379,7 +411,7 @@ export class JsCore implements PartitionCore {
           return s;
         }
       }
-      if (waitUs === 0 || this.closed) return null;
+      if (waitUs === 0 || this.closed || Atomics.load(lane.ctl, FREED) === 1) return null;
       const now = performance.now();
       if (deadline === 0) {
         deadline = now + Math.min(waitUs, 50_000) / 1000;
@@ -415,8 +447,11 @@ export class JsCore implements PartitionCore {
 
   /** Wakes every consumer of the lane (close, rebalance). */
   notify(laneId: number): void {
-    const lane = this.lanes.get(laneId);
-    if (!lane) return;
+    const lane = this.find(laneId);
+    if (lane) this.wakeAll(lane);
+  }
+
+  private wakeAll(lane: { ctl: Int32Array; rings: JsRing[] }): void {
     for (const r of lane.rings) {
       Atomics.add(r.ctl, RING_SEQ, 1);
       if (Atomics.load(r.ctl, RING_WAITERS) > 0) Atomics.notify(r.ctl, RING_SEQ);

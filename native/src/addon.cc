@@ -47,6 +47,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
                            InstanceAccessor<&CoreHandle::Capacity>("capacity"),
                            InstanceAccessor<&CoreHandle::ArenaBytes>("arenaBytes"),
                            InstanceMethod<&CoreHandle::CreateLane>("createLane"),
+                           InstanceMethod<&CoreHandle::FreeLane>("freeLane"),
+                           InstanceMethod<&CoreHandle::Usage>("usage"),
                            InstanceMethod<&CoreHandle::Push>("push"),
                            InstanceMethod<&CoreHandle::Pop>("pop"),
                            InstanceMethod<&CoreHandle::Ack>("ack"),
@@ -111,11 +113,22 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return true;
   }
 
-  Lane* GetLane(Napi::Env env, const Napi::Value& v, uint32_t partition) {
-    Lane* lane = core_->lane(v.As<Napi::Number>().Uint32Value());
+  // A lane id from JS (a number below 2^44, see Core); Core::kNoLane for anything else.
+  static uint64_t LaneId(const Napi::Value& v) {
+    if (!v.IsNumber()) return Core::kNoLane;
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d < 17592186044416.0) || d != std::floor(d)) return Core::kNoLane;
+    return uint64_t(d);
+  }
+
+  // The lane `v` names, used (held) for as long as the returned reference lives: a lane freed meanwhile by
+  // another thread stays allocated until then. Empty (a RangeError thrown) when there is no such lane
+  // (never was, or freed) or it has no `partition`.
+  Core::LaneRef UseLane(Napi::Env env, const Napi::Value& v, uint32_t partition) {
+    Core::LaneRef lane = core_->Use(LaneId(v));
     if (!lane || partition >= lane->partitions()) {
       Napi::RangeError::New(env, "bad lane or partition").ThrowAsJavaScriptException();
-      return nullptr;
+      return Core::LaneRef();
     }
     return lane;
   }
@@ -137,11 +150,12 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     return true;
   }
 
-  // The ring of (info[0] lane, info[1] partition); nullptr (a RangeError thrown) when there is none.
-  Ring* RingAt(const Napi::CallbackInfo& info) {
+  // The ring of (info[0] lane, info[1] partition), valid while `*lane` lives; nullptr (a RangeError thrown)
+  // when there is none.
+  Ring* RingAt(const Napi::CallbackInfo& info, Core::LaneRef* lane) {
     const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
-    Lane* lane = GetLane(info.Env(), info[0], partition);
-    return lane ? &lane->ring(partition) : nullptr;
+    *lane = UseLane(info.Env(), info[0], partition);
+    return *lane ? &(*lane)->ring(partition) : nullptr;
   }
 
   Napi::Value CreateLane(const Napi::CallbackInfo& info) {
@@ -152,7 +166,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       Napi::RangeError::New(env, "partitions must be in [1, 4096]").ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    int id;
+    uint64_t id;
     try {
       id = core_->CreateLane(uint32_t(parts));
     } catch (const std::bad_alloc&) {
@@ -164,11 +178,30 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
       e.ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    if (id < 0) {
+    if (id == Core::kNoLane) {
       Napi::Error::New(env, "too many lanes").ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    return Napi::Number::New(env, id);
+    return Napi::Number::New(env, double(id));
+  }
+
+  // freeLane(lane) -> whether there was such a lane. From now on no call on any thread finds it (push,
+  // stats, takeHeld and ack throw RangeError; pop returns null; notify does nothing), a pop waiting in it
+  // returns, and its rings are deleted once the calls already using it return. Its id is never valid again.
+  Napi::Value FreeLane(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!core_) return Napi::Boolean::New(env, false);
+    return Napi::Boolean::New(env, core_->FreeLane(LaneId(info[0])));
+  }
+
+  // usage() -> [lanes, bytes]: lanes allocated in the core now (by any thread; freed ones still in use
+  // included) and the bytes of their rings.
+  Napi::Value Usage(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array a = Napi::Array::New(env, 2);
+    a.Set(uint32_t(0), double(core_ ? core_->liveLanes() : 0));
+    a.Set(uint32_t(1), double(core_ ? core_->laneBytes() : 0));
+    return a;
   }
 
   // push(lane, partition, bytes: Uint8Array, byteLens: Uint32Array, charLens: Uint32Array, n, mode)
@@ -178,7 +211,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     Napi::Env env = info.Env();
     if (!Check(env)) return env.Undefined();
     const uint32_t partition = info[1].As<Napi::Number>().Uint32Value();
-    Lane* lane = GetLane(env, info[0], partition);
+    Core::LaneRef lane = UseLane(env, info[0], partition);
     if (!lane) return env.Undefined();
     Ring& ring = lane->ring(partition);
     if (!IsArrayOf(env, info[2], napi_uint8_array, 0, "push: bytes") || !IsArrayOf(env, info[3], napi_uint32_array, 0, "push: byteLens") ||
@@ -273,7 +306,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
     }
     Napi::Uint32Array parts = info[1].As<Napi::Uint32Array>();
     const uint32_t nParts = info[2].As<Napi::Number>().Uint32Value();
-    Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
+    Core::LaneRef lane = core_->Use(LaneId(info[0]));  // held through the wait: a free meanwhile wakes it
     if (!lane || nParts == 0 || nParts > parts.ElementLength()) return env.Null();
     for (uint32_t i = 0; i < nParts; i++) {
       if (parts[i] >= lane->partitions()) {
@@ -319,7 +352,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   // ack(lane, partition, first, count): releases records popped with `hold` (positions [first, first + count)).
   Napi::Value Ack(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Ring* ring = core_ ? RingAt(info) : nullptr;
+    Core::LaneRef lane;
+    Ring* ring = core_ ? RingAt(info, &lane) : nullptr;
     if (!ring) return env.Undefined();
     const uint32_t count = info[3].As<Napi::Number>().Uint32Value();
     if (count > ring->capacity()) {
@@ -336,7 +370,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   Napi::Value TakeHeld(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!core_) return env.Null();
-    Ring* ring = RingAt(info);
+    Core::LaneRef lane;
+    Ring* ring = RingAt(info, &lane);
     if (!ring) return env.Undefined();
     std::string bytes;
     std::vector<uint32_t> chars;
@@ -359,7 +394,8 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
   // stats(lane, partition) -> [pushed, popped, droppedNewest, droppedOldest, rejected, size, held]
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Ring* ring = core_ ? RingAt(info) : nullptr;
+    Core::LaneRef lane;
+    Ring* ring = core_ ? RingAt(info, &lane) : nullptr;
     if (!ring) return env.Undefined();
     Ring& r = *ring;
     Counters& c = r.counters();
@@ -376,7 +412,7 @@ class CoreHandle : public Napi::ObjectWrap<CoreHandle> {
 
   Napi::Value Notify(const Napi::CallbackInfo& info) {
     if (core_) {
-      Lane* lane = core_->lane(info[0].As<Napi::Number>().Uint32Value());
+      Core::LaneRef lane = core_->Use(LaneId(info[0]));
       if (lane) lane->NotifyAll();
     }
     return info.Env().Undefined();
@@ -503,7 +539,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadCpus", Napi::Function::New(env, SetThreadCpusJs, "setThreadCpus"));
   exports.Set("threadCpus", Napi::Function::New(env, ThreadCpusJs, "threadCpus"));
   exports.Set("latencyFloor", Napi::Function::New(env, LatencyFloorJs, "latencyFloor"));
-  exports.Set("abi", Napi::Number::New(env, 9));  // native/loader.ts BINDING_ABI
+  exports.Set("abi", Napi::Number::New(env, 10));  // native/loader.ts BINDING_ABI
 }
 
 }  // namespace eventlane

@@ -52,7 +52,7 @@ class LatencyFloor {
 
   explicit LatencyFloor(const FloorOptions& o)
       : o_(o), core_(kCapacity, kArenaBytes), seen_(o.count, 0), sentNs_(o.count, 0) {
-    lane_ = core_.lane(uint32_t(core_.CreateLane(o.consumers)));
+    lane_ = core_.Use(core_.CreateLane(o.consumers));
     result_.latencyNs.assign(o.count, std::numeric_limits<double>::quiet_NaN());
   }
 
@@ -217,7 +217,7 @@ class LatencyFloor {
 
   const FloorOptions o_;
   Core core_;
-  Lane* lane_ = nullptr;
+  Core::LaneRef lane_;  // after core_: let go before the core goes
   std::vector<uint8_t> seen_;
   std::vector<int64_t> sentNs_;  // [i]: event i's send time (its due time when paced), written by the sender only
   std::vector<std::thread> threads_;

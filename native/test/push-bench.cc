@@ -21,7 +21,8 @@ static double Ns(Clock::time_point a, Clock::time_point b) { return std::chrono:
 static void Run(bool stream, uint32_t batch, uint32_t len, int workUs) {
   const uint32_t capacity = 16384, arena = capacity * 128;  // the transport's defaults
   Core core(capacity, arena);
-  Lane& lane = *core.lane(uint32_t(core.CreateLane(1)));
+  Core::LaneRef ref = core.Use(core.CreateLane(1));
+  Lane& lane = *ref;
   Ring& ring = lane.ring(0);
   std::vector<uint8_t> src(size_t(batch) * len);
   std::vector<uint32_t> lens(batch, len);

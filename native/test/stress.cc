@@ -21,6 +21,14 @@
 //   threshold, at every source and destination alignment, between guard bytes: exact copy, guards untouched.
 //   The sanitizer script builds this file with a low EVENTLANE_STREAM_COPY_MIN, so the concurrent phases
 //   above copy their batches with streaming stores too.
+// Phase 10 (lanes freed while in use): lanes are freed and created again (their slots reused under a new
+//   generation) while producers push to them and consumers pop (holding and acknowledging) them, each by
+//   an id read from a shared table that the churn thread swaps: every use goes through Core::Use. A record
+//   carries the id it was pushed by; a pop by id X must only ever find records pushed by id X (a stale id
+//   reaching the lane a later CreateLane put in its slot would break that). A freed id is never usable again;
+//   a pop asleep in a lane returns when it is freed; Close meets lanes being freed; at the end no lane and
+//   no ring byte is left. ThreadSanitizer sees every access against the deletion; AddressSanitizer any use
+//   after free or leak. Then 4,096 lanes alive at once: the next is refused, until one is freed.
 // Phase 8 (latency floor, latency-floor.h): the benchmark's C++ sender and consumer threads, short runs with
 //   1 and 4 consumers, sleeping and spinning, pinned where 2+ CPUs are allowed: every event arrives once, each
 //   latency finite and >= 0.
@@ -158,8 +166,8 @@ void DrainUntilEmpty(Core& core, Lane& lane, const std::vector<uint32_t>& parts,
 
 long Run(const Config& cfg, bool strictOrderNoLoss, bool hold = false) {
   Core core(cfg.capacity, cfg.arenaBytes);
-  const int laneId = core.CreateLane(uint32_t(cfg.rings));
-  Lane& lane = *core.lane(uint32_t(laneId));
+  Core::LaneRef ref = core.Use(core.CreateLane(uint32_t(cfg.rings)));
+  Lane& lane = *ref;
   std::atomic<int> producersLeft{cfg.producers};
   // last[p][k]: last sequence seen (consumers of a key's ring are one thread at a time).
   std::vector<std::vector<long>> last(cfg.producers, std::vector<long>(cfg.keys, -1));
@@ -246,7 +254,8 @@ long Run(const Config& cfg, bool strictOrderNoLoss, bool hold = false) {
 // Phase 1b: every consumer pops from every ring (claims race at the head): exactly once, no order check.
 void SharedConsumers(int producers, int consumers, int rings, int perProducer, bool hold = false) {
   Core core(128, 2048);
-  Lane& lane = *core.lane(uint32_t(core.CreateLane(uint32_t(rings))));
+  Core::LaneRef ref = core.Use(core.CreateLane(uint32_t(rings)));
+  Lane& lane = *ref;
   std::vector<std::atomic<uint8_t>> seen(size_t(producers) * perProducer);
   for (auto& x : seen) x.store(0);
   std::atomic<int> producersLeft{producers};
@@ -318,7 +327,8 @@ void Counters3() {
 // pushing) must return exactly the other two, in order, and a new consumer the rest: every record once, none lost.
 void DeadConsumer(int total, bool report) {
   Core core(256, 8192);
-  Lane& lane = *core.lane(uint32_t(core.CreateLane(1)));
+  Core::LaneRef ref = core.Use(core.CreateLane(1));
+  Lane& lane = *ref;
   Ring& ring = lane.ring(0);
   std::atomic<int> producersLeft{1};
   std::vector<long> got;
@@ -510,6 +520,123 @@ void TornSlot() {
   if (got != std::vector<long>{1} || ring.Held() != 0) Fail("torn slot: then the record is taken (held)", long(ring.Held()), 0);
 }
 
+// Phase 10: see the top of the file.
+void LaneChurn(int churns, uint32_t seed) {
+  constexpr int kTable = 4;
+  Core core(64, 2048);
+  std::atomic<uint64_t> ids[kTable];
+  for (auto& id : ids) id.store(core.CreateLane(2));
+  std::atomic<bool> stop{false};
+  std::atomic<long> pushed{0}, popped{0}, refused{0};
+  std::atomic<long> uses{0};  // tries of the producers and consumers, refused ones included: the churn waits for them
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 2; p++) {
+    threads.emplace_back([&, p] {
+      std::mt19937 rng(seed * 31 + p);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int k = int(rng() % kTable);
+        const uint64_t id = ids[k].load();
+        uses.fetch_add(1, std::memory_order_relaxed);
+        Core::LaneRef lane = core.Use(id);
+        if (!lane) {
+          refused.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        const uint32_t part = rng() % lane->partitions();
+        std::string text;
+        std::vector<uint32_t> lens;
+        for (int b = 0, n = 1 + int(rng() % 8); b < n; b++) {
+          std::string r = Record(p, k, long(id), rng);
+          lens.push_back(uint32_t(r.size()));
+          text += r;
+        }
+        Ring& ring = lane->ring(part);
+        Reservation res;
+        if (!ring.Reserve(lens.data(), lens.data(), uint32_t(lens.size()), false, &res)) continue;  // full: dropped
+        ring.Fill(res, reinterpret_cast<const uint8_t*>(text.data()));
+        ring.Commit(res);
+        lane->Notify(part);
+        pushed.fetch_add(res.count, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (int c = 0; c < 2; c++) {
+    threads.emplace_back([&, c] {
+      std::mt19937 rng(seed * 17 + c);
+      const uint32_t parts[2] = {0, 1};
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int k = int(rng() % kTable);
+        const uint64_t id = ids[k].load();
+        uses.fetch_add(1, std::memory_order_relaxed);
+        Core::LaneRef lane = core.Use(id);
+        if (!lane) continue;
+        // Several pops under one use, some asleep (a free wakes them), some holding what they pop.
+        for (int i = 0; i < 4; i++) {
+          const bool hold = rng() % 2 == 0;
+          uint32_t which = 0, first = 0;
+          const uint32_t n = PopAny(
+              core, *lane, parts, lane->partitions(), uint32_t(i), 16, rng() % 4 == 0 ? 20000 : 0, 0, &which,
+              [&](const uint8_t* a, size_t na, const uint8_t* b, size_t nb, uint32_t) {
+                auto check = [&](int, int kk, long s) {
+                  if (kk != k || uint64_t(s) != id) Fail("lane churn: a record of another lane (slot, id)", long(kk), s);
+                };
+                ParseSpan(a, na, check);
+                if (b) ParseSpan(b, nb, check);
+              },
+              nullptr, hold, &first, uint32_t(c + 1));
+          if (hold && n > 0) lane->ring(which).Ack(first, n);
+          popped.fetch_add(n, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  std::mt19937 rng(seed);
+  long reused = 0;
+  for (int i = 0; i < churns && failures.load() == 0; i++) {
+    // Paced by the users: a few of their tries between two churns.
+    for (const long until = uses.load() + 8; uses.load() < until;) std::this_thread::yield();
+    const int k = int(rng() % kTable);
+    const uint64_t old = ids[k].load();
+    uint64_t fresh;
+    if (rng() % 2 == 0) {  // free first: the slot is reused at once when nobody was using the lane
+      if (!core.FreeLane(old)) Fail("lane churn: FreeLane of a live lane", long(old), 0);
+      fresh = core.CreateLane(1 + rng() % 2);
+    } else {  // create first: the table never names a freed lane for long
+      fresh = core.CreateLane(1 + rng() % 2);
+      ids[k].store(fresh);
+      if (!core.FreeLane(old)) Fail("lane churn: FreeLane of a live lane", long(old), 1);
+    }
+    if (fresh == Core::kNoLane) return Fail("lane churn: CreateLane refused", i, 0);
+    if ((fresh & (Core::kMaxLanes - 1)) == (old & (Core::kMaxLanes - 1))) reused++;
+    ids[k].store(fresh);
+    if (core.Use(old)) Fail("lane churn: a freed id is usable", long(old), long(fresh));
+    if (core.FreeLane(old)) Fail("lane churn: a lane freed twice", long(old), 0);
+    if (core.liveLanes() > uint32_t(kTable + 4 + 1)) Fail("lane churn: lanes piling up (live)", long(core.liveLanes()), 0);  // at most one per user
+  }
+  core.Close();  // while the threads still use lanes
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  for (auto& id : ids) core.FreeLane(id.load());
+  if (core.liveLanes() != 0 || core.laneBytes() != 0) Fail("lane churn: left allocated (lanes, bytes)", long(core.liveLanes()), long(core.laneBytes()));
+  if (reused == 0) Fail("lane churn: no slot was ever reused", 0, 0);
+  std::printf("  %d churns, %ld slots reused at once: pushed=%ld popped=%ld, %ld uses of freed ids refused\n", churns, reused,
+              pushed.load(), popped.load(), refused.load());
+}
+
+// Phase 10, then: the bound is on lanes alive at once.
+void LaneBound() {
+  Core core(2, 1024);
+  std::vector<uint64_t> ids;
+  for (uint32_t i = 0; i < Core::kMaxLanes; i++) ids.push_back(core.CreateLane(1));
+  if (core.CreateLane(1) != Core::kNoLane) Fail("lane bound: a lane past kMaxLanes", 0, 0);
+  if (!core.FreeLane(ids[77])) Fail("lane bound: FreeLane", 0, 0);
+  const uint64_t again = core.CreateLane(1);
+  if (again == Core::kNoLane || again == ids[77] || (again & (Core::kMaxLanes - 1)) != (ids[77] & (Core::kMaxLanes - 1))) {
+    Fail("lane bound: the freed slot, under a new id", long(again), long(ids[77]));
+  }
+  if (core.liveLanes() != Core::kMaxLanes) Fail("lane bound: live lanes", long(core.liveLanes()), long(Core::kMaxLanes));
+}
+
 }  // namespace
 
 // rate 0: one burst after the consumers idled (latency-burst's floor), else events per second.
@@ -594,6 +721,9 @@ int main(int argc, char** argv) {
   Floor(4, 0, 1000 * scale, false, 0);
   std::printf("phase 9: StreamCopy (threshold %zu bytes)\n", kStreamCopyMinBytes);
   StreamCopies();
+  std::printf("phase 10: lanes freed and created again while threads use them\n");
+  for (int i = 0; i < 4; i++) LaneChurn(500 * scale, uint32_t(i + 1));
+  LaneBound();
   if (failures.load() > 0) {
     std::fprintf(stderr, "%d failures\n", failures.load());
     return 1;
