@@ -120,8 +120,41 @@ export class NativeGroup {
   private kickScheduled = false;
   /** joinWorkers calls still loading their module. */
   private joins = 0;
-  /** Taken out of its topic (`NativeTransport` removes a group nobody ever joined): its rings take nothing more. */
-  removed = false;
+  /** Taken out of its topic (`remove()`): its rings take nothing more. */
+  private gone = false;
+  /** Its lane was freed (`remove()`, once nothing uses it): no core call may name it any more. */
+  private freed = false;
+  /**
+   * Threads started whose 'exit' has not come: until then a thread may still pop, ack or hold records of
+   * the lane (one that stopped consuming, or is being ended, included), and its exit may take them back.
+   */
+  private running = 0;
+
+  get removed(): boolean {
+    return this.gone;
+  }
+
+  /**
+   * Takes the group out of use (its transport took it out of its topic; it is `unused`): its lane is freed
+   * now, or, while threads of members that left are still running (finishing what they popped, or being
+   * ended), as the last of them exits. The transport no longer names the lane after this (writes waiting for
+   * room check `removed` first).
+   */
+  remove(): void {
+    this.gone = true;
+    this.freeIfUnused();
+  }
+
+  private freeIfUnused(): void {
+    if (!this.gone || this.freed || this.running > 0 || !this.unused) return;
+    this.freed = true;
+    this.core.freeLane(this.lane);
+  }
+
+  /** Wakes consumer threads waiting in the lane (none once it is freed). */
+  private notifyLane(): void {
+    if (!this.freed) this.core.notify(this.lane);
+  }
 
   /** No member, and none joining: nobody has ever consumed, or ever will, what its rings hold. */
   get unused(): boolean {
@@ -200,6 +233,7 @@ export class NativeGroup {
     this.handBack(left);
     this.leaving.delete(member.consumer);
     this.rebalance();
+    this.freeIfUnused();
   }
 
   /** Main-thread consumers of members that are leaving, until what they did not finish is handed back. */
@@ -218,6 +252,7 @@ export class NativeGroup {
       return await this.startWorkers(spec, workers, handlerModule, userData, cpus, transportClosing);
     } finally {
       this.joins--;
+      this.freeIfUnused();
     }
   }
 
@@ -284,6 +319,7 @@ export class NativeGroup {
       cpu,
     };
     const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine), this.nextHolder);
+    this.running++; // until its 'exit' (watch)
     this.nextHolder = this.nextHolder === 0xffffffff ? 1 : this.nextHolder + 1;
     this.live.add(thread);
     void thread.stopped.then(() => this.live.delete(thread));
@@ -363,8 +399,9 @@ export class NativeGroup {
     // still held in that partition's ring (see PartitionConsumer.started).
     const last = dead.last;
     let culprit = last[0]! >= 0 ? String.fromCharCode(...last.subarray(1, 1 + Math.min(last[0]!, MAX_ID_UNITS))) : undefined;
-    if (!this.core.closed) {
-      // (A closed core: the transport is closing and stops its threads; nothing to give back to.)
+    if (!this.core.closed && !this.freed) {
+      // (A closed core: the transport is closing and stops its threads; nothing to give back to. The lane is
+      // never freed here: this thread counts as running until after this.)
       for (const p of dead.owned) {
         // Its records alone: another thread (or a main-thread member) may hold records of a partition this
         // one owned before a rebalance.
@@ -467,6 +504,9 @@ export class NativeGroup {
             this.rebalance();
           }
         }
+        // Gone for good: it names the lane no more. The last one out of a removed group frees the lane.
+        this.running--;
+        this.freeIfUnused();
       });
     });
   }
@@ -483,7 +523,7 @@ export class NativeGroup {
   private async leaveWorkers(member: WorkerMember): Promise<void> {
     this.members = this.members.filter((m) => m !== member);
     for (const t of member.threads) Atomics.store(t.stop, 0, 1);
-    this.core.notify(this.lane);
+    this.notifyLane();
     const grace = member.spec.drainTimeoutMs + 2000;
     await Promise.all(
       member.threads.map(async (t) => {
@@ -534,7 +574,7 @@ export class NativeGroup {
         });
       }
     }
-    this.core.notify(this.lane);
+    this.notifyLane();
   }
 
   private takeBacklog(parts: number[]): Pending[] {

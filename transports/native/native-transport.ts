@@ -66,7 +66,10 @@ interface Broker {
 
 const brokers = new SharedBrokers<Broker>();
 
-/** Groups (lanes of rings) the addon's core creates in its lifetime (native/src/core.h kMaxLanes); the JS core has no bound. */
+/**
+ * Groups (lanes of rings) the addon's core holds at once (native/src/core.h kMaxLanes): a removed group's
+ * lane counts until its consumer threads have exited. The JS core has no bound.
+ */
 const MAX_LANES = 4096;
 
 export class NativeTransport implements Transport {
@@ -428,7 +431,7 @@ export class NativeTransport implements Transport {
       const code = (err as { code?: string }).code;
       if (/too many lanes/.test((err as Error).message)) {
         throw new NativeError(
-          `Cannot create consumer group "${group}": this transport has created ${MAX_LANES} groups, the most it can (a group's rings stay allocated until the transport closes, even after deleteGroup); reuse group names, or close the transport and open another`,
+          `Cannot create consumer group "${group}": this transport has ${MAX_LANES} groups alive at once, the most it can (a deleted group counts until its consumer threads have exited); delete groups nobody consumes any more (transport.deleteGroup), or reuse group names`,
           { cause: err },
         );
       }
@@ -440,13 +443,13 @@ export class NativeTransport implements Transport {
   }
 
   /**
-   * Takes `group` out of its topic: writes stop going to its rings, a write waiting there for room stops
-   * waiting, and a subscribe of the same name later creates the group anew. Its rings stay allocated until
-   * the transport closes (the core keeps a lane for its lifetime).
+   * Takes `group` (`unused`) out of its topic: writes stop going to its rings, a write waiting there for room
+   * stops waiting (it checks `removed` before it pushes again), and a subscribe of the same name later creates
+   * the group anew. Its rings are freed now, or as the last of its consumer threads exits (NativeGroup.remove).
    */
   private removeGroup(topic: Topic, group: NativeGroup): void {
     topic.groups.delete(group.name);
-    group.removed = true;
+    group.remove();
     for (const wake of [...this.waiting]) wake();
   }
 
@@ -493,7 +496,8 @@ export class NativeTransport implements Transport {
   /**
    * Deletes consumer group `group` of `type`, which nobody consumes any more: its rings take no more events
    * (a group whose subscriptions all closed keeps them, and under `block` its full rings stall every publisher
-   * of the type), a write waiting there for room stops waiting, and its queued events and dead letters go.
+   * of the type), a write waiting there for room stops waiting, and its queued events and dead letters go; its
+   * rings are freed at once, or as the last consumer thread of a closing subscription exits (NativeGroup.remove).
    * `true` when there was such a group; a group with members (or a subscribe still joining) is a ConfigError.
    */
   deleteGroup(type: string, group: string): boolean {
