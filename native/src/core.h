@@ -186,16 +186,27 @@ class Core {
 
   // Returns the lane id, or kNoLane when kMaxLanes lanes are alive. Throws std::bad_alloc (nothing taken).
   uint64_t CreateLane(uint32_t partitions) {
-    std::unique_ptr<Lane> lane(new Lane(partitions, capacity_, arenaBytes_));  // outside the lock: may take long
-    std::lock_guard<std::mutex> lock(createMu_);  // creating and freeing are rare; lookups are lock-free
+    // The slot first (so a refused lane allocates nothing), then the rings outside the lock (they may take
+    // long to zero). The slot stays retired and userless meanwhile: nothing else can reach it.
     uint32_t index;
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-    } else if (used_ < kMaxLanes) {
-      index = used_++;
-    } else {
-      return kNoLane;
+    {
+      std::lock_guard<std::mutex> lock(createMu_);  // creating and freeing are rare; lookups are lock-free
+      if (!free_.empty()) {
+        index = free_.back();
+        free_.pop_back();
+      } else if (used_ < kMaxLanes) {
+        index = used_++;
+      } else {
+        return kNoLane;
+      }
+    }
+    std::unique_ptr<Lane> lane;
+    try {
+      lane.reset(new Lane(partitions, capacity_, arenaBytes_));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(createMu_);
+      free_.push_back(index);  // the slot back, unchanged
+      throw;
     }
     LaneSlot& s = slots_[index];
     const uint64_t gen = s.word.load(std::memory_order_relaxed) >> 32;  // retired and userless: nobody else writes it

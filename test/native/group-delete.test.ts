@@ -85,6 +85,22 @@ describe.each(['native', 'js'] as const)('deleting consumer groups gives their r
     expect(errors).toEqual([]);
   });
 
+  it('two subscribes joining a new group at once, both failing to load: the group is taken out and its lane freed', async () => {
+    const b = await bus({ capacity: 8, backpressure: 'block', publishTimeoutMs: 2_000 });
+    const t = transportOf(b);
+    const start = t.core.usage();
+    // The second finds the group the first is creating (not its own): before, only the creator took it out,
+    // and it could not while the second was still joining, so nobody did.
+    const first = b.subscribe('tick', { group: 'x', workers: 1, handler: fixture('throws-on-load.mjs') }).catch((e: unknown) => e);
+    const second = b.subscribe('tick', { group: 'x', workers: 1, handler: fixture('throws-on-load.mjs') }).catch((e: unknown) => e);
+    expect(await first).toBeInstanceOf(ConfigError);
+    expect(await second).toBeInstanceOf(ConfigError);
+    await waitFor(() => t.core.usage().lanes === start.lanes, 5_000, "the failed group's lane to be freed");
+    expect(t.stats('tick', 0, 'x')).toBeUndefined();
+    // Nobody's rings take the type's events: more than they hold publish without waiting for room.
+    await b.publishMany('tick', ticks(20));
+  });
+
   it('a publish waiting for room in a deleted group stops waiting and writes nothing to the freed lane', async () => {
     const b = await bus({ capacity: 8, backpressure: 'block', publishTimeoutMs: 5_000 });
     const t = transportOf(b);

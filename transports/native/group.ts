@@ -157,6 +157,9 @@ export class NativeGroup {
   }
 
   /** No member, and none joining: nobody has ever consumed, or ever will, what its rings hold. */
+  /** Someone has joined it (a member was added) at some time: its rings hold events meant for a consumer. */
+  joined = false;
+
   get unused(): boolean {
     return this.members.length === 0 && this.joins === 0 && this.leaving.size === 0;
   }
@@ -218,6 +221,7 @@ export class NativeGroup {
     consumer.mainThread = true;
     const member = new MainMember(spec, consumer);
     this.members.push(member);
+    this.joined = true;
     this.rebalance();
     // First delivery after an event-loop turn: members subscribing together all join before a retained
     // backlog (startFrom '0') is shared out, and no handler runs before subscribe() returns.
@@ -288,6 +292,7 @@ export class NativeGroup {
     const member = new WorkerMember(spec, threads, handlerModule, userData, cpus);
     for (const t of threads) t.member = member;
     this.members.push(member);
+    this.joined = true;
     // A thread that died after it was ready, while the others still loaded (logged then), is replaced now:
     // the subscription would otherwise run on fewer threads than it asked for.
     for (const t of [...threads]) if (!t.alive && this.mayRestart(member, { died: 'while starting' })) this.respawn(member, t);
@@ -493,20 +498,24 @@ export class NativeGroup {
         if (!started) reject(new ConfigError(`Handler module ${handlerModule} failed in a worker: ${describeError(err)}`, [{ path: ['handler'], message: describeError(err) }]));
       });
       thread.worker.on('exit', () => {
-        this.unwait(thread);
-        if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
-        if (thread.alive) {
-          // Died without handing back: what it held goes to the others, and a new thread takes its place.
-          const taken = this.recover(thread);
-          thread.finish([]);
-          if (started && !thread.ending) {
-            this.replace(thread, taken);
-            this.rebalance();
+        try {
+          this.unwait(thread);
+          if (!started) reject(new ConfigError(`Consumer thread for ${handlerModule} exited before it was ready.`, [{ path: ['handler'], message: 'worker exited' }]));
+          if (thread.alive) {
+            // Died without handing back: what it held goes to the others, and a new thread takes its place.
+            const taken = this.recover(thread);
+            thread.finish([]);
+            if (started && !thread.ending) {
+              this.replace(thread, taken);
+              this.rebalance();
+            }
           }
+        } finally {
+          // Gone for good: it names the lane no more (even when taking its place failed, say a Worker refused
+          // by a thread limit). The last one out of a removed group frees the lane.
+          this.running--;
+          this.freeIfUnused();
         }
-        // Gone for good: it names the lane no more. The last one out of a removed group frees the lane.
-        this.running--;
-        this.freeIfUnused();
       });
     });
   }

@@ -389,7 +389,6 @@ export class NativeTransport implements Transport {
     if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
-    const created = group === undefined;
     if (!group) {
       const lane = this.createLane(spec.group);
       group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
@@ -409,9 +408,10 @@ export class NativeTransport implements Transport {
     const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
     const joined = group;
     const joining = joined.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus, this.closing.signal).catch((err: unknown) => {
-      // A group this subscribe created, that nobody joined after all: taken out, or its rings would take every
-      // event published to the type, consumed by nobody, until they were full and stalled the publishers.
-      if (created && joined.unused && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
+      // A group nobody has joined after all (this subscribe created it, or found it being created by another
+      // that failed too): taken out, or its rings would take every event published to the type, consumed by
+      // nobody, until they were full and stalled the publishers. The last failed join takes it out.
+      if (!joined.joined && joined.unused && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
       throw err;
     });
     const settled = joining.then(
