@@ -158,7 +158,7 @@ export class NativeGroup {
 
   /** No member, and none joining: nobody has ever consumed, or ever will, what its rings hold. */
   /** Someone has joined it (a member was added) at some time: its rings hold events meant for a consumer. */
-  joined = false;
+  everJoined = false;
 
   get unused(): boolean {
     return this.members.length === 0 && this.joins === 0 && this.leaving.size === 0;
@@ -221,7 +221,7 @@ export class NativeGroup {
     consumer.mainThread = true;
     const member = new MainMember(spec, consumer);
     this.members.push(member);
-    this.joined = true;
+    this.everJoined = true;
     this.rebalance();
     // First delivery after an event-loop turn: members subscribing together all join before a retained
     // backlog (startFrom '0') is shared out, and no handler runs before subscribe() returns.
@@ -292,7 +292,7 @@ export class NativeGroup {
     const member = new WorkerMember(spec, threads, handlerModule, userData, cpus);
     for (const t of threads) t.member = member;
     this.members.push(member);
-    this.joined = true;
+    this.everJoined = true;
     // A thread that died after it was ready, while the others still loaded (logged then), is replaced now:
     // the subscription would otherwise run on fewer threads than it asked for.
     for (const t of [...threads]) if (!t.alive && this.mayRestart(member, { died: 'while starting' })) this.respawn(member, t);
