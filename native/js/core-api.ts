@@ -123,6 +123,14 @@ export function toRingStats(a: number[]): RingStats {
   return { pushed: a[0]!, popped: a[1]!, droppedNewest: a[2]!, droppedOldest: a[3]!, rejected: a[4]!, size: a[5]!, held: a[6] ?? 0 };
 }
 
+/** Bytes of one ring slot (native/src/ring.h Slot: offset, length, end, chars, holder, done mark). */
+const SLOT_BYTES = 24;
+
+/** Bytes one ring takes: its slots and its arena (what a lane costs per partition; Lane::BytesOf in core.h). */
+export function ringBytes(capacity: number, arenaBytes: number): number {
+  return capacity * SLOT_BYTES + arenaBytes;
+}
+
 /** Rounds up to a power of two. */
 export function roundUpPow2(v: number): number {
   let p = 1;

@@ -6,7 +6,7 @@
  * records takeHeld took changes nothing) and the release head moves over the done ones in a row. One
  * producer thread per ring (the thread that owns the transport).
  */
-import { PushMode, roundUpPow2, type CoreUsage, type PartitionCore, type SharedCoreHandle } from './core-api.js';
+import { PushMode, ringBytes, roundUpPow2, type CoreUsage, type PartitionCore, type SharedCoreHandle } from './core-api.js';
 
 // Int32 indices in a ring's control block; 16 ints = 64 bytes apart to keep writers off each other's line.
 const TAIL_SLOT = 0;
@@ -286,7 +286,7 @@ export class JsCore implements PartitionCore {
       const l = this.find(id);
       if (!l) continue;
       lanes++;
-      bytes += l.rings.length * (this.capacity * 24 + this.arenaBytes);
+      bytes += l.rings.length * ringBytes(this.capacity, this.arenaBytes);
     }
     return { lanes, bytes };
   }

@@ -22,7 +22,7 @@ import {
   type TransportSubscription,
   type WriteResult,
 } from '../../src/transport.js';
-import { createCore, PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
+import { createCore, PushMode, ringBytes, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
 import { History, type HistoryMark } from './history.js';
@@ -436,7 +436,7 @@ export class NativeTransport implements Transport {
         );
       }
       if (code !== 'ERR_NATIVE_ALLOC' && !(err instanceof RangeError && /allocation failed/i.test(err.message))) throw this.mapError(err);
-      const perRing = this.core.capacity * 24 + this.core.arenaBytes; // a slot is 24 bytes (native/src/ring.h Slot)
+      const perRing = ringBytes(this.core.capacity, this.core.arenaBytes);
       const total = ((perRing * this.config.partitions) / 2 ** 20).toFixed(0);
       throw new NativeError(`Cannot allocate the rings of group "${group}": ${this.config.partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`, { cause: err });
     }
