@@ -2,6 +2,7 @@
  * The one errors module. Every error eventlane throws is an {@link EventlaneError} with a stable
  * `code`; transport failures keep the underlying error as `cause`.
  */
+import { redactCause } from './redact.js';
 
 /** Stable error codes. Match on `code`, never on `message`. */
 export type EventlaneErrorCode =
@@ -28,12 +29,13 @@ export interface EventlaneErrorOptions {
   retryable?: boolean;
 }
 
+/** Every error eventlane throws. Its cause chain carries no credential (`redactCause`). */
 export class EventlaneError extends Error {
   readonly code: EventlaneErrorCode;
   readonly retryable: boolean;
 
   constructor(code: EventlaneErrorCode, message: string, options: EventlaneErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, options.cause === undefined ? undefined : { cause: redactCause(options.cause) });
     this.name = new.target.name;
     this.code = code;
     this.retryable = options.retryable ?? false;

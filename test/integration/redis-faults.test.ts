@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ConfigError, ConnectionError, createEventBus } from '../../src/index.js';
@@ -252,6 +253,11 @@ describe('redis-streams: faults', () => {
     expect((err as Error).message).toContain(`127.0.0.1:${s.port}`);
     expect((err as Error).message).not.toContain('wrong-pass');
     expect((err as Error).message).toMatch(/credentials|WRONGPASS/);
+    // The whole error as Node prints it (an uncaught rejection, console.error), cause chain included.
+    expect(inspect(err, { depth: Infinity, showHidden: true })).not.toContain('wrong-pass');
+    const viaOptionErr = await makeBus(s.url, { password: 'wrong-option-pass', connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    expect(viaOptionErr).toBeInstanceOf(ConnectionError);
+    expect(inspect(viaOptionErr, { depth: Infinity, showHidden: true })).not.toContain('wrong-option-pass');
   });
 
   it('a standalone server given as a cluster seed is a ConfigError saying it is not a Cluster, at once (was a timeout: "Failed to refresh slots cache")', async () => {
