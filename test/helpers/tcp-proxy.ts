@@ -12,6 +12,8 @@ class Link {
   /** Bytes held back while this link is held, in order. */
   readonly held: Buffer[] = [];
   holding = false;
+  /** Set by `cutAfterOneReply`: forward the server's next reply alone, then drop the connection. */
+  cutting = false;
   constructor(
     readonly client: Socket,
     readonly upstream: Socket,
@@ -55,7 +57,16 @@ export class TcpProxy {
       if (link.holding) link.held.push(b);
       else upstream.write(b);
     });
-    upstream.on('data', (b: Buffer) => client.write(b));
+    upstream.on('data', (b: Buffer) => {
+      if (!link.cutting) {
+        client.write(b);
+        return;
+      }
+      client.write(b.subarray(0, firstReplyEnd(b)), () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    });
     const end = () => {
       this.links.delete(link);
       client.destroy();
@@ -71,6 +82,15 @@ export class TcpProxy {
   hold(pattern: RegExp): void {
     this.holdPattern = pattern;
     for (const l of this.links) if (pattern.test(l.sent)) l.holding = true;
+  }
+
+  /**
+   * The next time a connection whose traffic matches `pattern` receives replies, only the first reply
+   * (a simple string, error, integer or bulk string) reaches the client, and the connection is dropped:
+   * the server executed what the client sent, the client saw one reply.
+   */
+  cutAfterOneReply(pattern: RegExp): void {
+    for (const l of this.links) if (pattern.test(l.sent)) l.cutting = true;
   }
 
   /** Stops holding: what was held goes to the server, in order. */
@@ -93,4 +113,13 @@ export class TcpProxy {
     }
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** End of the first RESP reply in `b` (one of `+ - : $`), or `b.length` when it is not whole in `b`. */
+function firstReplyEnd(b: Buffer): number {
+  const line = b.indexOf('\r\n');
+  if (line < 0) return b.length;
+  if (b[0] !== 0x24 /* $ */) return line + 2;
+  const len = Number(b.subarray(1, line).toString('latin1'));
+  return len < 0 ? line + 2 : Math.min(b.length, line + 2 + len + 2);
 }

@@ -11,6 +11,7 @@ import { ClosedError, ConnectionError, PublishPartialError, TransportError } fro
 import { partitionForKey } from '../../src/partition.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { boundedClose, sleep } from '../helpers/wait.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { silentLogger } from '../../src/logger.js';
 import { createRedisStreamsTransport, streamKey } from '../../transports/redis-streams/index.js';
 import { perTestResources } from './fault-harness.js';
@@ -213,6 +214,26 @@ describe('redis-streams: publish faults', () => {
     const seqs = async (p: number) => (await raw.xrange(streamKey(prefix, 'order.created', p), '-', '+')).map(([, f]) => Number(/"seq":(\d+)/.exec(f.join(' '))![1]));
     expect(await seqs(0)).toEqual([0, 2]);
     expect(await seqs(1)).toEqual([0, 4]);
+  });
+
+  it('a pipelined write cut after its first reply: the rest is ambiguous, a ConnectionError saying it may have been applied', async () => {
+    const s = await server();
+    const proxy = await TcpProxy.start(s.port);
+    cleanup.push(() => proxy.stop());
+    const prefix = uniquePrefix('aborted');
+    const b = await bus(proxy.url, { partitions: 2, pool: { size: 1 }, commandTimeoutMs: 5000 }, prefix);
+    const k0 = keyFor(0, 2);
+    const k1 = keyFor(1, 2);
+    await b.publishMany('order.created', [order(0), order(0)], { key: (_, i) => (i === 0 ? k0 : k1) });
+    // Redis stores both XADDs of the next write; the client sees the first reply, then the connection drops.
+    proxy.cutAfterOneReply(/eventlane:publish:/);
+    const results = await Promise.all([order(1), order(2)].map((o, i) => b.publish('order.created', o, { key: i === 0 ? k0 : k1 }).then(() => 'ok', (e: unknown) => e)));
+    expect(results[0]).toBe('ok');
+    expect(results[1]).toBeInstanceOf(ConnectionError);
+    expect((results[1] as Error).message).toMatch(/may or may not have been applied/);
+    const stored = async (p: number) => withRedis(s.port, async (c) => (await c.xrange(streamKey(prefix, 'order.created', p), '-', '+')).length);
+    expect([await stored(0), await stored(1)]).toEqual([2, 2]);
+    await b.publish('order.created', order(3), { key: k1 }); // reconnected
   });
 
   it('Redis killed (SIGKILL) with writes awaiting their reply, then restarted: they reject at once, later publishes succeed', async () => {

@@ -361,6 +361,7 @@ export function isConnectionProblem(err: unknown): boolean {
   const m = err.message;
   return (
     m.includes('Connection is closed') ||
+    m.includes('Command aborted due to connection close') ||
     m.includes('Command timed out') ||
     m.includes("Stream isn't writeable") ||
     m.includes('enableOfflineQueue') ||
@@ -370,6 +371,23 @@ export function isConnectionProblem(err: unknown): boolean {
     m.includes('EPIPE') ||
     m.includes('Reached the max retries') ||
     m.includes('Too many Cluster redirections') ||
+    /^(CLUSTERDOWN|MASTERDOWN)\b/.test(m)
+  );
+}
+
+/**
+ * A connection problem (`isConnectionProblem`) that proves the command never took effect: refused before it
+ * was sent (no writable connection, the server unreachable) or by a Cluster that cannot serve the slot. Any
+ * other connection problem of a write is ambiguous: Redis may have applied it before the reply was lost.
+ */
+export function neverApplied(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const m = err.message;
+  return (
+    m.includes("Stream isn't writeable") ||
+    m.includes('enableOfflineQueue') ||
+    m.includes("isn't ready") ||
+    m.includes('ECONNREFUSED') ||
     /^(CLUSTERDOWN|MASTERDOWN)\b/.test(m)
   );
 }

@@ -11,7 +11,7 @@ import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transpor
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
-import { isConnectionProblem, type Client, type Connector } from './connection.js';
+import { isConnectionProblem, neverApplied, type Client, type Connector } from './connection.js';
 import { streamKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
@@ -537,7 +537,8 @@ export class Publisher {
   private wrap(err: unknown): Error {
     const msg = err instanceof Error ? err.message : String(err);
     if (isConnectionProblem(err)) {
-      return new ConnectionError(`Write to ${this.connector.address} failed: ${msg} (bounded by transport.commandTimeoutMs)`, { cause: err });
+      const outcome = neverApplied(err) ? 'nothing was written' : 'it may or may not have been applied';
+      return new ConnectionError(`Write to ${this.connector.address} failed: ${msg}; ${outcome} (bounded by transport.commandTimeoutMs)`, { cause: err });
     }
     return new TransportError(`XADD to ${this.connector.address} failed: ${msg}`, { cause: err });
   }
