@@ -2,7 +2,8 @@
 // The declarations use Node's types (Buffer, URL): this keeps them found where the consumer's tsconfig does not list them
 // (`types: []`, TypeScript 6+'s default). preserve="true": TypeScript 5.5+ drops the directive from the .d.ts otherwise.
 /**
- * eventlane: typed events with pluggable transports.
+ * eventlane: typed events with pluggable transports. This entry is what an application uses; a transport
+ * author's kit is `eventlane/transport` (src/transport-kit.ts).
  */
 import { registeredTransports as listTransports } from './registry.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
@@ -24,6 +25,8 @@ export type {
 export { defineEvents } from './events.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
+/** What a handler is told of the delivery beside the event (attempt, group, partition). */
+export type { DeliveryContext } from './transport.js';
 export { registerTransport } from './registry.js';
 export type { TransportConfigs, TransportBlock, TransportSubscribeOptions } from './transport-configs.js';
 
@@ -33,30 +36,30 @@ export function registeredTransports(): string[] {
   return listTransports();
 }
 
-export type {
-  Transport,
-  TransportFactory,
-  TransportContext,
-  TransportCapabilities,
-  TransportSubscription,
-  PublishUnit,
-  EventRun,
-  RunBytes,
-  OutgoingEvent,
-  WriteResult,
-  SubscriptionSpec,
-  DeliveryHandler,
-  DeliveryContext,
-  DeadLetter,
-  BackoffOptions,
-} from './transport.js';
-/** For a transport with `capabilities.partialUnits`: mark a unit's error with how many of its first events were written. */
-export { withWritten, writtenCount } from './transport.js';
-export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
-export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export type { BatchingConfig } from './config.js';
 /** The `memory` transport's block (the other transports' are exported by `eventlane/redis-streams` and `eventlane/native`). */
-export type { MemoryTransportConfig } from '../transports/memory/index.js';
-export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';
+export type { MemoryTransportConfig } from './builtin-transports.js';
 export type { Logger } from './logger.js';
-export * from './errors.js';
+export {
+  EventlaneError,
+  ValidationError,
+  ConfigError,
+  UnknownEventError,
+  SerializationError,
+  PayloadTooLargeError,
+  ClosedError,
+  BackpressureError,
+  TimeoutError,
+  TransportError,
+  ConnectionError,
+  ReplicationError,
+  PublishPartialError,
+  DecodeError,
+  UnknownTransportError,
+  NativeError,
+  NonRetryableError,
+  isRetryable,
+  type EventlaneErrorCode,
+  type EventlaneErrorOptions,
+  type ValidationIssue,
+} from './errors.js';

@@ -114,6 +114,13 @@ describe('packed tarball', () => {
     expect(esm.trim()).toBe('function');
   });
 
+  it("splits the surface: 'eventlane' for applications, 'eventlane/transport' for transport authors", () => {
+    const probe = "console.log(typeof t.registerTransport, typeof t.withWritten, typeof t.jsonCodec, typeof t.ConnectionError, typeof root.withWritten, typeof root.NO_ROOM, typeof root.jsonCodec, typeof root.createEventBus)";
+    const cjs = execFileSync(process.execPath, ['-e', `const t = require('eventlane/transport'); const root = require('eventlane'); ${probe}`], { cwd: dir, encoding: 'utf8' });
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const t = await import('eventlane/transport'); const root = await import('eventlane'); ${probe}`], { cwd: dir, encoding: 'utf8' });
+    for (const out of [cjs, esm]) expect(out.trim()).toBe('function function object function undefined undefined undefined function');
+  });
+
   it('installs the eventlane-redis operations CLI as an executable', () => {
     const help = execFileSync(join(dir, 'node_modules/.bin/eventlane-redis'), ['--help'], { cwd: dir, encoding: 'utf8' });
     expect(help).toContain('Usage: eventlane-redis <command>');

@@ -9,13 +9,13 @@ import { z } from 'zod';
 import {
   createEventBus,
   defineEvents,
-  type DeadLetter,
   type EventDeadLetter,
   type EventEnvelope,
   type InvalidDeadLetter,
   type ValidationIssue,
   type ValidDeadLetter,
 } from '../../src/index.js';
+import type { DeadLetter } from '../../src/transport-kit.js';
 
 const events = defineEvents({
   'order.placed': z.object({ orderId: z.string(), amount: z.number(), at: z.coerce.date() }),

@@ -63,9 +63,10 @@ describe('Batcher: a unit written in part', () => {
   });
 });
 
-describe('a registered transport with partialUnits (the package root exports withWritten)', () => {
+describe('a registered transport with partialUnits (eventlane/transport exports withWritten)', () => {
   it('publishMany gets PublishPartialError naming exactly the events its write did not take', async () => {
-    const { createEventBus, defineEvents, registerTransport, PublishPartialError, withWritten: fromRoot } = await import('../../src/index.js');
+    const { createEventBus, defineEvents, registerTransport, PublishPartialError } = await import('../../src/index.js');
+    const { withWritten: fromRoot } = await import('../../src/transport-kit.js');
     const { z } = await import('zod');
     const taken: number[] = [];
     registerTransport('half-taker', () => ({

@@ -11,9 +11,8 @@ import {
   TransportError,
   UnknownTransportError,
   ValidationError,
-  type PublishUnit,
-  type Transport,
 } from '../../src/index.js';
+import type { PublishUnit, Transport } from '../../src/transport-kit.js';
 
 const events = defineEvents({
   'user.signed-up': z.object({ userId: z.string(), email: z.string().email() }),

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, NonRetryableError, registerTransport, UnknownEventError, type DeadLetter, type Transport } from '../../src/index.js';
+import { createEventBus, defineEvents, NonRetryableError, registerTransport, UnknownEventError } from '../../src/index.js';
+import type { DeadLetter, Transport } from '../../src/transport-kit.js';
 import { uniqueName, waitFor } from '../helpers/wait.js';
 
 const events = defineEvents({

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, registerTransport, SerializationError, type PublishUnit, type Transport } from '../../src/index.js';
+import { createEventBus, defineEvents, registerTransport, SerializationError } from '../../src/index.js';
+import type { PublishUnit, Transport } from '../../src/transport-kit.js';
 
 /**
  * A transport that encodes at write time, as `redis-streams` does: the bus hands it unencoded events of

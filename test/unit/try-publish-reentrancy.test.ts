@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, registerTransport, type EventBus, type PublishUnit, type Transport } from '../../src/index.js';
+import { createEventBus, defineEvents, registerTransport, type EventBus } from '../../src/index.js';
+import type { PublishUnit, Transport } from '../../src/transport-kit.js';
 
 /**
  * An in-process transport with a synchronous write that runs "handlers" inside it, as memory does, and a
