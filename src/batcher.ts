@@ -249,20 +249,35 @@ export class Batcher {
     return new Promise<void>((resolve) => this.roomWaiters.push(new RoomWaiter(n, resolve)));
   }
 
-  /** Queue one event of a slice `room` made space for (no per-event backpressure check). */
+  /**
+   * Queue one event of a slice `room` made space for (no per-event backpressure check). The promise settles
+   * with the fate of the unit that carries it, where it is event `placedAt` (read it at once): a unit written
+   * in part (`withWritten`) wrote its first events in unit order, whoever published them, so the place is what
+   * says whether the event was written.
+   */
   addFitted(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
-    if (this.closed) return Promise.reject(new ClosedError('publisher'));
-    return this.push(lane, event, size);
+    if (this.closed) {
+      this.placedAt = 0;
+      return Promise.reject(new ClosedError('publisher'));
+    }
+    const unit = this.place(lane, event, size);
+    this.placedAt = unit.count - 1;
+    this.queued();
+    return unit.promise;
   }
+
+  /** Where in its unit the event the last `addFitted` queued is (how many of the unit's events come before it). */
+  placedAt = 0;
 
   /**
    * Queues a run of a slice `room` made space for (`sizes[at + i]` is event i's size) as one unit, or as
    * several where it crosses the bound of a batch or unit (`maxEvents`, `maxUnitEvents`, `maxBytes`, as
-   * `push` splits single events). Calls `track(from, to, promise)` for each unit, with the run's events it
-   * carries and the promise that settles with its fate.
+   * `push` splits single events). Calls `track(from, to, promise, 0)` for each unit, with the run's events it
+   * carries (from the unit's first event on: a run has a unit of its own) and the promise that settles with its
+   * fate.
    */
-  addRun(lane: Lane, run: SplittableRun, sizes: Float64Array, at: number, track: (from: number, to: number, p: Promise<void>) => void): void {
-    if (this.closed) return track(0, run.count, Promise.reject(new ClosedError('publisher')));
+  addRun(lane: Lane, run: SplittableRun, sizes: Float64Array, at: number, track: (from: number, to: number, p: Promise<void>, first: number) => void): void {
+    if (this.closed) return track(0, run.count, Promise.reject(new ClosedError('publisher')), 0);
     const n = run.count;
     const { maxEvents, maxUnitEvents, maxBytes } = this.opts;
     const maxUnitBytes = this.unitBytes;
@@ -288,7 +303,7 @@ export class Batcher {
       open.events += to - from;
       open.bytes += bytes;
       this.pending += to - from;
-      track(from, to, unit.promise);
+      track(from, to, unit.promise, 0);
       from = to;
       if (open.events >= maxEvents || open.bytes >= maxBytes) {
         this.seal();
@@ -323,6 +338,14 @@ export class Batcher {
 
   /** `own`: the event gets a promise of its own (`partialUnits`), made before the batch may leave. */
   private push(lane: Lane, event: OutgoingEvent, size: number, own = false): Promise<void> {
+    const unit = this.place(lane, event, size);
+    const p = own ? unit.ownPromise(unit.count - 1) : unit.promise;
+    this.queued();
+    return p;
+  }
+
+  /** Puts `event` last in the lane's unit of the open batch (a new unit when there is none or it is full). */
+  private place(lane: Lane, event: OutgoingEvent, size: number): Unit {
     const open = this.open;
     let unit = lane.unit;
     if (lane.gen !== this.gen || unit === undefined || unit.events.length >= this.opts.maxUnitEvents || (unit.bytes > 0 && unit.bytes + size > this.unitBytes)) {
@@ -337,14 +360,18 @@ export class Batcher {
     open.events++;
     open.bytes += size;
     this.pending++;
-    const p = own ? unit.ownPromise(unit.count - 1) : unit.promise;
+    return unit;
+  }
+
+  /** After `place`: the open batch leaves when full, else at the next microtask (or `maxWaitMs`). */
+  private queued(): void {
+    const open = this.open;
     if (open.events >= this.opts.maxEvents || open.bytes >= this.opts.maxBytes) {
       this.seal();
       this.flush();
     } else if (!this.scheduled) {
       this.schedule();
     }
-    return p;
   }
 
   private overflow(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {

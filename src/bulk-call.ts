@@ -23,18 +23,25 @@ export class BulkCall {
    */
   bytes: Buffer | undefined = undefined;
   readonly ends: Uint32Array | undefined;
-  /** The units' promises, in the order first met. */
+  /**
+   * Per stretch of the call's events that follow each other in one unit, the unit's promise, in the order met.
+   * A unit carrying other publishes between the call's events holds several stretches (its promise repeated).
+   */
   readonly pending: Promise<void>[] = emptyObjectArray();
-  /** With one partition: the index of the first event each unit carries (a unit carries a run of events). */
+  /** Per entry of `pending`: where in its unit the stretch starts (how many of the unit's events come before). */
+  private readonly firsts: number[] = [];
+  /** With one partition: the index of the first event each stretch carries (a stretch carries a run of events). */
   private readonly starts: number[] = [];
-  /** With several partitions: per event, the index in `pending` of its unit. */
+  /** With several partitions: per event, the index in `pending` of its stretch. */
   private readonly carrier: Int32Array | undefined;
   /**
-   * Per partition, the last unit met and its index in `pending`. A unit's promise is per lane, and a lane's
-   * later unit never hands back an earlier one, so comparing with the last is enough.
+   * Per partition, the last unit met, its stretch's index in `pending`, and where in the unit the stretch's
+   * next event would be. A unit's promise is per lane, and a lane's later unit never hands back an earlier one,
+   * so comparing with the last is enough.
    */
   private readonly lastOf: (Promise<void> | undefined)[];
   private readonly lastAt: number[];
+  private readonly nextIn: number[];
 
   constructor(
     readonly size: number,
@@ -53,22 +60,26 @@ export class BulkCall {
     this.carrier = partitions > 1 ? new Int32Array(size) : undefined;
     this.lastOf = new Array(partitions).fill(undefined);
     this.lastAt = new Array<number>(partitions).fill(0);
+    this.nextIn = new Array<number>(partitions).fill(0);
   }
 
-  /** Events `from..to` (a run), queued in partition `part`, settle with `p`. */
-  trackRun(from: number, to: number, part: number, p: Promise<void>): void {
-    this.track(from, part, p);
+  /** Events `from..to` (a run), queued in partition `part`, are events `at..` of a unit that settles with `p`. */
+  trackRun(from: number, to: number, part: number, p: Promise<void>, at: number): void {
+    this.track(from, part, p, at);
+    this.nextIn[part] = at + to - from;
     if (this.carrier !== undefined) this.carrier.fill(this.lastAt[part]!, from + 1, to);
   }
 
-  /** Event `i`, queued in partition `part`, settles with `p`. */
-  track(i: number, part: number, p: Promise<void>): void {
-    if (p !== this.lastOf[part]) {
-      p.catch(noop); // awaited by the bus; marked handled so an early failure is not "unhandled"
+  /** Event `i`, queued in partition `part`, is event `at` of a unit that settles with `p`. */
+  track(i: number, part: number, p: Promise<void>, at: number): void {
+    if (p !== this.lastOf[part] || at !== this.nextIn[part]) {
+      if (p !== this.lastOf[part]) p.catch(noop); // awaited by the bus; marked handled so an early failure is not "unhandled"
       this.lastOf[part] = p;
       this.lastAt[part] = this.pending.push(p) - 1;
+      this.firsts.push(at);
       if (this.carrier === undefined) this.starts.push(i);
     }
+    this.nextIn[part] = at + 1;
     if (this.carrier !== undefined) this.carrier[i] = this.lastAt[part]!;
   }
 
@@ -81,14 +92,17 @@ export class BulkCall {
     const carrier = this.carrier ?? this.runCarriers();
     const failed: number[] = [];
     const errors: Error[] = [];
-    // Per unit, its events met so far: a unit that failed after its first events were written (`withWritten`).
+    // A unit that failed after its first events were written (`withWritten`) wrote its events before that
+    // count, in unit order: an event of the call was written when its place in the unit (its stretch's start
+    // and the stretch's events met so far) is below it.
     const seen = new Int32Array(settled.length);
+    const firsts = this.firsts;
     for (let i = 0; i < carrier.length; i++) {
       const c = carrier[i]!;
       const r = settled[c]!;
       if (r.status === 'fulfilled') continue;
       const err = r.reason as Error;
-      if (seen[c]!++ < writtenCount(err)) continue;
+      if (firsts[c]! + seen[c]!++ < writtenCount(err)) continue;
       failed.push(i);
       // Distinct failures: per-event writes refused for one reason (WRONGTYPE on a partition) are one.
       if (!errors.some((e) => e === err || (e?.constructor === err?.constructor && e?.message === err?.message))) errors.push(err);
@@ -98,7 +112,7 @@ export class BulkCall {
     return new PublishPartialError(type, failed, carrier.length - failed.length, errors);
   }
 
-  /** Per event, its unit, when unit `k` carries events `starts[k]` up to the next unit's start. */
+  /** Per event, its stretch, when stretch `k` carries events `starts[k]` up to the next stretch's start. */
   private runCarriers(): Int32Array {
     const { starts, size } = this;
     const carrier = new Int32Array(size);

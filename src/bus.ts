@@ -367,7 +367,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
       values[i] = undefined;
       jsons[i] = undefined;
       const part = ev.partition;
-      call.track(i, part, this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!));
+      const p = this.batcher.addFitted(t.lanes[part]!, ev, sizes[i]!);
+      call.track(i, part, p, this.batcher.placedAt);
     }
   }
 
@@ -409,7 +410,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
       if (jsons !== undefined) call.jsons.fill(undefined, start, end);
       run = new Run(meta, key, part, this.ids.idPrefix, firstSeq, values, jsons, undefined);
     }
-    this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p) => call.trackRun(start + from, start + to, part, p));
+    this.batcher.addRun(t.lanes[part]!, run, call.sizes, start, (from, to, p, first) => call.trackRun(start + from, start + to, part, p, first));
   }
 
   private enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined, extra: number): Promise<void> {

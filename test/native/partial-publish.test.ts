@@ -91,6 +91,30 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     expect(late).toEqual([...range(0, before.accepted), ...before.failed, 10]);
   });
 
+  it('keyed publish() and publishMany calls in one unit: each call counts as written the events of its own the ring took, in unit order', async () => {
+    const b = await bus({ ...blocking, capacity: 16 });
+    await (await b.subscribe('tick', { group: 'g' }, () => {})).close(); // the group stays and takes every event
+    const key = { key: () => 'a' };
+    await b.publishMany('tick', ticks(8), key); // 8 of 16 slots used
+    // One tick, one lane, one unit: [call A 8..11][publish 12, 13][call B 14..23][publish 24, 25]; room for 8.
+    const a = b.publishMany('tick', ticks(4, 8), key).then(() => undefined, (e: unknown) => e);
+    const singles = [12, 13].map((seq) => b.publish('tick', { seq }, { key: 'a' }));
+    const bCall = b.publishMany('tick', ticks(10, 14), key).then(() => undefined, (e: unknown) => e);
+    const after = [24, 25].map((seq) => b.publish('tick', { seq }, { key: 'a' }));
+    const single = await Promise.allSettled([...singles, ...after]);
+    expect(await a).toBeUndefined();
+    expect(single.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    const e = (await bCall) as PublishPartialError;
+    expect(e).toBeInstanceOf(PublishPartialError);
+    expect(e.failed).toEqual(range(2, 10));
+    expect(e.accepted).toBe(2);
+    const got: number[] = [];
+    await b.subscribe('tick', { group: 'g' }, (ev) => void got.push(ev.data.seq));
+    await b.idle({ timeoutMs: 5_000 });
+    // Delivered: exactly what was reported written.
+    expect(sorted(got)).toEqual([...range(0, 14), 14, 15]);
+  });
+
   it("close() with publishes waiting for room only the bus's own stuck handler could make: bounded by drainTimeoutMs, they reject with ClosedError", async () => {
     const b = await bus({ ...blocking, publishTimeoutMs: 30_000 }, { drainTimeoutMs: 200 });
     await b.subscribe('tick', { group: 'stuck' }, () => new Promise<void>(() => {}));

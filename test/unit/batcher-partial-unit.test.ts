@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
-import { TimeoutError, TransportError } from '../../src/errors.js';
+import { BulkCall } from '../../src/bulk-call.js';
+import { PublishPartialError, TimeoutError, TransportError } from '../../src/errors.js';
 import { withWritten, writtenCount, type OutgoingEvent, type PublishUnit, type WriteResult } from '../../src/transport.js';
 
 const opts: BatcherOptions = { maxEvents: 100, maxUnitEvents: 100, maxBytes: 1 << 20, maxWaitMs: 0, maxInFlight: 1, maxPendingEvents: 10_000, onFull: 'wait', partialUnits: true };
@@ -49,6 +50,22 @@ describe('Batcher: a unit written in part', () => {
     const reason = (settled[2] as PromiseRejectedResult).reason as Error;
     expect(reason).toBeInstanceOf(TransportError);
     expect(writtenCount(reason)).toBe(2);
+  });
+
+  it.each([1, 2])('a bulk call whose events sit in one unit on both sides of a publish: written by their place in the unit (%i partitions)', async (partitions) => {
+    const b = new Batcher(writingPart(4, true, []), opts);
+    const lane = new Lane('t', 0);
+    const call = new BulkCall(5, partitions, true);
+    const fitted = (i: number) => call.track(i, 0, b.addFitted(lane, ev(i), 0), b.placedAt);
+    for (let i = 0; i < 3; i++) fitted(i);
+    const single = b.add(lane, ev(100), 0);
+    for (let i = 3; i < 5; i++) fitted(i);
+    // The unit: call events 0, 1, 2, the publish, call events 3, 4; its first 4 are written.
+    await expect(single).resolves.toBeUndefined();
+    const err = call.failure('t', await Promise.allSettled(call.pending));
+    expect(err).toBeInstanceOf(PublishPartialError);
+    expect((err as PublishPartialError).failed).toEqual([3, 4]);
+    expect((err as PublishPartialError).accepted).toBe(3);
   });
 
   it('without partialUnits the publishes of a unit share its promise, and a failed unit fails them all', async () => {
