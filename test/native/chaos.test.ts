@@ -17,7 +17,7 @@
  *   popped + droppedOldest), each popped event is handled exactly once and in key order, nothing else is.
  */
 import { describe, expect, it } from 'vitest';
-import { BackpressureError, ClosedError, NonRetryableError } from '../../src/index.js';
+import { BackpressureError, ClosedError, NonRetryableError, PublishPartialError, TimeoutError } from '../../src/index.js';
 import type { DeliveryContext } from '../../src/transport.js';
 import { partitionForKey } from '../../src/partition.js';
 import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
@@ -45,6 +45,7 @@ const CLOSED = 3;
 const TRY_FALSE = 4;
 const REFUSED = 5; // BackpressureError (strategy 'error')
 const OTHER = 6;
+const TIMED_OUT = 7; // block: reported not written (a publish's TimeoutError, or named in PublishPartialError.failed)
 
 const MAX_DELIVERIES = 4;
 const fastRetry = { retry: { backoff: { initialMs: 2, maxMs: 10, multiplier: 2, jitter: 0.2 } } };
@@ -143,6 +144,27 @@ class Publishers {
       () => settle(RESOLVED),
       (err: unknown) => settle(err instanceof ClosedError ? CLOSED : err instanceof BackpressureError ? REFUSED : OTHER, err),
     );
+    return this.keep(t);
+  }
+  /**
+   * Tracks a publish or publishMany under block: a seq is RESOLVED when it is reported written (its call
+   * resolved, or rejected with a PublishPartialError that does not name it in `failed`), TIMED_OUT when it is
+   * reported not written for want of room.
+   */
+  trackWritten(seqs: number[], p: Promise<void>): Promise<void> {
+    const t = p.then(
+      () => void seqs.forEach((s) => (this.outcome[s] = RESOLVED)),
+      (err: unknown) => {
+        const partial = err instanceof PublishPartialError ? err : undefined;
+        const failed = partial !== undefined ? new Set(partial.failed) : undefined;
+        const timedOut = partial !== undefined ? partial.errors.every((e) => e instanceof TimeoutError) : err instanceof TimeoutError;
+        if (!timedOut) this.errors.push(err);
+        seqs.forEach((s, i) => (this.outcome[s] = failed !== undefined && !failed.has(i) ? RESOLVED : timedOut ? TIMED_OUT : OTHER));
+      },
+    );
+    return this.keep(t);
+  }
+  private keep(t: Promise<void>): Promise<void> {
     this.inflight.add(t);
     void t.then(() => this.inflight.delete(t));
     return t;
@@ -175,6 +197,26 @@ class Publishers {
 }
 
 const keyOf = (seq: number) => `k${seq % 29}`;
+
+/**
+ * Keyed publish() calls around keyed publishMany calls, issued in one tick, so that the units of each lane mix
+ * them in varying order; then the next tick, until `pubs` has no seqs left.
+ */
+async function mixedTicks(b: Bus, pubs: Publishers, r: () => number): Promise<void> {
+  for (;;) {
+    const parts = Array.from({ length: 1 + Math.floor(r() * 4) }, () => (r() < 0.5 ? 1 : 1 + Math.floor(r() * 24)));
+    const seqs = pubs.alloc(parts.reduce((a, n) => a + n, 0));
+    if (!seqs) return;
+    let at = 0;
+    for (const n of parts) {
+      const mine = seqs.slice(at, (at += n));
+      if (n === 1 && r() < 0.7) pubs.trackWritten(mine, b.publish('tick', { seq: mine[0]! }, { key: keyOf(mine[0]!) }));
+      else pubs.trackWritten(mine, b.publishMany('tick', mine.map((seq) => ({ seq })), { key: (d) => keyOf(d.seq) }));
+    }
+    await pubs.throttle(8);
+    if (r() < 0.2) await sleep(1);
+  }
+}
 
 describe.each(['native', 'js'] as const)('native transport chaos (%s)', (implementation) => {
   const open = nativeBuses(implementation, 'native-chaos');
@@ -433,6 +475,54 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     const c0 = Date.now();
     await consumers.close();
     expect(Date.now() - c0, `consumer bus close (${ctx})`).toBeLessThan(10_000);
+  }, 60_000);
+
+  it('block, keyed publish() and publishMany calls in one tick, a worker group whose threads die: every event reported written is delivered, and no other', async () => {
+    const seed = derive(`${implementation}:partial`);
+    const rnd = prng(seed);
+    const N = 4_000;
+    const PARTITIONS = 2;
+    const plan = sab(N);
+    for (let s = 0; s < N; s++) plan[s] = rnd() < 0.1 ? SLOW : 0;
+    // Six early seqs each end the thread that takes them. While a thread is replaced, and for good after the
+    // sixth death in a minute (the crash-loop guard does not replace it), the group's rings fill.
+    const exits = new Set<number>();
+    while (exits.size < 6) exits.add(Math.floor(rnd() * 120));
+    for (const s of exits) plan[s]! |= EXIT;
+    const { logger } = errorLog();
+    const b = await open({ partitions: PARTITIONS, capacity: 16, batchSize: 4, publishTimeoutMs: 60 }, { logger });
+    const t = transportOf(b);
+    const w = new Tally(N);
+    const m = new Tally(N);
+    const subOpts = { maxDeliveries: MAX_DELIVERIES, ...fastRetry };
+    await b.subscribe('tick', { group: 'w', workers: 1, ...subOpts, handler: fixture('chaos-handler.mjs'), workerData: w.workerData(plan) });
+    const pubs = new Publishers(N);
+    const publishing = Promise.all([0, 1, 2, 3].map((id) => mixedTicks(b, pubs, prng(seed + 300 + id))));
+    // Then a slow main-thread member drains the rings: room comes back a few events at a time, so writes
+    // under block take part of a unit and time out on the rest.
+    await waitFor(() => Atomics.load(w.flags, 0) >= exits.size || pubs.next >= N / 2, 20_000, 'the worker threads died');
+    await b.subscribe('tick', { group: 'w', concurrency: 1, ...subOpts }, mainHandler(plan, m));
+    await publishing;
+    await pubs.settled(15_000);
+
+    const written = (s: number) => pubs.is(s, RESOLVED);
+    const handled = (s: number) => w.ok[s]! + m.ok[s]! > 0;
+    const rings = Array.from({ length: PARTITIONS }, (_, p) => () => t.stats('tick', p, 'w')!);
+    const ctx = `seed ${SEED}, ${implementation}, deaths ${Atomics.load(w.flags, 0)}`;
+    try {
+      await waitFor(() => rings.every((st) => st().size === 0 && st().held === 0) && count(N, (s) => written(s) && !handled(s)) === 0, 20_000, 'every event reported written handled');
+    } catch (err) {
+      throw new Error(`${(err as Error).message} (${ctx}): not handled ${some(N, (s) => written(s) && !handled(s))}; rings ${JSON.stringify(rings.map((st) => st()))}`);
+    }
+    await sleep(50);
+    const summary = { seed: SEED, implementation, written: count(N, written), timedOut: count(N, (s) => pubs.is(s, TIMED_OUT)), deaths: Atomics.load(w.flags, 0) };
+    console.log(`chaos block, partial units (${implementation}): ${JSON.stringify(summary)}`);
+    expect(pubs.errors.map(String), `unexpected publish failures (${ctx})`).toEqual([]);
+    expect(some(N, (s) => !written(s) && w.calls[s]! + m.calls[s]! > 0), `handled events reported not written (${ctx})`).toEqual([]);
+    expect(rings.reduce((a, st) => a + st().pushed, 0), `events the rings took = events reported written (${ctx})`).toBe(summary.written);
+    // The run did what it is for: the rings filled and writes timed out.
+    expect(summary.timedOut, ctx).toBeGreaterThan(0);
+    await b.close();
   }, 60_000);
 
   it.each(['drop-newest', 'drop-oldest', 'error'] as const)('%s: the ring counters account for every event whose publish resolved, under publishers that outrun slow consumers', async (strategy) => {
