@@ -13,6 +13,7 @@ import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } fro
 import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record.js';
+import type { InFlightTable } from './in-flight.js';
 import { outlivedDrain } from '../../src/run-handler.js';
 
 export interface ConsumerSettings {
@@ -41,12 +42,19 @@ export interface Pending {
   env: EventEnvelope;
   attempt: number;
   partition: number;
+  /**
+   * Runs alone: its consumer starts it once no other handler runs, and starts nothing else until it is
+   * finished (an event that was running when a thread died; see NativeGroup.recover).
+   */
+  alone?: true;
 }
 
 interface Active extends Pending {
   settled: boolean;
   batch: HeldBatch | undefined;
   index: number;
+  /** Its slot in the consumer's InFlightTable (-1 without one). */
+  slot: number;
 }
 
 /**
@@ -122,11 +130,14 @@ export class PartitionConsumer {
   /** ...and an event finished that was parked (or handed over by the main thread). */
   onUnpark: ((id: string) => void) | undefined;
   /**
-   * Worker threads: a shared cell where each event is named as its handler starts, so if the thread dies
-   * the main thread knows which event it was on: by id ([0] = length, then one UTF-16 unit per int), or by
-   * place ([0] = -1, [1] = partition, [2] = k: the k-th record the thread still holds there; see `started`).
+   * Worker threads: the events whose handlers run, in shared memory, so if the thread dies the main thread
+   * knows which events it had started (see `started` and in-flight.ts).
    */
-  lastCell: Int32Array | undefined;
+  handling: InFlightTable | undefined;
+  /** Ids of the events given to run alone (Pending.alone) and not finished yet. */
+  private readonly soloIds = new Set<string>();
+  /** The event running alone, if one is: nothing else starts until it settles. */
+  private solo: Active | undefined;
   /**
    * Worker threads: the topic's per-partition count of consumer threads blocked waiting for events, then
    * its count of waits. The thread counts itself in (and a new wait) before a pop that may sleep and out
@@ -143,24 +154,34 @@ export class PartitionConsumer {
   holder = 0;
 
   /**
-   * The handler of `env` starts: tell `lastCell`. An event of a held batch (one handler at a time) is named
-   * by where it is: (-1, partition, k), the k-th record the thread still holds there (its batch's records
-   * before `acked` were acknowledged, and earlier batches are acknowledged whole), which costs three stores
-   * where copying the id cost ~90-170 ns an event. Others (retries, hand-overs, concurrency > 1) by id.
+   * The handler of `env` starts: it is named in `handling` until it settles (`handling.finish` of the slot
+   * returned; -1 without a table). An event of a held batch with one handler at a time is named by where it
+   * is: the k-th record the thread still holds in its partition (its batch's records before `acked` were
+   * acknowledged, and earlier batches are acknowledged whole), three stores with no pass over the id.
+   * Others (retries, hand-overs, concurrency > 1) by a hash of the id.
    */
-  private started(env: EventEnvelope, batch?: HeldBatch, index = 0): void {
-    const cell = this.lastCell;
-    if (cell === undefined) return;
-    if (batch !== undefined && this.s.concurrency === 1) {
-      cell[1] = batch.partition;
-      cell[2] = index - batch.acked;
-      cell[0] = -1;
-      return;
-    }
-    const id = env.id;
-    const n = Math.min(id.length, cell.length - 1);
-    for (let i = 0; i < n; i++) cell[i + 1] = id.charCodeAt(i);
-    cell[0] = n;
+  private started(env: EventEnvelope, batch?: HeldBatch, index = 0): number {
+    const t = this.handling;
+    if (t === undefined) return -1;
+    if (batch !== undefined && this.s.concurrency === 1) return t.startByPlace(batch.partition, index - batch.acked);
+    return t.startById(env.id);
+  }
+
+  /** The handler in `slot` (from `started`) settled. */
+  private ended(slot: number): void {
+    if (slot >= 0) this.handling!.finish(slot);
+  }
+
+  /**
+   * Whether another handler may start now: fewer than `concurrency` run, none of them runs alone, and the
+   * next event to start is not one that must run alone while others run.
+   */
+  private mayStart(): boolean {
+    if (this.inFlight === 0) return true;
+    if (this.inFlight >= this.s.concurrency || this.solo !== undefined) return false;
+    if (this.soloIds.size === 0) return true;
+    const r = this.redo.peek();
+    return r === undefined || !this.soloIds.has(r.env.id);
   }
 
   /** Events this consumer holds and has not finished: the rest of its batch, retries, handlers running. */
@@ -206,7 +227,10 @@ export class PartitionConsumer {
 
   /** Hands events back to this consumer (e.g. left by a previous member), ahead of new ones. */
   give(items: readonly Pending[]): void {
-    for (const it of items) this.redo.push(it);
+    for (const it of items) {
+      if (it.alone === true) this.soloIds.add(it.env.id);
+      this.redo.push(it);
+    }
     this.publishHeld();
     this.wake();
   }
@@ -294,30 +318,34 @@ export class PartitionConsumer {
   private deliver(env: EventEnvelope, attempt: number, partition: number, batch: HeldBatch | undefined, index: number): void {
     const ctx = attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition);
     this.inFlight++;
-    this.started(env);
+    const slot = this.started(env);
     let r: void | Promise<void>;
     try {
       r = this.handler(env, ctx);
     } catch (err) {
       this.inFlight--;
+      this.ended(slot);
       this.failed(env, attempt, partition, err, batch, index);
       return;
     }
     if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
-      const a: Active = { env, attempt, partition, settled: false, batch, index };
+      const a: Active = { env, attempt, partition, settled: false, batch, index, slot };
       this.active.add(a);
+      if (this.soloIds.size > 0 && this.soloIds.has(env.id)) this.solo = a;
       (r as Promise<void>).then(
         () => this.settle(a, undefined, false),
         (err: unknown) => this.settle(a, err, true),
       );
     } else {
       this.inFlight--;
+      this.ended(slot);
       this.finished(env, batch, index);
     }
   }
 
   /** An event is done with (handled, or dead-lettered): its record is released. */
   private finished(env: EventEnvelope, batch: HeldBatch | undefined, index: number): void {
+    if (this.soloIds.size > 0) this.soloIds.delete(env.id);
     if (batch !== undefined) this.release(batch, index);
     else this.onUnpark?.(env.id);
   }
@@ -368,6 +396,8 @@ export class PartitionConsumer {
     a.settled = true;
     this.active.delete(a);
     this.inFlight--;
+    this.ended(a.slot);
+    if (this.solo === a) this.solo = undefined;
     if (failed) this.failed(a.env, a.attempt, a.partition, err, a.batch, a.index);
     else this.finished(a.env, a.batch, a.index);
     if (this.inFlight === 0 && this.idleWaiter) this.idleWaiter();
@@ -390,6 +420,7 @@ export class PartitionConsumer {
       return;
     }
     const item: Pending = { env, attempt: attempt + 1, partition };
+    if (this.soloIds.size > 0 && this.soloIds.has(env.id)) item.alone = true;
     // Its record leaves the ring; the main thread keeps a copy until the retries end.
     this.onPark?.(item);
     if (batch !== undefined) this.release(batch, index);
@@ -429,7 +460,7 @@ export class PartitionConsumer {
     }
     this.pumping = true;
     try {
-      while (this.inFlight < this.s.concurrency && !this.stopped) {
+      while (this.mayStart() && !this.stopped) {
         const env = this.next(0, 0);
         if (env === undefined) break;
         this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
@@ -462,7 +493,7 @@ export class PartitionConsumer {
       if ((n & 63) === 0) this.publishHeld();
       if (((n++ & 63) === 0 || this.batchIdx >= this.batch.length) && shouldStop()) break;
       let env: EventEnvelope | undefined;
-      if (this.inFlight < this.s.concurrency) {
+      if (this.mayStart()) {
         const wait = this.inFlight > 0 ? 0 : this.timers.size > 0 ? Math.min(waitUs, 1000) : waitUs;
         env = this.next(wait, spinUs);
       }
@@ -476,7 +507,7 @@ export class PartitionConsumer {
           let r: void | Promise<void>;
           let ok = false;
           this.inFlight++; // counted as held while it runs (holding())
-          this.started(env, batch, index);
+          const slot = this.started(env, batch, index);
           try {
             r = this.handler(env, attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition));
             if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r;
@@ -485,6 +516,7 @@ export class PartitionConsumer {
             this.failed(env, attempt, partition, err, batch, index);
           } finally {
             this.inFlight--;
+            this.ended(slot);
           }
           if (ok) this.finished(env, batch, index);
           if ((n & 63) === 0 && performance.now() - lastYield > 5) {
@@ -494,7 +526,7 @@ export class PartitionConsumer {
           continue;
         }
         this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
-        if (this.inFlight >= this.s.concurrency) await this.slot();
+        if (!this.mayStart()) await this.slot();
         else if ((n & 63) === 0 && performance.now() - lastYield > 5) {
           await yieldMacrotask(); // timers and messages get their turn under sustained load
           lastYield = performance.now();
@@ -506,6 +538,11 @@ export class PartitionConsumer {
       else await yieldMacrotask();
       lastYield = performance.now();
     }
+  }
+
+  /** `item`, marked to run alone if it was given so (its next consumer keeps it alone). */
+  private keepAlone(item: Pending): Pending {
+    return this.soloIds.has(item.env.id) && item.alone !== true ? { ...item, alone: true } : item;
   }
 
   private slot(): Promise<void> {
@@ -531,14 +568,15 @@ export class PartitionConsumer {
       a.settled = true;
       // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
       if (a.attempt >= this.s.maxDeliveries) this.onDead(outlivedDrain(a.env, this.s.group, a.partition, a.attempt, drainMs));
-      else left.push({ env: a.env, attempt: a.attempt + 1, partition: a.partition });
+      else left.push(this.keepAlone({ env: a.env, attempt: a.attempt + 1, partition: a.partition }));
     }
     this.active.clear();
-    for (let r = this.redo.shift(); r !== undefined; r = this.redo.shift()) left.push(r);
+    this.solo = undefined;
+    for (let r = this.redo.shift(); r !== undefined; r = this.redo.shift()) left.push(this.keepAlone(r));
     for (; this.batchIdx < this.batch.length; this.batchIdx++) left.push({ env: this.batch[this.batchIdx]!, attempt: 1, partition: this.batchPart });
     for (const [t, item] of this.timers) {
       clearTimeout(t);
-      left.push(item);
+      left.push(this.keepAlone(item));
     }
     this.timers.clear();
     // What is handed back leaves the ring (the caller passes it on to another member).

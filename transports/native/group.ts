@@ -15,6 +15,7 @@ import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords, detached, toPlainEnvelope } from './record.js';
 import type { WorkerInit, WorkerMessage } from './worker-main.js';
 import { spawnConsumerThread } from './spawn.js';
+import { InFlightAtDeath, inFlightBytes } from './in-flight.js';
 
 export interface GroupOptions {
   readonly source: string;
@@ -62,8 +63,8 @@ class ConsumerThread {
     readonly stop: Int32Array,
     /** Events the thread holds, as it last published them. */
     readonly held: Int32Array,
-    /** The event whose handler started last, by id or by place among its held records (see PartitionConsumer.lastCell). */
-    readonly last: Int32Array,
+    /** The events whose handlers it runs (PartitionConsumer.handling, in-flight.ts). */
+    readonly inFlight: Int32Array,
     /** The partitions it counts itself waiting on, while it does (see PartitionConsumer.waitingMine). */
     readonly mine: Int32Array,
     holder: number,
@@ -107,8 +108,11 @@ function cpuOf(cpus: readonly number[] | undefined, k: number): number | undefin
 const MAX_RESTARTS_PER_MINUTE = 5;
 /** Events whose thread died, remembered to dead-letter one that keeps killing threads. */
 const MAX_TRACKED_DEATHS = 10_000;
-/** Longest event id the threads report in their `last` cell (UTF-16 units); longer ids are cut. */
-const MAX_ID_UNITS = 256;
+/** An event taken back from a dead thread, and whether the thread had started its handler. */
+interface Taken {
+  item: Pending;
+  started: boolean;
+}
 
 type Member = MainMember | WorkerMember;
 
@@ -304,7 +308,7 @@ export class NativeGroup {
   private startThread(spec: SubscriptionSpec, handlerModule: string, userData: unknown, cpu: number | undefined): { thread: ConsumerThread; ready: Promise<void> } {
     const stop = new SharedArrayBuffer(4);
     const held = new SharedArrayBuffer(4);
-    const last = new SharedArrayBuffer(4 * (1 + MAX_ID_UNITS));
+    const inFlight = new SharedArrayBuffer(inFlightBytes(spec.concurrency));
     const mine = new SharedArrayBuffer(4 * (1 + this.partitions));
     const init: WorkerInit = {
       core: this.core.share(this.lane),
@@ -314,7 +318,7 @@ export class NativeGroup {
       userData,
       stop,
       held,
-      last,
+      inFlight,
       waiting: this.o.waiting.buffer as SharedArrayBuffer,
       mine,
       holder: this.nextHolder,
@@ -323,7 +327,7 @@ export class NativeGroup {
       drainMs: spec.drainTimeoutMs,
       cpu,
     };
-    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(last), new Int32Array(mine), this.nextHolder);
+    const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(inFlight), new Int32Array(mine), this.nextHolder);
     this.running++; // until its 'exit' (watch)
     this.nextHolder = this.nextHolder === 0xffffffff ? 1 : this.nextHolder + 1;
     this.live.add(thread);
@@ -390,20 +394,16 @@ export class NativeGroup {
   /**
    * Takes back what a dead thread held: the records it popped and had not finished (still in the ring under
    * `hold`) and the events it had parked with us, queued for the group's other threads or its replacement.
-   * The death counts against the event whose handler started last in that thread (with concurrency 1, the
-   * one it died on): that event is delivered again with a higher attempt, and dead-lettered once threads
-   * died on it `maxDeliveries` times, so an event that kills its handler's thread cannot take them all
-   * down. Without `hold` (drop-oldest) the records it popped are gone, but for a batch it died with between
-   * its pop and its ack (see PartitionConsumer.countThenAck), taken back here too: `lost` is its last
-   * published count less what was taken back.
+   * The death is charged to the events whose handlers the thread had started and not finished (`charge`);
+   * what it held and had not started goes back as it was. Without `hold` (drop-oldest) the records it
+   * popped are gone, but for a batch it died with between its pop and its ack (see
+   * PartitionConsumer.countThenAck), taken back here too: `lost` is its last published count less what was
+   * taken back.
    */
   private recover(dead: ConsumerThread): { recovered: number; lost: number } {
-    const items: Pending[] = [...dead.parked.values()];
-    const spec = dead.member?.spec;
-    // The event whose handler started last: its id, or (-1, partition, k) for the k-th record the thread
-    // still held in that partition's ring (see PartitionConsumer.started).
-    const last = dead.last;
-    let culprit = last[0]! >= 0 ? String.fromCharCode(...last.subarray(1, 1 + Math.min(last[0]!, MAX_ID_UNITS))) : undefined;
+    const running = new InFlightAtDeath(dead.inFlight);
+    const taken: Taken[] = [];
+    for (const it of dead.parked.values()) taken.push({ item: it, started: running.started(it.env.id, it.partition, undefined) });
     if (!this.core.closed && !this.freed) {
       // (A closed core: the transport is closing and stops its threads; nothing to give back to. The lane is
       // never freed here: this thread counts as running until after this.)
@@ -414,20 +414,34 @@ export class NativeGroup {
         if (got === null) continue;
         const envs: EventEnvelope[] = [];
         decodeRecords(got[0], got[1], got[1].length - 1, this.type, this.o.source, false, this.read, envs);
-        if (last[0] === -1 && last[1] === p) culprit = envs[last[2]!]?.id.slice(0, MAX_ID_UNITS);
-        for (const env of envs) items.push({ env: toPlainEnvelope(env), attempt: 1, partition: p });
+        envs.forEach((env, k) => taken.push({ item: { env: toPlainEnvelope(env), attempt: 1, partition: p }, started: running.started(env.id, p, k) }));
       }
     }
-    const lost = this.o.hold ? 0 : Math.max(0, Atomics.load(dead.held, 0) - items.length);
+    const lost = this.o.hold ? 0 : Math.max(0, Atomics.load(dead.held, 0) - taken.length);
+    const back = this.charge(taken, running.count === 1, dead.member?.spec);
+    this.handBack(back);
+    return { recovered: back.length, lost };
+  }
+
+  /**
+   * Charges a thread's death to each event it had started (`Taken.started`); returns what goes back to the
+   * group. A death is proven against an event when it was the only one running in the thread (`alone`):
+   * with concurrency > 1 the events running beside the one that killed the thread are charged too, so an
+   * event charged once is delivered again (attempt raised) to run alone, and is dead-lettered with
+   * ConsumerThreadDied only once it has been running at `maxDeliveries` deaths, the last of them alone.
+   * An event that kills every thread that runs it is therefore dead-lettered, and one that only shared a
+   * thread with it is not: after its first death the killer runs alone, so it shares no other.
+   */
+  private charge(taken: readonly Taken[], alone: boolean, spec: SubscriptionSpec | undefined): Pending[] {
     const back: Pending[] = [];
-    for (const it of items) {
-      if (it.env.id.slice(0, MAX_ID_UNITS) !== culprit) {
+    for (const { item: it, started } of taken) {
+      if (!started) {
         back.push(it);
         continue;
       }
       const deaths = (this.deaths.get(it.env.id) ?? 0) + 1;
       this.deaths.delete(it.env.id);
-      if (spec !== undefined && deaths >= spec.maxDeliveries) {
+      if (spec !== undefined && alone && deaths >= spec.maxDeliveries) {
         this.addDead({
           id: it.env.id,
           type: it.env.type,
@@ -441,11 +455,10 @@ export class NativeGroup {
         continue;
       }
       this.deaths.set(detached(it.env.id), deaths); // kept for long: not a view of the records' text
-      back.push({ ...it, attempt: Math.max(it.attempt, 1 + deaths) });
+      back.push({ ...it, attempt: Math.max(it.attempt, 1 + deaths), alone: true });
     }
     while (this.deaths.size > MAX_TRACKED_DEATHS) this.deaths.delete(this.deaths.keys().next().value!);
-    this.handBack(back);
-    return { recovered: back.length, lost };
+    return back;
   }
 
   private warnedUnpinned = false;

@@ -10,6 +10,7 @@ import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
 import { pinCurrentThread } from './affinity.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { toPlainEnvelope } from './record.js';
+import { InFlightTable } from './in-flight.js';
 
 export interface WorkerInit {
   core: SharedCoreHandle;
@@ -21,8 +22,8 @@ export interface WorkerInit {
   stop: SharedArrayBuffer;
   /** Int32Array cell: events this thread holds (read by the main thread if the thread dies). */
   held: SharedArrayBuffer;
-  /** Int32Array: the event whose handler started last, by id or by place (PartitionConsumer.lastCell). */
-  last: SharedArrayBuffer;
+  /** Int32Array: the events whose handlers run (PartitionConsumer.handling, in-flight.ts). */
+  inFlight: SharedArrayBuffer;
   /** The mark on the records this thread holds in the rings (PartitionConsumer.holder). */
   holder: number;
   /** Int32Array, 2 per partition: the topic's consumer threads blocked waiting, then their waits (PartitionConsumer.waitingCell). */
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
   // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
   // for bus.idle() (the group's `unfinished`).
   consumer.heldCell = new Int32Array(init.held);
-  consumer.lastCell = new Int32Array(init.last);
+  consumer.handling = new InFlightTable(new Int32Array(init.inFlight));
   consumer.holder = init.holder;
   consumer.waitingCell = new Int32Array(init.waiting);
   consumer.waitingMine = new Int32Array(init.mine);
