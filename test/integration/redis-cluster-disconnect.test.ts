@@ -36,11 +36,11 @@ const SLOW_READS = { group: 'g', blockMs: 20_000, watchdogMs: 20_000, minIdleMs:
 /** How long close() may take: well under blockMs and the watchdog, well over a prompt close. */
 const CLOSE_BOUND_MS = 3000;
 
-function clusterBus(prefix: string): Promise<EventBus<typeof events>> {
+function clusterBus(prefix: string, transport: Record<string, unknown> = {}): Promise<EventBus<typeof events>> {
   return createEventBus({
     service: 'it',
     events,
-    transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
+    transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, connectTimeoutMs: 1000, ...transport },
   });
 }
 
@@ -128,9 +128,9 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
   });
 
   /** A connected bus, the master of partition 0 (to stall) and a partition on another master; keyOf(p): a key of partition p. */
-  async function oneMasterToStall(name: string) {
+  async function oneMasterToStall(name: string, transport: Record<string, unknown> = {}) {
     const prefix = uniquePrefix(name);
-    const b = await clusterBus(prefix);
+    const b = await clusterBus(prefix, transport);
     const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
     const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
     let other = 1;
@@ -186,6 +186,29 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
     }
     const stored = await withRedis((await cluster().masterOf(streamKey(prefix, 'order.created', other))).port, (c) => c.xlen(streamKey(prefix, 'order.created', other)));
     expect(stored).toBe(1);
+    await boundedClose(b, CLOSE_BOUND_MS);
+  });
+
+  // Each master's part of a batched write settles on its own: the part for a healthy master does not wait for
+  // the turn of a partition on the stalled one, which a write out there holds until it settles.
+  it("one master stalled, its partition held by a write out there: a batch to it and to another master resolves the other's publish at once", async () => {
+    const { b, keyOf, stalled, other } = await oneMasterToStall('cluster-one-stalled-held', { commandTimeoutMs: 3000 });
+    stalled.pause();
+    try {
+      const first = b.publish('order.created', order(1), { key: keyOf(0) }).catch((e: unknown) => e);
+      await sleep(400); // its slot freed (200 ms), its partition held until it settles (commandTimeoutMs)
+      const before = b.stats();
+      const t0 = Date.now();
+      // In one turn: one batch, a unit for each master.
+      const toStalled = b.publish('order.created', order(2), { key: keyOf(0) }).catch((e: unknown) => e);
+      const toOther = b.publish('order.created', order(3), { key: keyOf(other) }).then(() => Date.now() - t0);
+      expect(await toOther).toBeLessThan(1000);
+      expect(b.stats().batches - before.batches).toBe(1);
+      expect(await first).toBeInstanceOf(ConnectionError);
+      expect(await toStalled).toBeInstanceOf(ConnectionError);
+    } finally {
+      stalled.resume();
+    }
     await boundedClose(b, CLOSE_BOUND_MS);
   });
 

@@ -16,6 +16,7 @@ import { streamKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 import { addTo, ReplicaWait, type Reply, type StreamInfo } from './replica-wait.js';
 import { UnitReplies } from './unit-replies.js';
+import { writePerMaster } from './cluster-parts.js';
 import { isWireCommand, queue, rawCommand, send, slotOf, waitCommand, wireCommand, type WireArg } from './wire-command.js';
 
 interface TypeInfo extends StreamInfo {
@@ -170,13 +171,23 @@ export class Publisher {
   }
 
   write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
-    // Cluster: each unit's own commands, once sent (a unit that has its replies does not hold its partition's
-    // turn, and its publishes resolve without waiting for the other units' masters).
-    const early = units.length > 1 && this.config.waitForReplicas === undefined ? unitWritten : undefined;
-    const unitReplies = freeSlot !== undefined && this.connector.isCluster ? new UnitReplies(early) : undefined;
+    if (!this.connector.isCluster) return this.held === 0 && !this.mustWait(units) ? this.send(units) : this.queued(units);
+    return writePerMaster(units, (unit) => this.masterOf(unit), (part) => this.writePart(part, freeSlot), unitWritten);
+  }
+
+  /** Cluster: the master of a unit's slot, as its pool client's slot map says now (undefined: none known). */
+  private masterOf(unit: PublishUnit): string | undefined {
+    const t = this.info(unit.type);
+    return this.replicas.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
+  }
+
+  /** Cluster: one master's part of a write (cluster-parts.ts), with its own turns and deadline. */
+  private writePart(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
+    // Each unit's own commands, once sent (a unit that has its replies does not hold its partition's turn).
+    const unitReplies = freeSlot !== undefined ? new UnitReplies() : undefined;
     const p = this.held === 0 && !this.mustWait(units) ? this.send(units, unitReplies) : this.queued(units, unitReplies);
     if (unitReplies === undefined) return p;
-    // A write that waits on one master (a failover) must not hold back writes to the others.
+    // A part that waits on its master (a failover) must not hold back writes to the others.
     const w: SlowWatch = {
       at: Date.now() + SLOW_WRITE_MS,
       free: () => {
