@@ -6,7 +6,7 @@
  * WAIT follows the entries on their connection (replica-wait.ts), and the write succeeds only if enough replicas have them.
  */
 import type { ChainableCommander, Command } from 'ioredis';
-import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
+import { ClosedError, ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
@@ -60,6 +60,11 @@ export class Publisher {
   private sweeper: NodeJS.Timeout | undefined;
   /** `waitForReplicas`'s WAITs (see replica-wait.ts). */
   private readonly replicas: ReplicaWait;
+  /**
+   * How long a write sent waits for its replies: commandTimeoutMs, plus the WAIT timeout with
+   * `waitForReplicas` (a write's commands may wait behind one WAIT out on their connection, then for their own).
+   */
+  private readonly replyMs: number;
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -74,6 +79,7 @@ export class Publisher {
     private readonly writer: (type: string) => JsonWriter | undefined = () => undefined,
   ) {
     this.replicas = new ReplicaWait(config, connector, pool, (type) => this.info(type));
+    this.replyMs = config.commandTimeoutMs + (config.waitForReplicas?.timeoutMs ?? 0);
     // (A Cluster's node connections do not reconnect: ioredis rejects their commands and retries them itself.)
     if (!connector.isCluster) for (const client of pool) client.on('close', () => Publisher.dropped(client));
   }
@@ -162,8 +168,10 @@ export class Publisher {
 
   /** Writes waiting for each client's next 'ready'. */
   private readonly readyWaiters = new Map<Client, Set<() => void>>();
-  /** Writes in `queued` that have not been sent (or failed) yet. */
+  /** Writes that hold partitions (`queued`, `holdPartitions`) and have not ended their turns yet. */
   private held = 0;
+  /** Writes in `queued` not sent yet: each one's rejection (see `beforeDeadline`). */
+  private readonly unsent = new Set<(err: unknown) => void>();
 
   private static notWritable(client: Client): boolean {
     // Not ready, or ready on paper while the socket already closed (a kill not yet noticed).
@@ -216,8 +224,10 @@ export class Publisher {
   /**
    * A write that waits for connections, and every later write to one of its partitions, take their turn:
    * one sent at once could overtake it on a partition whose connection is up while another of its
-   * partitions' is not, and a key's events would be stored out of order. Bounded by commandTimeoutMs from
-   * here, the time behind earlier writes included.
+   * partitions' is not, and a key's events would be stored out of order. The write is sent within
+   * commandTimeoutMs from here, the time behind earlier writes included, or rejects with nothing written
+   * (ClosedError once the publisher closes). Its turn ends when it is sent, or, when it never is, once the
+   * writes before it are through: a later write must not overtake those either.
    */
   private queued(units: readonly PublishUnit[], unitReplies?: UnitReplies): Promise<WriteResult> {
     const deadline = Date.now() + this.config.commandTimeoutMs;
@@ -231,15 +241,42 @@ export class Publisher {
       held[unit.partition] = turn;
     }
     this.held++;
-    const sent = Promise.all(before)
-      .then(() => this.whenWritable(units, deadline))
-      .then(() => ({ result: this.send(units, unitReplies) }));
+    const prior = Promise.all(before);
+    const sent = this.beforeDeadline(
+      prior.then(() => this.whenWritable(units, deadline)),
+      deadline,
+    ).then(() => ({ result: this.send(units, unitReplies) }));
     const over = (): void => {
       this.endTurns(units, () => turn);
       turnOver();
     };
-    sent.then(over, over);
+    sent.then(over, () => prior.then(over));
     return sent.then((s) => s.result);
+  }
+
+  /**
+   * `ready`, or a rejection with nothing written: ConnectionError at `deadline` (earlier writes to the same
+   * partitions still out, or a connection still down), ClosedError once the publisher closes.
+   */
+  private beforeDeadline(ready: Promise<void>, deadline: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const stop = (err: unknown): void => {
+        clearTimeout(timer);
+        this.unsent.delete(stop);
+        reject(err);
+      };
+      const ms = this.config.commandTimeoutMs;
+      const timer = setTimeout(
+        () => stop(new ConnectionError(`Write to ${this.connector.address} not sent within ${ms} ms (transport.commandTimeoutMs): earlier writes to its partitions are still out, or a connection is down; nothing was written`)),
+        Math.max(0, deadline - Date.now()),
+      );
+      this.unsent.add(stop);
+      ready.then(() => {
+        clearTimeout(timer);
+        this.unsent.delete(stop);
+        resolve();
+      }, stop);
+    });
   }
 
   /**
@@ -464,12 +501,12 @@ export class Publisher {
   }
 
   /**
-   * Bounds a write by commandTimeoutMs without a timer per write: writes in flight sit in a set that
-   * one interval timer sweeps.
+   * Bounds a write's reply by `replyMs` from its sending, without a timer per write: writes in flight sit in a
+   * set that one interval timer sweeps.
    */
   private bounded(p: Promise<WriteResult>): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
-      const w: InFlight = { deadline: Date.now() + this.config.commandTimeoutMs, reject, done: false };
+      const w: InFlight = { deadline: Date.now() + this.replyMs, reject, done: false };
       this.inflight.add(w);
       this.startSweeper();
       p.then(
@@ -508,18 +545,21 @@ export class Publisher {
       this.slow.delete(w);
       w.free();
     }
-    const ms = this.config.commandTimeoutMs;
+    const ms = this.replyMs;
+    const what = this.config.waitForReplicas === undefined ? 'transport.commandTimeoutMs' : 'transport.commandTimeoutMs + waitForReplicas.timeoutMs';
     for (const w of this.inflight) {
       if (w.deadline > now) continue;
       w.done = true;
       this.inflight.delete(w);
-      w.reject(new ConnectionError(`Write to ${this.connector.address} got no reply within ${ms} ms (transport.commandTimeoutMs); it may or may not have been applied`));
+      w.reject(new ConnectionError(`Write to ${this.connector.address} got no reply within ${ms} ms (${what}); it may or may not have been applied`));
     }
   }
 
+  /** Writes not sent yet reject with ClosedError (nothing of them was written). */
   close(): void {
     clearInterval(this.sweeper);
     this.sweeper = undefined;
+    for (const stop of [...this.unsent]) stop(new ClosedError('redis-streams transport'));
   }
 
   /**

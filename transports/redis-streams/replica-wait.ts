@@ -7,12 +7,13 @@
  * master's replicas. So in a Cluster a WAIT goes on the master's own client (no retries), a write waits for
  * its masters' connections first, and a unit whose write went elsewhere (MOVED, ASK) gets a WAIT there.
  */
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ConnectionError, ReplicationError } from '../../src/errors.js';
 import type { PublishUnit } from '../../src/transport.js';
 import type { ResolvedConfig } from './config.js';
 import type { Client, Connector } from './connection.js';
 import type { Command } from 'ioredis';
+import { NodeWaits } from './node-waits.js';
 import { redirectedNode, send, waitCommand } from './wire-command.js';
 
 /** Where a type's partitions are written. */
@@ -42,6 +43,9 @@ export function addTo(groups: Map<string, number[]>, key: string, u: number): vo
 }
 
 export class ReplicaWait {
+  /** Cluster: each master connection's WAITs, one out at a time (node-waits.ts). */
+  private readonly nodeWaits = new WeakMap<Redis, NodeWaits>();
+
   constructor(
     private readonly config: ResolvedConfig,
     private readonly connector: Connector,
@@ -184,16 +188,20 @@ export class ReplicaWait {
   /**
    * Cluster: `WAIT` on the connection to master `node` ("host:port"): the slot's master, or where an ASK or
    * MOVED sent a write. Sent to that node's own client, which ioredis does not retry elsewhere, and only
-   * while its connection is open (queued for a new one, it would count replicas of nothing).
+   * while its connection is open (queued for a new one, it would count replicas of nothing). One WAIT out per
+   * connection: one asked for meanwhile is shared (node-waits.ts).
    */
   onNode(client: Client, node: string): Promise<number> {
     const redis = (client as Cluster).nodes('all').find((n) => `${n.options.host}:${n.options.port}` === node);
-    if (redis === undefined || redis.status !== 'ready') {
-      return Promise.reject(
-        new ConnectionError(`No open connection to master ${node} on ${this.connector.address}${redis === undefined ? ' (not a known node)' : ''}: replication of the write cannot be checked`),
-      );
+    const unreachable = (): Error =>
+      new ConnectionError(`No open connection to master ${node} on ${this.connector.address}${redis === undefined ? ' (not a known node)' : ''}: replication of the write cannot be checked`);
+    if (redis === undefined || redis.status !== 'ready') return Promise.reject(unreachable());
+    let waits = this.nodeWaits.get(redis);
+    if (waits === undefined) {
+      waits = new NodeWaits(redis, () => this.waitCommand(), unreachable);
+      this.nodeWaits.set(redis, waits);
     }
-    return send<number>(redis, this.waitCommand());
+    return waits.wait();
   }
 
   /** `n` replicas acknowledged: undefined when that is enough, else the ReplicationError to fail with. */
