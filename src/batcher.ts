@@ -52,14 +52,9 @@ export class Lane {
   constructor(
     readonly type: string,
     readonly partition: number,
-    /** Consumer threads waiting for this type's events, and their waits (`Transport.waitingConsumers`). */
-    readonly waiting: Int32Array | undefined = undefined,
-  ) {
-    this.genAt = waiting === undefined ? 0 : (waiting.length >> 1) + partition;
-  }
-  /** Where the count of waits of this lane's partition is, and the last wait a batch was sent for. */
-  readonly genAt: number;
-  sentForWait = -1;
+    /** Whether a consumer now waits for this lane's events (`Transport.sendNowProbe`). */
+    readonly sendNow: ((partition: number) => boolean) | undefined = undefined,
+  ) {}
 }
 
 const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
@@ -315,24 +310,17 @@ export class Batcher {
   }
 
   /**
-   * Queue one event; the promise settles with the fate of the unit that carries it. When a consumer
-   * thread has started to wait for the lane's events, the batch goes at once, once per wait (see
-   * `Transport.waitingConsumers`): batches then hold what piled up while the consumer woke and worked. Bulk
+   * Queue one event; the promise settles with the fate of the unit that carries it. When the transport's
+   * probe says a consumer started to wait for the lane's events, the batch goes at once (see
+   * `Transport.sendNowProbe`): batches then hold what piled up while the consumer woke and worked. Bulk
    * calls (`addFitted`) keep full batches.
    */
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) return Promise.reject(new ClosedError('publisher'));
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
     const p = this.push(lane, event, size, this.ownPromises);
-    const w = lane.waiting;
-    if (w !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && Atomics.load(w, lane.partition) > 0) {
-      // Once per wait: a consumer waking up gets one push (one futex wake), then what piles up meanwhile.
-      const wait = Atomics.load(w, lane.genAt);
-      if (wait !== lane.sentForWait) {
-        lane.sentForWait = wait;
-        this.flush();
-      }
-    }
+    const sendNow = lane.sendNow;
+    if (sendNow !== undefined && this.open.events > 0 && this.opts.maxWaitMs === 0 && sendNow(lane.partition)) this.flush();
     return p;
   }
 

@@ -127,8 +127,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
       if (!Number.isInteger(partitions) || partitions < 1) {
         throw new ConfigError(`Transport "${transport.type}" reported ${partitions} partitions for "${name}".`);
       }
-      const waiting = transport.waitingConsumers?.(name);
-      const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p, waiting));
+      const sendNow = transport.sendNowProbe?.(name);
+      const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p, sendNow));
       const schema = events.schemas[name]!;
       const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
       const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;

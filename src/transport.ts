@@ -255,14 +255,14 @@ export interface Transport {
   /** Partitions of an event type. Called once per type and cached by the bus. */
   partitionsFor(type: string): number;
   /**
-   * In-process transports whose consumers run on other threads: shared memory (Atomics) of 2 x partitions
-   * Int32 cells. Cell p counts the consumer threads blocked waiting for partition p's events; cell
-   * partitions + p counts the times one started to wait. For each new wait, the bus sends a `publish()`'s
-   * batch at once instead of at the next microtask, so a synchronous burst of publishes feeds an idle
-   * consumer as it goes rather than when the batch is full ("smart batching": what piles up while the consumer
-   * wakes and works leaves together when it waits again). Called once per type.
+   * A hint for transports whose consumers block waiting for events (in-process, other threads): for a type, a
+   * probe the batcher calls as a `publish()` adds to an open batch for `partition` (with `batching.maxWaitMs`
+   * 0). True means a consumer started to wait for that partition's events since the probe last said true: the
+   * batch leaves at once instead of at the next microtask, so a synchronous burst of publishes feeds an idle
+   * consumer as it goes ("smart batching": what piles up while the consumer wakes and works leaves together
+   * when it waits again). Called once per type; the probe is called on the publish path, so it must be cheap.
    */
-  waitingConsumers?(type: string): Int32Array | undefined;
+  sendNowProbe?(type: string): ((partition: number) => boolean) | undefined;
   /**
    * Write units; resolves once the transport has durably accepted them (see {@link WriteResult}).
    * A transport that completed the write before returning (in-process) may return the result itself

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
 import { BackpressureError, ClosedError, TransportError } from '../../src/errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
+import { consumerWaitProbe } from '../../transports/native/wait-probe.js';
 
 const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
   maxEvents: 100,
@@ -35,7 +36,7 @@ describe('Batcher', () => {
     const w = manualWriter();
     const b = new Batcher(w.write, opts({ maxInFlight: 4 }));
     const waiting = new Int32Array(4); // 2 partitions: [waiting 0, waiting 1, waits 0, waits 1]
-    const lane = new Lane('t', 1, waiting);
+    const lane = new Lane('t', 1, consumerWaitProbe(waiting));
     b.add(lane, ev(1, 1), 0);
     expect(w.calls).toHaveLength(0); // nobody waits: the batch stays open for this tick
     waiting[3] = 1;
@@ -64,7 +65,7 @@ describe('Batcher', () => {
     // A fixed flush interval (maxWaitMs > 0) is kept even when a consumer waits.
     const w2 = manualWriter();
     const lingering = new Batcher(w2.write, opts({ maxWaitMs: 5 }));
-    lingering.add(new Lane('t', 0, new Int32Array([1, 1])), ev(7), 0);
+    lingering.add(new Lane('t', 0, consumerWaitProbe(new Int32Array([1, 1]))), ev(7), 0);
     expect(w2.calls).toHaveLength(0);
     await new Promise((r) => setTimeout(r, 20));
     expect(w2.calls).toHaveLength(1);

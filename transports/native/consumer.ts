@@ -141,7 +141,7 @@ export class PartitionConsumer {
   /**
    * Worker threads: the topic's per-partition count of consumer threads blocked waiting for events, then
    * its count of waits. The thread counts itself in (and a new wait) before a pop that may sleep and out
-   * after it, so the bus sends a publish() at once, once per wait (`Transport.waitingConsumers`). `waitingMine` records what it added ([n, parts...]),
+   * after it, so the bus sends a publish() at once, once per wait (`Transport.sendNowProbe`, wait-probe.ts). `waitingMine` records what it added ([n, parts...]),
    * so the main thread can take it off if the thread is terminated inside the pop.
    */
   waitingCell: Int32Array | undefined;

@@ -27,6 +27,7 @@ import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } 
 import { NativeGroup } from './group.js';
 import { History, type HistoryMark } from './history.js';
 import { copyBatch, encodeEvents, encodeRun, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
+import { consumerWaitProbe } from './wait-probe.js';
 
 const MODE = {
   block: PushMode.partial,
@@ -46,7 +47,7 @@ class Topic {
   readonly groups = new Map<string, NativeGroup>();
   /** Per partition; empty when nothing is retained. */
   readonly history: History[];
-  /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (`waitingConsumers`). */
+  /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (wait-probe.ts). */
   readonly waiting: Int32Array;
   constructor(partitions: number, retain: number) {
     this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
@@ -144,6 +145,11 @@ export class NativeTransport implements Transport {
     return this.config.partitions;
   }
 
+  sendNowProbe(type: string): (partition: number) => boolean {
+    return consumerWaitProbe(this.topic(type).waiting);
+  }
+
+  /** The type's shared cells of waiting consumer threads (see wait-probe.ts). */
   waitingConsumers(type: string): Int32Array {
     return this.topic(type).waiting;
   }
