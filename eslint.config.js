@@ -1,0 +1,398 @@
+// ESLint flat config. `npm run lint` runs it over the source and test trees (and `prettier --check .`).
+// Three layers:
+//   1. typescript-eslint's recommended rules for all TypeScript and JavaScript here, tests included.
+//   2. Size, complexity and import-direction rules as errors for the shipped and benchmark code
+//      (src/, transports/, native/js/, native/loader.ts, benchmarking/), not for tests.
+//   3. The `debt` block at the end: the files that break a rule today, each with those rules off for it.
+// The rules are typescript-eslint's non-type-checked `recommended` set, with none of its rules turned off (none
+// floods this code; the few findings sit in the debt block). The type-checked set is not used: on a 2-core
+// machine it took 90 s of CPU (5 minutes wall under shared load) against 20 s for this set, and it adds some
+// 560 findings, mostly no-unsafe-* on values typed `any` (JSON, Redis replies, zod internals).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
+
+/** Shipped and benchmark code: what the size and import rules hold to. Test files inside these trees are not. */
+const SOURCE = ['src/**/*.ts', 'transports/**/*.ts', 'native/js/**/*.ts', 'native/*.ts', 'benchmarking/**/*.{ts,mjs}'];
+const TESTS = ['**/*.test.ts', 'test/**/*.{ts,mjs,cjs}'];
+
+// The Node globals the plain .mjs/.cjs files use (the TypeScript files get theirs from @types/node, and
+// no-undef is off for them as typescript-eslint advises).
+const NODE_GLOBALS = Object.fromEntries(
+  ['process', 'console', 'Buffer', 'URL', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'queueMicrotask', 'Atomics', 'SharedArrayBuffer', 'performance'].map((g) => [
+    g,
+    'readonly',
+  ]),
+);
+const CJS_GLOBALS = { ...NODE_GLOBALS, require: 'readonly', module: 'writable', exports: 'writable', __filename: 'readonly', __dirname: 'readonly' };
+
+/**
+ * The import direction. `no-restricted-imports` sees static `import`/`export ... from` (type-only ones too);
+ * `no-restricted-syntax` covers what it does not: `import()` expressions, `import('...')` types and `require()`.
+ * Specifiers are matched as written (relative paths), so each tree's regexes assume its own depth.
+ */
+function importDirection(rules) {
+  const restrictedSyntax = [];
+  for (const { regex, message } of rules) {
+    const re = `/${regex.replaceAll('/', '\\x2F')}/`; // esquery's regex literal cannot hold a `/`
+    restrictedSyntax.push(
+      { selector: `ImportExpression[source.value=${re}]`, message },
+      { selector: `TSImportType[argument.literal.value=${re}]`, message },
+      { selector: `CallExpression[callee.name='require'][arguments.0.value=${re}]`, message },
+    );
+  }
+  return {
+    'no-restricted-imports': ['error', { patterns: rules.map(({ regex, message }) => ({ regex, message })) }],
+    'no-restricted-syntax': ['error', ...restrictedSyntax],
+  };
+}
+
+export default tseslint.config(
+  {
+    ignores: ['dist/', '.bench-build/', 'node_modules/', 'prebuilds/', 'native/build/', 'bench-results/', 'tmp/', '.prof/'],
+  },
+
+  // ---- 1. Recommended rules, everywhere ----
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: { sourceType: 'module', globals: NODE_GLOBALS },
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: CJS_GLOBALS },
+  },
+  {
+    rules: {
+      // `_name` marks a parameter or binding kept on purpose (a signature to match, a caught error);
+      // a rest sibling is how an object drops a key (`const { a, ...rest } = o`).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      // @ts-ignore is allowed with a reason: the same file builds as ES modules and as CommonJS, and a line that
+      // is an error in only one build (`import.meta`) cannot take @ts-expect-error, which fails the other.
+      '@typescript-eslint/ban-ts-comment': ['error', { 'ts-ignore': 'allow-with-description', minimumDescriptionLength: 3 }],
+    },
+  },
+  {
+    files: TESTS,
+    rules: {
+      // Tests feed validators and codecs holey arrays (`[true, , true]`) on purpose.
+      'no-sparse-arrays': 'off',
+    },
+  },
+
+  // ---- 2. Size, complexity and import direction, for the non-test code ----
+  {
+    files: SOURCE,
+    ignores: TESTS,
+    rules: {
+      // Counted without blank lines and comments: the code explains itself in long comments, and those
+      // should not push a file over; 400 lines of code is the limit that matters.
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      complexity: ['error', 15],
+      'max-depth': ['error', 4],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: [...TESTS, 'src/builtin-transports.ts'],
+    rules: importDirection([
+      { regex: '^(\\.\\./)+transports(/|$)', message: 'The core does not import transports/: only src/builtin-transports.ts registers the built-ins.' },
+      { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'The core does not import benchmarking/.' },
+      { regex: '^(\\.\\./)+test(/|$)', message: 'The core does not import test/.' },
+    ]),
+  },
+  {
+    files: ['src/builtin-transports.ts'],
+    rules: importDirection([
+      { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'The core does not import benchmarking/.' },
+      { regex: '^(\\.\\./)+test(/|$)', message: 'The core does not import test/.' },
+    ]),
+  },
+  {
+    // transports/<name>/*.ts: `../<other>/` is another transport (transports have no subdirectories; a
+    // transport that grows one needs this regex revisited). Tests are left out: they may use test/helpers.
+    files: ['transports/**/*.ts'],
+    ignores: TESTS,
+    rules: importDirection([
+      { regex: '^\\.\\./(?!\\.\\.(/|$))[^/]+', message: 'A transport does not import another transport: share code through src/.' },
+      { regex: '^(\\.\\./)+transports(/|$)', message: 'A transport does not import another transport: share code through src/.' },
+      { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'transports/ does not import benchmarking/.' },
+      { regex: '^(\\.\\./)+test(/|$)', message: 'transports/ does not import test/.' },
+    ]),
+  },
+  {
+    files: ['native/js/**/*.ts', 'native/*.ts'],
+    rules: importDirection([
+      { regex: '^(\\.\\./)+transports(/|$)', message: 'native/ does not import transports/ (the native transport imports native/, not the other way).' },
+      { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'native/ does not import benchmarking/.' },
+      { regex: '^(\\.\\./)+test(/|$)', message: 'native/ does not import test/.' },
+    ]),
+  },
+
+  // Formatting is Prettier's: turn off every ESLint rule that would argue with it.
+  prettier,
+
+  // ---- 3. Debt ----
+  ...debt(),
+);
+
+// ================================ DEBT ================================
+// Every file that broke a rule above when these rules came in, with the rules off for that file and, in the
+// comment, what broke them. This list only shrinks: an entry goes when its file is split or fixed (then
+// `npx eslint <file>` passes with the entry deleted), and no entry is ever added: new code meets the rules.
+// Sizes count code lines (blank and comment lines skipped); complexity is ESLint's cyclomatic count. The list
+// holds for the code both before and after the one-time `npm run format` (two entries break a rule only after).
+// The no-explicit-any / no-unused-vars / no-this-alias entries are one-line fixes, or an inline
+// `eslint-disable-next-line <rule> -- <why>` where the code is deliberate (bus.ts's `lastClosed`).
+function debt() {
+  return [
+    {
+      name: 'debt/benchmarking/baselines/redis.ts',
+      // max-depth: 1 block(s) nested 5 deep
+      files: ['benchmarking/baselines/redis.ts'],
+      rules: { 'max-depth': 'off' },
+    },
+    {
+      name: 'debt/benchmarking/lib/commands.ts',
+      // complexity: suiteCommand 19; no-explicit-any: 1
+      files: ['benchmarking/lib/commands.ts'],
+      rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
+    },
+    {
+      name: 'debt/benchmarking/lib/config.ts',
+      // complexity: resolveConfig 16
+      files: ['benchmarking/lib/config.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/benchmarking/lib/drive.ts',
+      // no-explicit-any: 4
+      files: ['benchmarking/lib/drive.ts'],
+      rules: { '@typescript-eslint/no-explicit-any': 'off' },
+    },
+    {
+      name: 'debt/benchmarking/lib/latency-run.ts',
+      // max-lines-per-function: latencyRunInWorkers 61; complexity: latencyRunInWorkers 16
+      files: ['benchmarking/lib/latency-run.ts'],
+      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/benchmarking/lib/stats.ts',
+      // complexity: summarize 24
+      files: ['benchmarking/lib/stats.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/benchmarking/scenarios/latency-sustained.ts',
+      // complexity: variants 17
+      files: ['benchmarking/scenarios/latency-sustained.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/benchmarking/scenarios/publishing-throughput.ts',
+      // max-lines-per-function: variants 67 once Prettier has formatted it (58 before); complexity: variants 18; max-depth: 1 block(s) nested 5 deep
+      files: ['benchmarking/scenarios/publishing-throughput.ts'],
+      rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
+    },
+    {
+      name: 'debt/examples/native-workers.ts',
+      // no-unused-vars: took
+      files: ['examples/native-workers.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/native/js/js-core.ts',
+      // max-lines: 444 lines; max-lines-per-function: push 89; complexity: push 34, pop 25, popRing 17
+      files: ['native/js/js-core.ts'],
+      rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/src/batcher.ts',
+      // max-lines: 403 lines
+      files: ['src/batcher.ts'],
+      rules: { 'max-lines': 'off' },
+    },
+    {
+      name: 'debt/src/bus.ts',
+      // max-lines: 569 lines; complexity: constructor 19, publishMany 16, idle 20; no-explicit-any: 1; no-unused-vars: lastClosed, noop; no-this-alias: 1
+      files: ['src/bus.ts'],
+      rules: { 'max-lines': 'off', complexity: 'off', '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-unused-vars': 'off', '@typescript-eslint/no-this-alias': 'off' },
+    },
+    {
+      name: 'debt/src/codegen.ts',
+      // no-explicit-any: 1
+      files: ['src/codegen.ts'],
+      rules: { '@typescript-eslint/no-explicit-any': 'off' },
+    },
+    {
+      name: 'debt/src/deep-json.ts',
+      // complexity: arrow fn@25 16
+      files: ['src/deep-json.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/src/events.ts',
+      // complexity: hasTransform 19, judgeJsonSafe 23; no-explicit-any: 1
+      files: ['src/events.ts'],
+      rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
+    },
+    {
+      name: 'debt/src/index.ts',
+      // no-restricted-imports: ../transports/memory/index.js
+      files: ['src/index.ts'],
+      rules: { 'no-restricted-imports': 'off' },
+    },
+    {
+      name: 'debt/src/json-reader.ts',
+      // complexity: readerPlan 20
+      files: ['src/json-reader.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/src/json-writer.ts',
+      // complexity: expr 16
+      files: ['src/json-writer.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/src/publish-options.ts',
+      // complexity: checkPublishOptions 16
+      files: ['src/publish-options.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/src/serializer.ts',
+      // complexity: expr 20
+      files: ['src/serializer.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/src/transport-configs.ts',
+      // no-restricted-imports: ../transports/memory/index.js, ../transports/native/config.js, ../transports/noop/index.js, ../transports/redis-streams/config.js
+      files: ['src/transport-configs.ts'],
+      rules: { 'no-restricted-imports': 'off' },
+    },
+    {
+      name: 'debt/src/validator.ts',
+      // complexity: stringCondition 16, expr 18; no-explicit-any: 1
+      files: ['src/validator.ts'],
+      rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-cluster-admin.test.ts',
+      // no-unused-vars: afterAll, beforeAll
+      files: ['test/integration/redis-cluster-admin.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-cluster-close.test.ts',
+      // no-unused-vars: afterAll, beforeAll
+      files: ['test/integration/redis-cluster-close.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-cluster-connect.test.ts',
+      // no-unused-vars: afterAll, beforeAll
+      files: ['test/integration/redis-cluster-connect.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-cluster-reclaim.test.ts',
+      // no-unused-vars: afterAll, beforeAll
+      files: ['test/integration/redis-cluster-reclaim.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-consumer-edge-cases.test.ts',
+      // no-unused-vars: Redis
+      files: ['test/integration/redis-consumer-edge-cases.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/integration/redis-publish-faults.test.ts',
+      // no-unused-vars: raw, prefix
+      files: ['test/integration/redis-publish-faults.test.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/native/fixtures/cjs-handler.cjs',
+      // no-unused-vars: event
+      files: ['test/native/fixtures/cjs-handler.cjs'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/test/unit/fixtures/field-shapes.ts',
+      // no-unused-vars: o, fresh
+      files: ['test/unit/fixtures/field-shapes.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/transports/memory/memory-transport.ts',
+      // no-unused-vars: OutgoingEvent
+      files: ['transports/memory/memory-transport.ts'],
+      rules: { '@typescript-eslint/no-unused-vars': 'off' },
+    },
+    {
+      name: 'debt/transports/native/consumer.ts',
+      // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
+      files: ['transports/native/consumer.ts'],
+      rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
+    },
+    {
+      name: 'debt/transports/native/group.ts',
+      // max-lines: 485 lines; complexity: recover 18
+      files: ['transports/native/group.ts'],
+      rules: { 'max-lines': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/transports/native/native-transport.ts',
+      // max-lines: 430 lines; complexity: write 23, subscribe 20; max-depth: 2 block(s) nested 5 deep
+      files: ['transports/native/native-transport.ts'],
+      rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/codec.ts',
+      // max-lines: 402 lines once Prettier has formatted it (under 400 before); max-lines-per-function: decodeEntry 89, decodeBatch 75; complexity: decodeEntry 52, checkMeta 19, decodeBatch 36
+      files: ['transports/redis-streams/codec.ts'],
+      rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/config.ts',
+      // complexity: arrow fn@132 17
+      files: ['transports/redis-streams/config.ts'],
+      rules: { complexity: 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/connection.ts',
+      // max-lines-per-function: connect 68
+      files: ['transports/redis-streams/connection.ts'],
+      rules: { 'max-lines-per-function': 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/consumer.ts',
+      // max-lines-per-function: readLoop 76; complexity: readLoop 29; max-depth: 6 block(s) nested 5/6 deep
+      files: ['transports/redis-streams/consumer.ts'],
+      rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/deliveries.ts',
+      // max-lines-per-function: accept 67; complexity: accept 20
+      files: ['transports/redis-streams/deliveries.ts'],
+      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/ops-cli.ts',
+      // max-lines-per-function: run 72; complexity: run 20
+      files: ['transports/redis-streams/ops-cli.ts'],
+      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+    {
+      name: 'debt/transports/redis-streams/publisher.ts',
+      // max-lines: 431 lines; max-lines-per-function: sendMany 104; complexity: sendMany 25
+      files: ['transports/redis-streams/publisher.ts'],
+      rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
+    },
+  ];
+}
