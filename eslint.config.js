@@ -197,12 +197,6 @@ function debt() {
       rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
     },
     {
-      name: 'debt/examples/native-workers.ts',
-      // no-unused-vars: took
-      files: ['examples/native-workers.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
       name: 'debt/native/js/js-core.ts',
       // max-lines: 444 lines; max-lines-per-function: push 89; complexity: push 34, pop 25, popRing 17
       files: ['native/js/js-core.ts'],
@@ -239,12 +233,6 @@ function debt() {
       rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
     },
     {
-      name: 'debt/src/index.ts',
-      // no-restricted-imports: ../transports/memory/index.js
-      files: ['src/index.ts'],
-      rules: { 'no-restricted-imports': 'off' },
-    },
-    {
       name: 'debt/src/json-reader.ts',
       // complexity: readerPlan 20
       files: ['src/json-reader.ts'],
@@ -269,70 +257,10 @@ function debt() {
       rules: { complexity: 'off' },
     },
     {
-      name: 'debt/src/transport-configs.ts',
-      // no-restricted-imports: ../transports/memory/index.js, ../transports/native/config.js, ../transports/noop/index.js, ../transports/redis-streams/config.js
-      files: ['src/transport-configs.ts'],
-      rules: { 'no-restricted-imports': 'off' },
-    },
-    {
       name: 'debt/src/validator.ts',
       // complexity: stringCondition 16, expr 18; no-explicit-any: 1
       files: ['src/validator.ts'],
       rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-cluster-admin.test.ts',
-      // no-unused-vars: afterAll, beforeAll
-      files: ['test/integration/redis-cluster-admin.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-cluster-close.test.ts',
-      // no-unused-vars: afterAll, beforeAll
-      files: ['test/integration/redis-cluster-close.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-cluster-connect.test.ts',
-      // no-unused-vars: afterAll, beforeAll
-      files: ['test/integration/redis-cluster-connect.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-cluster-reclaim.test.ts',
-      // no-unused-vars: afterAll, beforeAll
-      files: ['test/integration/redis-cluster-reclaim.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-consumer-edge-cases.test.ts',
-      // no-unused-vars: Redis
-      files: ['test/integration/redis-consumer-edge-cases.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/integration/redis-publish-faults.test.ts',
-      // no-unused-vars: raw, prefix
-      files: ['test/integration/redis-publish-faults.test.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/native/fixtures/cjs-handler.cjs',
-      // no-unused-vars: event
-      files: ['test/native/fixtures/cjs-handler.cjs'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/test/unit/fixtures/field-shapes.ts',
-      // no-unused-vars: o, fresh
-      files: ['test/unit/fixtures/field-shapes.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
-    },
-    {
-      name: 'debt/transports/memory/memory-transport.ts',
-      // no-unused-vars: OutgoingEvent
-      files: ['transports/memory/memory-transport.ts'],
-      rules: { '@typescript-eslint/no-unused-vars': 'off' },
     },
     {
       name: 'debt/transports/native/consumer.ts',

@@ -40,6 +40,7 @@ const trades = Array.from({ length: 100_000 }, (_, i) => ({ id: i, sym: syms[i %
 await bus.publishMany('trade.executed', trades, { key: (t) => t.sym });
 // Synchronous: true when every group's ring had room (false: nothing sent, try later).
 const took = bus.tryPublish('trade.executed', { id: 100_000, sym: 'AAPL', px: 151, qty: 5 }, { key: 'AAPL' });
+if (!took) console.log('the rings were full: tryPublish sent nothing');
 
 // The worker group has finished every trade published (close() alone would drop what is still in the rings).
 await bus.idle({ timeoutMs: 30_000 });

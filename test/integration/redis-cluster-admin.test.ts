@@ -3,7 +3,7 @@
  * and not failed over yet). Pending counts and group summaries must fail then, not report the reachable
  * masters' share as the whole. And right after a failover, listing the streams finds those of the promoted replica.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { ConnectionError, createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';

@@ -3,7 +3,7 @@
  * watchdog replaced is reopened by the read loop, and opening a Cluster client can wait on the stalled master
  * for as long as it is stalled; close() must not wait for that.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';

@@ -5,7 +5,7 @@
  * a subscription forever. And a read whose node connection dies with its reply: what Redis handed to it is
  * delivered from the consumer's own pending list after the Cluster client reconnects to that node.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEventBus, EventlaneError, type EventBus } from '../../src/index.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';

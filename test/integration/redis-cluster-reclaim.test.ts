@@ -3,7 +3,7 @@
  * answer while another master does not (stalled, or dead and not failed over yet); suspects are claimed alone
  * (a MULTI on the partition's slot), trimmed ones reported.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createEventBus } from '../../src/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';

@@ -3,7 +3,6 @@
  * errors, read-ahead entries stolen by reclaim.
  */
 import { describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { boundedClose, sleep, waitFor } from '../helpers/wait.js';

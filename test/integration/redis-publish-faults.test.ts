@@ -314,7 +314,7 @@ describe('redis-streams: publish faults', () => {
   });
 
   it('publishMany of which nothing was written rejects with the transport error itself', async () => {
-    const { b, raw, prefix } = await partitionOneRefused('manynone');
+    const { b } = await partitionOneRefused('manynone');
     const err = await b.publishMany('order.created', Array.from({ length: 50 }, (_, i) => order(i)), { key: keyFor(1, 2) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransportError);
     expect((err as Error).message).toContain('WRONGTYPE');

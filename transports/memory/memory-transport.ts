@@ -11,7 +11,6 @@ import { ClosedError, ConfigError } from '../../src/errors.js';
 import type {
   DeadLetter,
   DeliveryHandler,
-  OutgoingEvent,
   PublishUnit,
   SubscriptionSpec,
   Transport,
