@@ -62,8 +62,8 @@ const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[
 /**
  * Batches leave on a microtask through this promise, not `queueMicrotask`: Node's queueMicrotask makes an
  * AsyncResource and a bound function per call, and code that inlined it (the publish path: `enqueueMany`)
- * was thrown away by any full GC that found none of those objects alive ("weak objects"), as after a bus
- * closed. A reaction on a settled promise runs in the same microtask queue, in the same order.
+ * is thrown away by any full GC that finds none of those objects alive ("weak objects"), as after a bus
+ * closes. A reaction on a settled promise runs in the same microtask queue, in the same order.
  */
 const RESOLVED = Promise.resolve();
 

@@ -56,7 +56,7 @@ export class BulkCall {
     this.ends = written ? new Uint32Array(size) : undefined;
     this.sizes = new Float64Array(size);
     this.keys = keyed ? new Array(size) : undefined;
-    // One partition keeps nothing per event (a per-event store cost publishMany(1000) ~7%).
+    // One partition keeps nothing per event (a per-event store is a cost every publishMany would pay).
     this.carrier = partitions > 1 ? new Int32Array(size) : undefined;
     this.lastOf = new Array(partitions).fill(undefined);
     this.lastAt = new Array<number>(partitions).fill(0);

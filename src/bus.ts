@@ -108,11 +108,11 @@ export class EventBus<M extends EventMap, T extends string = string> {
     serializers: Map<string, Serializer> = serializersFor(events.schemas),
   ) {
     // Written twice: a field that no object of its shape has ever rewritten is a constant to V8's
-    // optimizing compiler, and optimized code may rely on that. `closing` is first rewritten by close(): the
-    // first bus closed in a process would then throw away the optimized publish path of every later bus, which
-    // runs unoptimized until V8 compiles it again (the next benchmark iteration's bus, a bus per test or per
-    // serverless invocation: publishMany of 100,000 events through Redis at ~0.7M/s instead of ~1.0M/s in the
-    // round after). The same for the batcher's and the transports' closed flags, and the id generator's clock.
+    // optimizing compiler, and optimized code may rely on that. `closing` is first rewritten by close(), so
+    // without this the first bus closed in a process would throw away the optimized publish path of every
+    // later bus (the next benchmark iteration's, a bus per test or per serverless invocation), which would run
+    // unoptimized until V8 compiles it again. The same holds for the batcher's and the transports' closed
+    // flags, and the id generator's clock.
     this.closing = Promise.resolve();
     this.closing = undefined;
     this.publishClosed = true;
@@ -223,8 +223,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
       if (t.bytes !== undefined && n <= BYTES_CALL_MAX && keyOpt === undefined && plainOptions(options)) bulk = this.writeAll(t, payloads);
       if (bulk === undefined) {
         bulk = new BulkCall(n, t.partitions, keyFn !== undefined);
-        // A large call keeps its encoded payloads across young-generation GCs: store them flat (measured:
-        // 2x faster at 16k+ events, slower below a few thousand where they die young anyway).
+        // A large call keeps its encoded payloads across young-generation GCs: store them flat. Below a few
+        // thousand events they die young anyway and the flat store only costs, hence the threshold.
         this.parseAll(t, payloads, bulk, keyFn, n > 4096, extra);
       }
     } catch (err) {
@@ -335,7 +335,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
   }
 
   /**
-   * A settled call's byte buffer, kept for the next call written as bytes, up to 8 MiB: a buffer per call was
+   * A settled call's byte buffer, kept for the next call written as bytes, up to 8 MiB: a buffer per call would be
    * new memory each time (page faults, and external memory V8 frees only some time after a GC).
    */
   private keepSpare(buf: Buffer): void {
@@ -355,9 +355,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
   /**
    * Queues events `start` to `end` of a publishMany call. Its own function, as is `parseAll`: a long loop
    * in a function that runs once per call is compiled on the fly (OSR) before the code after it ever ran,
-   * and V8's optimized code then gave up at that code (no type feedback) on the next call: the second
-   * large publishMany of a process (a benchmark's measured round) ran its loop in the interpreter until
-   * compiled again.
+   * and V8's optimized code would then give up at that code (no type feedback) on the next call, leaving the
+   * second large publishMany of a process to run its loop in the interpreter until compiled again.
    */
   private queueSlice(t: TypeState, call: BulkCall, fixedKey: string | undefined, meta: EventMeta, start: number, end: number): void {
     if (this.runs && call.keys === undefined) return this.queueRuns(t, call, fixedKey, meta, start, end);
@@ -649,7 +648,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
       drainMs,
     );
     // The handlers still running are drained, and may publish meanwhile: a handler's next event is sent, not
-    // refused with ClosedError (which failed the handler, and its event was lost with the bus's retry timers).
+    // refused with ClosedError (which would fail the handler, and lose its event with the bus's retry timers).
     await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
     this.publishClosed = true;
     const sent = this.sendAccepted();
@@ -667,12 +666,12 @@ export class EventBus<M extends EventMap, T extends string = string> {
 /**
  * The last bus closed in this process, kept until another one closes: its objects (the bus, its type states,
  * lanes, batcher and id generator) keep their hidden classes alive. Optimized code holds the maps it checks
- * weakly, so a full GC between one bus's close and the next bus's creation (a bus per test, per job or per
- * serverless invocation; each benchmark iteration) found no object of those maps and threw away the publish
- * path compiled against them ("weak objects" in `--trace-deopt`: `publishMany`, `parse`, `make`,
- * `enqueueMany`, `addFitted`, `step`...), and the next bus ran it in the interpreter until V8 compiled it
- * again. Anchors built at load time (as `MAP_ANCHORS` in outgoing.ts) do not work here: these maps depend on
- * the options and transport each bus is built with. A closed bus holds no connection, thread or core memory
+ * weakly: a full GC between one bus's close and the next bus's creation (a bus per test, per job or per
+ * serverless invocation; each benchmark iteration) that found no object of those maps would throw away the
+ * publish path compiled against them ("weak objects" in `--trace-deopt`: `publishMany`, `parse`, `make`,
+ * `enqueueMany`, `addFitted`, `step`...), and the next bus would run it in the interpreter until V8 compiled
+ * it again. At most one closed bus is kept. Anchors built at load time (as `MAP_ANCHORS` in outgoing.ts) do
+ * not work here: these maps depend on the options and transport each bus is built with. A closed bus holds no connection, thread or core memory
  * (its transport released them); what its in-process transport retained for `startFrom: '0'` replays
  * (memory `maxLen`, native `retain`) and its dead letters stay with it until the next bus closes.
  */

@@ -84,9 +84,9 @@ export class IdGenerator {
 
   /**
    * The head for a new block of 1024 ids or a clock that moved on. One path for both, every store made
-   * each time: a store that ran only when the clock moved ran once per publishMany call (one publish time
-   * for the whole call), before V8 kept type feedback for it, and the optimized publish loop of the next
-   * call gave up there ("insufficient type feedback"), running on in the interpreter until compiled again.
+   * each time: a store that ran only when the clock moved would run once per publishMany call (one publish
+   * time for the whole call), before V8 kept type feedback for it, and the optimized publish loop of the next
+   * call would give up there ("insufficient type feedback"), running on in the interpreter until compiled again.
    * The clock never goes back here (a clock set back keeps the last time), so ids keep increasing.
    */
   private rebuild(now: number, s: number, block: number): void {

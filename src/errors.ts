@@ -216,7 +216,7 @@ export class NonRetryableError extends EventlaneError {
 /**
  * Whether a handler failure should be retried: everything is, unless it says `retryable: false`. Read from
  * the error, not its class: a `NonRetryableError` of another copy of this package (its CommonJS build
- * beside the ES module one, a second install) is no instance of this copy's class, and was retried.
+ * beside the ES module one, a second install) is no instance of this copy's class, yet must not be retried.
  */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof EventlaneError) return err.retryable;

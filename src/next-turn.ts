@@ -24,8 +24,8 @@ export class NextTurn {
 
 /**
  * The delivery slice of one event-loop turn, shared by every pump in it. Async handlers settle in microtasks,
- * and each settle pumps again: a slice per pump call never ran out (one event each), so a backlog of
- * async-handled events ran to its end without a turn (580 ms of 50 us handlers starved every timer and I/O).
+ * and each settle pumps again: a slice per pump call would never run out (one event each), so a backlog of
+ * async-handled events would run to its end without yielding the turn, starving every timer and I/O.
  * The slice starts with the turn's first pump and ends with the turn.
  */
 export class DeliverySlice {
