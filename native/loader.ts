@@ -54,7 +54,11 @@ export interface LatencyFloorResult {
   windowNs: number;
 }
 
-/** The binding interface this code speaks (addon.cc exports the same `abi`). 2: pop with hold, ack, takeHeld; 3: push mode probe; 4: setThreadCpus, threadCpus; 5: latencyFloor; 6: push mode refuse; 7: latencyFloor rate 0 sends one burst; 8: latencyFloor quietMs; 9: pop and takeHeld take a holder; 10: freeLane, usage, lane ids up to 2^44 (a generation above the slot). */
+/**
+ * The binding interface this code speaks; addon.cc exports the same `abi`. A binary whose `abi` differs is
+ * not used: it counts as a binary that did not load, and the next candidate is tried. Raise both together
+ * whenever a function of the binding, its arguments or its results change.
+ */
 const BINDING_ABI = 10;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)

@@ -22,8 +22,8 @@ const CTL_INTS = 128;
 /**
  * drop-oldest: how long a push waits for consumers to hand back room when nothing is left to evict, before
  * it drops the rest of its records as the newest (addon.cc kEvictWaitUs). A worker thread that releases what
- * it pops at once holds it for microseconds, unless it is descheduled in between: with 2 ms (and the wait
- * spinning on one of two cores) a loaded machine saw that often enough to drop the newest events.
+ * it pops at once holds it for microseconds, unless it is descheduled in between: the wait must outlast such a
+ * descheduling on a loaded machine (the wait itself spinning on one of its cores), or the newest events are dropped.
  */
 const EVICT_WAIT_MS = 10;
 /** While it waits, the push sleeps this long at a time (ms), until a release moves the ring's release head. */

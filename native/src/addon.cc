@@ -25,8 +25,8 @@ namespace {
 thread_local std::vector<uint8_t> tScratch;
 
 // drop-oldest: how long a push waits for consumers to hand back room when nothing is left to evict, before
-// it drops the rest of its records as the newest (js-core.ts EVICT_WAIT_MS: a releasing worker thread
-// descheduled between its pop and its release held the room past 2 ms often enough on a loaded machine).
+// it drops the rest of its records as the newest (js-core.ts EVICT_WAIT_MS: it outlasts a releasing worker
+// thread descheduled between its pop and its release on a loaded machine).
 constexpr int64_t kEvictWaitUs = 10000;
 
 }  // namespace

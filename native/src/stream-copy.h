@@ -1,9 +1,8 @@
 // Copying a batch of records into the arena. The arena is larger than a core's L2 cache and its consumer
 // runs on another thread, so the lines a push writes are cold: with plain stores (memcpy) every line is first
-// read for ownership, then written. On the 2-core EPYC VM this project is measured on, a 4,096-record batch
-// of 85-byte records cost 26 ns per record that way and 8 ns with non-temporal (streaming) stores, which
-// write whole lines without reading them (native/test/push-bench.cc); the consumer's copy of those lines
-// went from 3.0 to 4.5 ns per record. Small copies (a single publish, where latency
+// read for ownership, then written. Large batches use non-temporal (streaming) stores, which write whole
+// lines without reading them: cheaper for the producer, at some cost to the consumer's copy of those lines
+// (native/test/push-bench.cc measures both). Small copies (a single publish, where latency
 // counts and the consumer may read the line at once) keep memcpy.
 #pragma once
 

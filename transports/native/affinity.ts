@@ -4,8 +4,8 @@
  * publisher's timeslice ends: bursts then queue behind the publisher for milliseconds. Pinning the
  * publishing thread and the consumer threads to different CPUs keeps them apart (docs/benchmarks.md, Burst).
  */
-// No zod here: every worker thread imports this module (worker-main.ts), and loading zod cost each thread
-// ~4 MB of heap (9.7 against 5.8 MB used after import; the subscribe option is checked with zod in config.ts).
+// No zod here: every worker thread imports this module (worker-main.ts), and loading zod would cost each
+// thread megabytes of heap (the subscribe option is checked with zod in config.ts).
 import { ConfigError } from '../../src/errors.js';
 import { loadBinding } from '../../native/loader.js';
 

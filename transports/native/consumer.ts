@@ -250,8 +250,8 @@ export class PartitionConsumer {
     if (this.batchIdx >= this.batch.length) {
       if (this.nParts === 0 || this.core.closed) return undefined;
       // A worker under drop-oldest pops with `hold` too, and acknowledges at once, once its shared cell counts
-      // what it popped (`countThenAck`): a pop that released the records itself left an instant in which
-      // neither the ring nor the cell showed them, and bus.idle() could see the group finished.
+      // what it popped (`countThenAck`): a pop that released the records itself would leave an instant in which
+      // neither the ring nor the cell shows them, and bus.idle() could see the group finished.
       const hold = this.s.hold || this.heldCell !== undefined;
       let text = this.core.pop(this.lane, this.parts, this.nParts, this.cursor, this.s.batchSize, this.info, this.waitingCell ? 0 : waitUs, spinUs, this.offs, hold, this.holder);
       if (text === null && this.waitingCell !== undefined && waitUs > 0) {

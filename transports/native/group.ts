@@ -351,8 +351,8 @@ export class NativeGroup {
       return;
     }
     if (!this.members.includes(member)) {
-      // Its subscription is closing: no new thread. The death used to go unsaid here, a handler killing its
-      // thread during close() left no trace; what it held was taken back all the same.
+      // Its subscription is closing: no new thread, but the death is logged (a handler killing its thread
+      // during close() must leave a trace); what it held is taken back all the same.
       this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was closing; ${held("the group's other members")}; not replaced`);
       return;
     }

@@ -2,8 +2,8 @@
  * The last `retain` events of one partition, kept as encoded records so a consumer group created later
  * with `startFrom: '0'` can read them. Records are copied into blocks of preallocated memory (one set of
  * typed arrays per ~256 KiB or per larger unit, not per publish, and the oldest block is reused once dropped): keeping a copy of every one-event unit as its own typed
- * arrays cost three ArrayBuffers per publish, all surviving into the old generation, and made every
- * young-generation GC of a steady publisher take 4-6 ms.
+ * arrays would cost three ArrayBuffers per publish, all surviving into the old generation, and slow every
+ * young-generation GC of a steady publisher.
  */
 import type { EncodedBatch } from './record.js';
 
@@ -13,8 +13,8 @@ const BLOCK_BYTES = 256 * 1024;
 const BLOCK_RECORDS = 4096;
 /**
  * The largest dropped block kept for reuse (one per partition). Units of 4,096 trading events (~350 KB of
- * records) each fill a block of their own size; before dropped blocks larger than the standard size were
- * reused, each such unit allocated ~380 KB of new typed arrays. Larger units allocate their block each time:
+ * records) each fill a block of their own size, so dropped blocks larger than the standard size are reused
+ * too, or each such unit would allocate new typed arrays. Larger units allocate their block each time:
  * a spare that size per partition would cost more memory than the allocation costs time.
  */
 const SPARE_MAX_BYTES = 1024 * 1024;

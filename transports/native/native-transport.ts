@@ -113,7 +113,7 @@ export class NativeTransport implements Transport {
     }
     const limit = Math.floor(broker.core.arenaBytes / 4);
     if (config.maxEventBytes !== undefined && config.maxEventBytes > limit) {
-      // Capped silently before: an event between the two was refused naming maxEventBytes, which allowed it.
+      // Refused, not capped: a capped limit would refuse an event between the two naming maxEventBytes, which allows it.
       brokers.release(config.name);
       const message = `maxEventBytes ${config.maxEventBytes} is above a quarter of the ring's arena (${broker.core.arenaBytes} bytes: at most ${limit}); raise transport.arenaBytes or lower maxEventBytes`;
       throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'maxEventBytes'], message, code: 'custom' }]);
@@ -128,7 +128,7 @@ export class NativeTransport implements Transport {
     // `block` may write a unit's first events and time out on the rest (blockingPush).
     const partialUnits = config.backpressure === 'block';
     // `error` takes a unit whole or refuses it: a unit larger than an empty ring would always be refused (a
-    // burst of publish() calls in one tick, batched into one unit, was refused whole by an empty ring).
+    // burst of publish() calls in one tick, batched into one unit, must not be refused whole by an empty ring).
     const units = config.backpressure === 'error' ? { maxUnitEvents: this.core.capacity, maxUnitBytes: this.core.arenaBytes / 4 } : {};
     this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: config.maxEventBytes ?? limit, runs: true, runBytes, partialUnits, ...units };
     this.mode = MODE[config.backpressure];

@@ -417,7 +417,7 @@ export function toPlainEnvelope(e: EventEnvelope): EventEnvelope {
  * A copy of `v` that shares no string with a popped batch's text. V8 makes a substring of 13 or more
  * characters a view of its parent string, so an id or a payload string read from a batch keeps the whole
  * batch text (up to `batchSize` records) alive: harmless while the event is handled, but an event kept for
- * long (a dead letter: up to `maxDeadLetters` of them) kept ~160 KB per 1,000-record batch instead of its
+ * long (a dead letter: up to `maxDeadLetters` of them) would keep a whole batch's text alive instead of its
  * own few hundred bytes. Strings are copied (JSON round trip: lossless, lone surrogates included); arrays and
  * plain objects are copied with their values; any other object (a Date, a class instance a schema made) is
  * kept as it is.

@@ -3,7 +3,7 @@
  * as one variadic XACK per stream, at the end of the turn (on the command connection) or ahead of a reader's
  * next blocking read (on its connection). Acked retry-stream entries are deleted (XDEL). An XACK that
  * failed on a lost or stalled connection (or a failover) is sent again, waiting longer each time, while the
- * subscription is open: left alone, its entries were reclaimed after minIdleMs and their events (a whole
+ * subscription is open: left alone, its entries would be reclaimed after minIdleMs and their events (a whole
  * batch entry's) handled again.
  */
 import { backoffDelay } from '../../src/backoff.js';

@@ -302,8 +302,8 @@ async function slotOwners(c: Cluster): Promise<Redis[]> {
 
 /**
  * Whether a Redis error means the stream or group is not there (counts as nothing). Any other failure (in a
- * Cluster: one master stalled or failing over, a timeout) must not: it was skipped as if empty, and
- * `pending`/`groups` then reported too little during exactly the incidents they are run for.
+ * Cluster: one master stalled or failing over, a timeout) must not: skipped as if empty, it would make
+ * `pending`/`groups` report too little during exactly the incidents they are run for.
  */
 function isMissing(err: unknown): boolean {
   const m = err instanceof Error ? err.message : String(err);
@@ -354,8 +354,8 @@ export function decodeDeadLetter(dlqId: string, fields: string[], type: string, 
     id: event?.id ?? f['origin'] ?? dlqId,
     type: f['type'] ?? type,
     group: f['group'] ?? '',
-    // The partition of the DLQ stream it was read from: replay and purge build their keys from it (a letter
-    // whose own field said another partition was replayed again on every run and never purged).
+    // The partition of the DLQ stream it was read from: replay and purge build their keys from it (trusting a
+    // letter whose own field says another partition would replay it again on every run and never purge it).
     partition,
     attempts: Number(f['attempts'] ?? 0),
     error: f['error'] ?? '',

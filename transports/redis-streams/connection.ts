@@ -84,8 +84,8 @@ export class Connector {
       const nodes: ClusterNode[] = c.cluster.nodes.map((n) => (typeof n === 'string' ? n : { host: n.host, port: n.port }));
       const user = c.cluster.options as ClusterOptions | undefined;
       // Node options given the ioredis way (cluster.options.redisOptions: a password, say) count too; the
-      // transport's own settings win, as with transport.redisOptions. (They were replaced whole: a password
-      // given there was never sent, and connecting failed after connectTimeoutMs.)
+      // transport's own settings win, as with transport.redisOptions. (Merged, not replaced: a password given
+      // there must be sent, or connecting fails after connectTimeoutMs.)
       const redisOptions: RedisOptions = { ...user?.redisOptions, ...this.baseOptions(role) };
       delete redisOptions.host;
       delete redisOptions.port;
@@ -221,7 +221,7 @@ export class Connector {
    * A PING through a ready Cluster client: a node that refuses us (credentials, ACL) fails the connect now
    * rather than at the first real command. ioredis picks the node: if it is a stalled master, the PING gets
    * no answer, and the client, ready with its slot map, is used anyway after `ms` (a PING with no timeout
-   * held createEventBus and subscribe for as long as any master was stalled).
+   * would hold createEventBus and subscribe for as long as any master is stalled).
    */
   private async pingCluster(client: Cluster, ms: number): Promise<void> {
     const ping = client.ping();
@@ -236,9 +236,9 @@ export class Connector {
   }
 
   /**
-   * Refuses a standalone connection to a Cluster node (ConfigError): it got MOVED for the keys of every other
-   * node's slots, so most publishes failed and subscribe could not create its groups. A server that will not
-   * answer INFO (an ACL without it) is not checked.
+   * Refuses a standalone connection to a Cluster node (ConfigError): it would get MOVED for the keys of every
+   * other node's slots, so most publishes would fail and subscribe could not create its groups. A server that
+   * will not answer INFO (an ACL without it) is not checked.
    */
   async checkNotClusterNode(client: Client): Promise<void> {
     if (client instanceof Cluster) return;
@@ -293,9 +293,9 @@ export function corkable(client: Client): Corkable | undefined {
  * delay) keeps the commands in flight when its socket closed, to resend them; `disconnect()` then cancels the
  * reconnect, and since no socket is left to emit 'close', nothing ever flushes them (ioredis 5.11: the same for
  * a Cluster client's offline queue): they stay pending forever. A read connection's blocking XREADGROUP has no
- * command timeout, so the read loop waited for it forever, and a consumer's close() with it (found by
- * test/integration/redis-chaos.test.ts: a read connection killed just before close(); pinned in
- * redis-faults.test.ts with Redis down). Here they are rejected as a closed connection's commands are.
+ * command timeout, so the read loop would wait for it forever, and a consumer's close() with it (a read
+ * connection killed just before close(); pinned in test/integration/redis-faults.test.ts with Redis down).
+ * Here they are rejected as a closed connection's commands are.
  *
  * A Cluster client also holds commands in its delay queue: a command whose node connection closed while the
  * client was 'ready' is sent again after retryDelayOnFailover. When that connection was the last of its pool
@@ -303,14 +303,14 @@ export function corkable(client: Client): Corkable | undefined {
  * there, not in the offline queue. disconnect() then leaves the client 'disconnecting' for good (its pool is
  * empty: no node ends, so neither 'close' nor 'end' comes), and the retry, when it fires, finds the client not
  * ready and queues the read offline, where nothing settles it. So a Cluster client disconnected here queues
- * nothing any more: a retry still to come is rejected when it fires (after at most retryDelayOnFailover).
+ * nothing: a retry still to come is rejected when it fires (after at most retryDelayOnFailover).
  * Pinned in test/integration/redis-cluster-disconnect.test.ts.
  *
  * A standalone client whose new socket is connected but not ready yet (status 'connect': its ready check waits,
  * as it does while a restarted server loads its data) keeps the commands of the socket it lost apart
  * (`prevCommandQueue`), to resend them at 'ready'. When that socket closes, ioredis flushes its offline and
- * command queues, not that one, so those commands were never settled either. They are rejected here as well
- * (found by redis-chaos.test.ts: a subscription closed just after a server restart; pinned in redis-faults.test.ts).
+ * command queues, not that one, so those commands would never be settled either. They are rejected here as well
+ * (a subscription closed just after a server restart; pinned in redis-faults.test.ts).
  */
 export function disconnectNow(client: Client): void {
   const between = client.status === 'reconnecting';

@@ -137,9 +137,9 @@ function letterRow(d: RedisDeadLetter): Record<string, unknown> {
     partition: d.partition,
     eventId: d.id,
     attempts: d.attempts,
-    // A letter written by someone else may have no time, or not a number: '-' (toISOString threw on it).
+    // A letter written by someone else may have no time, or not a number: '-' (toISOString would throw on it).
     deadAt: Number.isFinite(d.deadAt) && d.deadAt > 0 ? new Date(d.deadAt).toISOString() : undefined,
-    // One line per letter: a multi-line error (a ZodError's JSON) broke the table.
+    // One line per letter: a multi-line error (a ZodError's JSON) would break the table.
     error: oneLine(d.error, 80),
   };
 }

@@ -138,9 +138,9 @@ export class ReplicaWait {
    * that is not just `issued`, the one its WAIT went to; undefined when it is. A command redirected by ASK
    * (its key's slot being migrated) or MOVED (the slot moved in flight) went to the node the last redirect
    * named (`redirectedNode`: ioredis's slot map can name the old master again for a while after a MOVED,
-   * when the refresh it starts reads CLUSTER SLOTS from a node that has not heard of the move: a unit was
-   * then taken as replicated on the old master's replicas, seen once in redis-cluster.test.ts under load).
-   * Other commands: the slot's master in ioredis's map now. A WAIT on `issued` counted replicas of nothing there.
+   * when the refresh it starts reads CLUSTER SLOTS from a node that has not heard of the move, and a unit
+   * must not be taken as replicated on the old master's replicas).
+   * Other commands: the slot's master in ioredis's map now. A WAIT on `issued` counts replicas of nothing there.
    */
   private landed(client: Client, t: StreamInfo, partition: number, cmds: readonly Command[], issued: string | undefined): Set<string> | undefined {
     if (issued === undefined) return undefined; // its WAIT rejected already

@@ -82,7 +82,7 @@ export class Reroute {
       'v', WIRE_VERSION, 'kind', 'dead', 'group', spec.group, 'type', spec.type, 'partition', partition,
       'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
     ];
-    // At any depth: an event another producer nested deeper than JSON.stringify recurses was left pending forever.
+    // At any depth: an event another producer nested deeper than JSON.stringify recurses must not stay pending forever.
     if (event !== undefined) fields.push('event', stringifyAnyDepth(event));
     if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
     const key = dlqKey(config.prefix, spec.type, partition);
