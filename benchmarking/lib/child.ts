@@ -6,8 +6,8 @@
 import { firstLine, runIterationsHere, type IterationRequest } from './iterate.js';
 import { findScenario } from '../scenarios/index.js';
 
-// The CLI went (killed, SIGTERM from a CI timeout): its iteration is of no use to anyone, and an orphan kept
-// running it for up to --iteration-timeout x (warmups + 1) on a shared machine.
+// The CLI went (killed, SIGTERM from a CI timeout): its iteration is of no use to anyone, and an orphan would
+// keep running it for up to --iteration-timeout x (warmups + 1) on a shared machine.
 process.once('disconnect', () => process.exit(1));
 
 process.once('message', async (req: IterationRequest) => {

@@ -104,7 +104,7 @@ export async function publishAndWorkInWorkers(ctx: RunContext, workMs: number, w
     await bus.publishMany('bench.sized', warm);
     const until = performance.now() + 30_000;
     // On `unique`, which a handler counts last: waiting on `received` could reset the counters between the
-    // two counts of the last warm-up event, which then showed as one measured event too many (dup -1).
+    // two counts of the last warm-up event, which would then show as one measured event too many (dup -1).
     while (Atomics.load(unique, 0) < warm.length && performance.now() < until) await new Promise((res) => setTimeout(res, 2));
     Atomics.store(received, 0, 0);
     Atomics.store(unique, 0, 0);

@@ -42,9 +42,8 @@ export async function runIterationsHere(scenario: Scenario, req: IterationReques
           return r.value;
         },
       });
-      // Outside the timed window. Without it a run's streams added up in Redis until the run ended: with
-      // `--message-size 4096` on publishing-throughput, 30 iterations of 100,000 events (two each, warmup
-      // included) took 23 GB and the kernel killed redis-server.
+      // Outside the timed window. Without it a run's streams would add up in Redis until the run ended, and a
+      // long run of large messages can exhaust the machine's memory (the kernel then kills redis-server).
       if (config.transport === 'redis' && !req.keepKeys) await deletePrefix(config.redisUrl, config.keyPrefix);
       if (!figures) throw new Error(`Runner "${variant.runner}" never called ctx.timed`);
       const f = figures as WindowFigures;

@@ -28,26 +28,23 @@ export interface LatencyOptions {
 /**
  * Events sent before the measured ones, the same way (at the same rate, or as one burst), and not
  * recorded: every iteration runs in a fresh process, so without them the measured events would also
- * time the JIT compiling the publish and delivery paths (the first ~5,000 events through Redis took
- * 1-11 ms each in a cold process, against ~0.2 ms once warm).
+ * time the JIT compiling the publish and delivery paths (the first few thousand events of a cold process
+ * are far slower than warm ones).
  */
 const WARM_EVENTS = 10_000;
 
 /**
- * Bursts are warmed with this many bursts: one left the measured burst the second a process ever sent,
- * still compiling and growing its heap (native 1P/1C, standalone sequence of bursts: p99 15-30 ms for the
- * second burst, 1-7 ms from the fourth on; CLI, 1 / 3 / 6 warm-up bursts, 2 runs: p99 18.5 / 6.6 / 6.0 ms
- * and 12.8 / 8.4 / 5.9 ms). A service that bursts has sent bursts before.
+ * Bursts are warmed with this many bursts: with one, the measured burst would be the second a process ever
+ * sent, still compiling and growing its heap; p99 settles only after a few. A service that bursts has sent
+ * bursts before.
  */
 const WARM_BURSTS = 5;
 
 /**
- * Warm-up events: at a rate, WARM_EVENTS; a warm-up burst is as large as the measured one. Smaller warm-up
- * bursts (10,000 before a 15,000-event one, until 2026-11-24) left code the measured burst runs when its
- * queue grows deeper unoptimized: V8 compiled it on its helper threads during the measured burst, taking a
- * CPU from the publisher or the consumer for ~2.5 ms (perf samples of the helper threads in the measured
- * window: TurboFan phases). This runner called in one process, native 1P/1C pinned, runs 2-4 of 4 in 2
- * processes: p99 0.54-0.90 ms with warm-up bursts of 15,000 against 1.07-3.45 ms with bursts of 10,000.
+ * Warm-up events: at a rate, WARM_EVENTS; a warm-up burst is as large as the measured one. A smaller warm-up
+ * burst leaves code the measured burst runs when its queue grows deeper unoptimized: V8 would compile it on
+ * its helper threads during the measured burst, taking a CPU from the publisher or the consumer (TurboFan
+ * phases in perf samples of the measured window).
  */
 export function warmCount(n: number, openLoop: boolean): number {
   return openLoop ? Math.min(n, WARM_EVENTS) : n;
@@ -55,7 +52,7 @@ export function warmCount(n: number, openLoop: boolean): number {
 
 /**
  * Before each burst the publisher is idle this long, as before a real burst: consumer threads are asleep
- * when it starts, and are woken by it (back to back, the burst after a warm-up one found them awake).
+ * when it starts, and are woken by it (back to back, the burst after a warm-up one would find them awake).
  */
 export const QUIET_BEFORE_BURST_MS = 50; // the burst machine floor (floor-run.ts) passes it to latencyFloor as quietMs
 const quiet = () => new Promise((r) => setTimeout(r, QUIET_BEFORE_BURST_MS));
@@ -174,7 +171,7 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured: as
   // on the main thread (warmCount, sent the same way), and at least enough to start every worker. At
   // least one round per worker, so each of N workers sees about as many as the one worker of a 1-consumer
-  // run and its JIT is as warm (4P/4C latency-burst, CLI runs: p99 41-47 -> 14-18 ms); bursts WARM_BURSTS.
+  // run and its JIT is as warm; bursts WARM_BURSTS.
   const openLoopMode = o.open && c.rate > 0;
   const warm = tickPayloads(Math.max(64, workers * 16, warmCount(n, openLoopMode)), n);
   // At a rate, at least two rounds with a quiet between them: the consumer threads' first idle wait that

@@ -7,8 +7,8 @@
  * the main thread's own timer reported it; if the deadline passes first, it prints `error: <message>`
  * on the CLI's stderr and kills the CLI (SIGKILL). It exits when the CLI does (its stdin closes).
  *
- * A process rather than a worker thread: a worker's isolate would add ~8 MB to the peak RSS measured in
- * this process.
+ * A process rather than a worker thread: a worker's isolate would add its own heap to the peak RSS measured
+ * in this process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 

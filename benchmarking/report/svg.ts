@@ -20,7 +20,7 @@ export function esc(s: string): string {
 export function throughputChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => !v.error && v.iterations.length);
   if (!rows.length) return '';
-  // Wide enough for the longest label: a fixed width cut long ones on the left.
+  // Wide enough for the longest label: a fixed width would cut long ones on the left.
   const labelW = Math.max(330, 16 + Math.max(...rows.map((v) => labelWidth(v.label))));
   const barW = 420;
   const rowH = 34;
@@ -50,7 +50,7 @@ export function latencyChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => v.summary.latency && v.summary.latency.count > 0);
   if (!rows.length) return '';
   // The legend goes under the plot, a line per configuration, as wide as its longest label: beside the
-  // plot it was cut at the right edge, and the floor rows (long labels) could not be told apart.
+  // plot it would be cut at the right edge, and the floor rows (long labels) could not be told apart.
   const L = 60;
   const W = Math.max(760, L + 20 + Math.max(...rows.map((v) => labelWidth(v.label))));
   const plotH = 300;

@@ -26,8 +26,7 @@ async function throughputRun(ctx: RunContext): Promise<Measured> {
   const chunks: TradePayload[][] = [];
   for (let i = 0; i < n; i += arraySize) chunks.push(payloads.slice(i, i + arraySize));
   // Warm-up: a tenth of the run (at least one array, at most 100,000 events). Each iteration's bus starts a
-  // new worker thread, whose JIT starts cold: with one array of warm-up the measured window also timed it
-  // (2.3-2.7M/s against 2.9-3.3M/s after 100,000 events, two pairs of CLI runs).
+  // new worker thread, whose JIT starts cold: with one array of warm-up the measured window would also time it.
   const warmCount = Math.max(Math.min(arraySize, 4096), Math.min(100_000, Math.floor(n / 10)));
   const warm = tradePayloads(warmCount).map((p) => ({ ...p, id: n + p.id }));
   const shared = { received: new SharedArrayBuffer(4) };
