@@ -97,7 +97,7 @@ describe('benchmark CLI', () => {
     const text = '# Our results\n\nprose\n\n<!-- benchmark-results:start -->\nold tables\n';
     writeFileSync(file, text);
     const args = ['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '1000', '--iterations', '1', '--warmup', '0', '--quiet', '--markdown', file];
-    // Before: the run went on and replaced the whole file with its tables.
+    // Refused before the run: the file is not replaced with the run's tables.
     const refused = await runCli(args);
     expect(oneLineError(refused)).toMatch(/--markdown .*half-marked\.md: it has a <!-- benchmark-results:start --> line and no <!-- benchmark-results:end --> line/);
     expect(refused.stdout).not.toContain('publish-overhead on noop'); // nothing ran

@@ -1,7 +1,7 @@
 /**
  * extreme-batching's peak one-second throughput (`extra.peakOneSecond`): the best window of at least 1 s
- * between the run's ~100 ms samples. A run shorter than 1 s has no such window and reported 0 however many
- * events it delivered; it now reports its whole span's rate, with the span's length (`peakWindowMs`) and a note.
+ * between the run's ~100 ms samples. A run shorter than 1 s has no such window: it reports its whole span's rate
+ * (never 0 when it delivered events), with the span's length (`peakWindowMs`) and a note.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -66,7 +66,7 @@ describe('HTML report', () => {
   it('draws long configuration names whole: the bar labels and the latency legend grow the chart instead of being cut', async () => {
     const json = join(dir, 'report.json'); // written by the test above
     const report = JSON.parse(readFileSync(json, 'utf8'));
-    // As long as the native floor rows' names, which were cut ("...the native core, 1 partiti").
+    // As long as the native floor rows' names, which a fixed width would cut ("...the native core, 1 partiti").
     for (const v of report.runs[0].variants) v.label = `C++ threads, no JS: the native core, 1 partition / 1 consumer, one burst after 50 ms idle (machine floor), pinned ${v.id}`;
     const long = join(dir, 'long.json');
     writeFileSync(long, JSON.stringify(report));

@@ -1,7 +1,7 @@
 /**
- * Interrupting a Redis run (SIGINT, SIGTERM) killed the iteration's child and exited at once, leaving the
- * run's keys (its streams under `eventlane-bench:<pid>-<time>:`) in Redis. The CLI now deletes them, its own
- * prefix only, within a short bound, and then exits with 128 + the signal number as before.
+ * Interrupting a Redis run (SIGINT, SIGTERM) kills the iteration's child and leaves none of the run's keys
+ * (its streams under `eventlane-bench:<pid>-<time>:`) in Redis: the CLI deletes them, its own prefix only,
+ * within a short bound, and then exits with 128 + the signal number.
  */
 import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';

@@ -1,8 +1,8 @@
 /**
  * The latency summary of a configuration is over all its measured iterations' events: the iterations'
  * HdrHistograms (each encoded into its iteration result by the child process) are added into one. The mean
- * of per-iteration percentiles is not a percentile of the run (two iterations of 10 us and 1,000 us gave a
- * "p50" of 505 us, which no event had). Without histograms (older reports) it falls back to that mean, and
+ * of per-iteration percentiles is not a percentile of the run (two iterations of 10 us and 1,000 us would give
+ * a "p50" of 505 us, which no event had). Without histograms (older reports) it falls back to that mean, and
  * says so. Ratios to the baseline use the merged figures.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -45,7 +45,7 @@ describe('latency summary over iterations', () => {
     const lat = v.summary.latency!;
     expect(lat.merge).toBe('histogram');
     expect(lat.count).toBe(200);
-    near(lat.p50Us, 10); // the 100th of 200 events: 10 us (the mean of the p50s was 505)
+    near(lat.p50Us, 10); // the 100th of 200 events: 10 us (the mean of the p50s would be 505)
     near(lat.p99Us, 1000);
     near(lat.p999Us, 1000);
     near(lat.meanUs, 505);

@@ -1,7 +1,7 @@
 /**
- * A sized payload is the JSON {"id":N,"body":"xx..."}: below the JSON without filler, --message-size gave
- * payloads larger than asked (--message-size 16 with 10,000 events: 21 bytes) while every figure was labelled
- * with the asked size. Sizes below the minimum (27 bytes: the largest ids a run can send have 10 digits) are now
+ * A sized payload is the JSON {"id":N,"body":"xx..."}: below the JSON without filler, --message-size would give
+ * payloads larger than asked (--message-size 16 with 10,000 events: 21 bytes) while every figure is labelled
+ * with the asked size. Sizes below the minimum (27 bytes: the largest ids a run can send have 10 digits) are
  * refused before anything runs, saying the minimum; and sizedPayloads refuses to make an oversized payload.
  */
 import { describe, expect, it } from 'vitest';

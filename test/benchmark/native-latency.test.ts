@@ -165,7 +165,7 @@ describe('latency-sustained rows with --transport-option spinUs', () => {
     expect(plain.filter((l) => l.includes('spins 200 us')).length).toBeGreaterThan(0);
     expect(plain.some((l) => l.includes('--transport-option spinUs'))).toBe(false);
     const spun = labels({ spinUs: 2000 });
-    // Before: the 200 us rows ran with 2,000 us too, and the others did not say they spun.
+    // With spinUs given, no row claims its own 200 us, and every row says it spins what was given.
     expect(spun.some((l) => l.includes('spins 200 us'))).toBe(false);
     expect(spun.length).toBeGreaterThan(0);
     for (const l of spun) expect(l).toContain('consumer spins 2000 us (--transport-option spinUs)');

@@ -1,7 +1,7 @@
 /**
- * A run flag the scenario does not read (`Scenario.takes`) was accepted and written into the JSON config as
- * if it had been used (--message-size and --publishers on the latency scenarios, --publishers on
- * message-size, --consumers on partition-scaling, --duration off extreme-batching). `run` and `matrix` now
+ * A run flag the scenario does not read (`Scenario.takes`) must not be accepted and written into the JSON
+ * config as if it had been used (--message-size and --publishers on the latency scenarios, --publishers on
+ * message-size, --consumers on partition-scaling, --duration off extreme-batching). `run` and `matrix`
  * refuse it before anything runs (one line naming the flag and the scenario, exit 2); `suite` applies each
  * flag to the scenarios that take it, runs the others without it (their config does not show it) and says so.
  */
@@ -72,7 +72,7 @@ describe('flags a scenario does not take', () => {
         }
       }
     }
-    // what the review found, by name
+    // the flags of the header comment, by name
     for (const [s, k] of [['latency-burst', 'messageSize'], ['latency-burst', 'publishers'], ['latency-sustained', 'messageSize'], ['latency-sustained', 'publishers'], ['message-size', 'publishers'], ['partition-scaling', 'consumers'], ['publishing-throughput', 'duration']] as const) {
       expect(findScenario(s).takes, `${s} ${k}`).not.toContain(k);
     }

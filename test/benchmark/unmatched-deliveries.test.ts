@@ -1,8 +1,8 @@
 /**
  * Native latency runs match handler starts to publishes by partition order (OrderProbe); a worker whose
- * order or count check fails is not measured. Its starts were counted as received but not as distinct
- * deliveries, so the verdict said "dup N" (received - unique) for events that were never duplicated (a swapped
- * pair in one partition: 200 "duplicates" of 400 events, and as many "lost"). They are now counted apart
+ * order or count check fails is not measured. Counted as received but not as distinct deliveries, its starts
+ * would make the verdict say "dup N" (received - unique) for events that were never duplicated (a swapped
+ * pair in one partition: 200 "duplicates" of 400 events, and as many "lost"). So they are counted apart
  * (`unmatched`): neither delivered nor duplicated, and the delivery is not verified (the run exits 1).
  */
 import { describe, expect, it } from 'vitest';

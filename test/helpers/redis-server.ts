@@ -187,8 +187,8 @@ const START_ATTEMPTS = 5;
 /**
  * `launch(port)` on a port from `pick`; on another one (up to START_ATTEMPTS ports) when the server it started
  * exited because the port was taken: free when picked, taken before the server bound it (by a server or a
- * connection of a test running beside this one). Before, the dead server's port was polled until waitReady
- * timed out.
+ * connection of a test running beside this one), rather than polling the dead server's port until waitReady
+ * times out.
  */
 export async function onFreePort<T>(launch: (port: number) => Promise<T>, pick: () => Promise<number> = freePort): Promise<T> {
   for (let attempt = 1; ; attempt++) {

@@ -67,7 +67,7 @@ describe('redis-streams: cluster read connection', () => {
       // One write to the partition's master: its blocked read served by an XADD, then killed before the reply is written.
       await withRedis(master.port, (c) => loseServedRead(c, key, 7, 'c'));
       // The Cluster client sends the read again ('>') on a new connection to the node ('-node', not 'ready'); once it
-      // returns, the reader drains its pending list. Before: seq 7 waited for the reclaim, minIdleMs (60 s) later.
+      // returns, the reader drains its pending list, so seq 7 does not wait for the reclaim, minIdleMs (60 s) later.
       await waitFor(() => seen.length === 1, 8000, 'seq 7 after the reconnect');
       expect(seen).toEqual(['7@2']);
     } finally {

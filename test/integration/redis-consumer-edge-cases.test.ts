@@ -1,6 +1,6 @@
 /**
- * Review findings of the Redis Streams consumer, each against a real redis-server: close() during read
- * errors, read-ahead entries stolen by reclaim.
+ * Edge cases of the Redis Streams consumer, each against a real redis-server: close() during read errors,
+ * read-ahead entries that reclaim must not steal, retry counting, idle consumers, admin and error types.
  */
 import { describe, expect, it } from 'vitest';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
@@ -28,7 +28,7 @@ async function bus(prefix: string, transport: Record<string, unknown> = {}, logg
   return b;
 }
 
-describe('redis-streams review: close()', () => {
+describe('redis-streams consumer: close()', () => {
   it('close() returns while the read loop is backing off after read errors', async () => {
     const prefix = uniquePrefix('closeback');
     const logger = recordingLogger();
@@ -56,7 +56,7 @@ describe('redis-streams review: close()', () => {
     await waitFor(() => started.length === 1, 5000, 'first handler');
     const t0 = Date.now();
     expect(await boundedClose(sub, 10_000)).toBe('closed');
-    // Only the running handler was waited for (it ran all 20, 4 s, before).
+    // Only the running handler is waited for, not the 19 read ahead of it (4 s of handlers).
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(started).toEqual([0]);
     const b = await bus(prefix, { entryMode: 'event' });
@@ -85,7 +85,7 @@ describe('redis-streams review: close()', () => {
   });
 });
 
-describe('redis-streams review: events nested deeper than JSON.stringify recurses', () => {
+describe('redis-streams consumer: events nested deeper than JSON.stringify recurses', () => {
   // JSON.parse reads any depth; JSON.stringify throws RangeError at a few thousand levels.
   const deep = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
@@ -121,7 +121,7 @@ describe('redis-streams review: events nested deeper than JSON.stringify recurse
   });
 });
 
-describe('redis-streams review: reclaim', () => {
+describe('redis-streams consumer: reclaim', () => {
   it("two subscriptions of one group in one process (default names) do not run each other's pending entries", async () => {
     const prefix = uniquePrefix('twosubs');
     const a = await bus(prefix, { entryMode: 'event' });
@@ -133,7 +133,7 @@ describe('redis-streams review: reclaim', () => {
     });
     await a.publishMany('order.created', orders(4));
     await waitFor(() => runs.length === 4, 5000, 'first runs all four');
-    // The second drains its own pending entries at start: with the first's name it took the first's four.
+    // The second drains its own pending entries at start: it gets a name of its own, or it would take the first's four.
     const second = await a.subscribe('order.created', { group: 'g', concurrency: 4, blockMs: 100, minIdleMs: 60_000 }, (e) => void runs.push(`second:${e.data.seq}`));
     await sleep(500);
     release = true;
@@ -196,7 +196,7 @@ describe('redis-streams review: reclaim', () => {
   });
 });
 
-describe('redis-streams review: retry counting', () => {
+describe('redis-streams consumer: retry counting', () => {
   it('a retry left waiting for its due time by close() keeps its attempt number for the next consumer', async () => {
     const prefix = uniquePrefix('closeretry');
     const a = await bus(prefix);
@@ -230,13 +230,13 @@ describe('redis-streams review: retry counting', () => {
     // A retry written by a consumer on a host whose clock runs an hour ahead.
     const fields = ['v', '1', 'kind', 'event', 'id', 'e-skew', 'type', 'order.created', 'source', 'other', 'time', String(Date.now()), 'data', JSON.stringify({ orderId: 'o-0', amount: 0, seq: 0 })];
     await r.raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');
-    // Before: held for the hour.
+    // Not held for the hour: the due time is capped at our backoff.maxMs.
     await waitFor(() => seen.length === 1, 5000, 'the retry to run');
     expect(seen).toEqual([2]);
   });
 });
 
-describe('redis-streams review: deleting idle consumers', () => {
+describe('redis-streams consumer: deleting idle consumers', () => {
   it('a consumer that read entries after it was found idle is not deleted (its pending entries would be dropped)', async () => {
     const key = streamKey(uniquePrefix('prune'), 'order.created', 0);
     await r.raw.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
@@ -261,12 +261,12 @@ describe('redis-streams review: deleting idle consumers', () => {
     await r.raw.del(key0);
     await r.raw.set(key0, 'not a stream');
     const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key1, 'g')) as unknown[][]).map((row) => String(row[1]));
-    // Before: the failure on partition 0 ended each housekeeping pass before partition 1.
+    // A failure on partition 0 does not end the housekeeping pass: partition 1 is still pruned.
     await waitFor(async () => !(await consumers()).includes('gone'), 5000, "partition 1's idle consumer to be deleted");
   });
 });
 
-describe('redis-streams review: admin', () => {
+describe('redis-streams consumer: admin', () => {
   it('groups() counts pending entries of the retry streams too, as pending() does', async () => {
     const prefix = uniquePrefix('adminretry');
     const a = await bus(prefix);
@@ -294,7 +294,7 @@ describe('redis-streams review: admin', () => {
     await a.publishMany('order.created', [0, 1, 2, 3, 4].map((seq) => ({ orderId: `o-${seq}`, amount: seq, seq })), { key: (o) => o.orderId });
     const admin = await (a.transport as RedisStreamsTransport).admin();
     await waitFor(async () => (await admin.groups('order.created'))[0]?.retrying === 5 && (await admin.pending('order.created', 'g')).total === 5, 5000, 'five retries pending');
-    // Before: 10 (each retry entry counted as pending and again as retrying).
+    // 5, not 10: a retry entry counts once, not as pending and again as retrying.
     expect(await admin.unfinished('order.created', 'g')).toBe(5);
     await expect(a.idle({ timeoutMs: 100 })).rejects.toThrow(/group "g": 5\b/);
   });
@@ -321,7 +321,7 @@ describe('redis-streams review: admin', () => {
   });
 });
 
-describe('redis-streams review: error types', () => {
+describe('redis-streams consumer: error types', () => {
   it('subscribe rejects with TransportError when the group cannot be created (a key of another type)', async () => {
     const prefix = uniquePrefix('wrongtype');
     const b = await bus(prefix);
@@ -373,7 +373,7 @@ describe('redis-streams review: error types', () => {
   });
 });
 
-describe('redis-streams review: keepalive without scripts', () => {
+describe('redis-streams consumer: keepalive without scripts', () => {
   it('an ACL user without XDEL: acked retry entries stay in the retry stream with one warning per refused XDEL, and idle() still resolves', async () => {
     await r.raw.call('ACL', 'SETUSER', 'noxdel', 'on', '>pw', '~*', '&*', '+@all', '-xdel');
     r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noxdel'));

@@ -100,8 +100,8 @@ describe('eventlane-redis --cluster', () => {
     } finally {
       await b.close();
     }
-    // The ioredis way of giving node options (cluster.options.redisOptions) reaches every node too: it was
-    // replaced by the transport's own node options, the password was never sent, connecting timed out.
+    // The ioredis way of giving node options (cluster.options.redisOptions) reaches every node too: merged with
+    // the transport's own node options, not replaced by them, so the password is sent.
     const viaOptions = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes, options: { redisOptions: { password: PASSWORD } } }, prefix: uniquePrefix('node-opts'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 } });
     try {
       await viaOptions.publishMany('order.created', orders(60));

@@ -114,7 +114,7 @@ describe('eventlane-redis (operations CLI)', () => {
       const listed = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p, '--json');
       const refs = (JSON.parse(listed.out) as { ref: string }[]).map((d) => d.ref).sort();
       expect(refs).toEqual(['0/1700000000000-0', '1/1700000000000-0']);
-      // A bare DLQ entry id is both partitions' letter: it picks neither (before, it purged both).
+      // A bare DLQ entry id is both partitions' letter: it picks neither (it must not purge both).
       const bare = await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', '1700000000000-0');
       expect(bare.out).toBe('purged 0 dead letters\n');
       const purged = await cli('purge', 'order.created', '--url', server.url, '--prefix', p, '--id', '1/1700000000000-0');
@@ -167,8 +167,8 @@ describe('eventlane-redis (operations CLI)', () => {
       await raw.xadd(dlq1, '*', ...letter('ev-odd', { deadAt: 'yesterday', error: 'ZodError: [\n  {\n    "code": "invalid_type"\n  }\n]' }));
       await raw.xadd(dlq1, '*', ...letter('ev-garbled', { event: '{"id": "ev-garbled", trunc' })); // not JSON
 
-      // Before: 'streams' (and every command counting partitions from it) failed on the other key with WRONGTYPE,
-      // and with the glob characters in the prefix found no stream at all.
+      // 'streams' (and every command counting partitions from it) skips the app's other key instead of failing
+      // with WRONGTYPE, and finds the streams whatever glob characters the prefix holds.
       const streams = await cli('streams', ...conn2, '--json');
       expect(streams.code, streams.err).toBe(0);
       expect((JSON.parse(streams.out) as { partition: number }[]).map((x) => x.partition)).toEqual([0, 1]);
@@ -181,7 +181,7 @@ describe('eventlane-redis (operations CLI)', () => {
 
       // Replay: only the letter whose group exists; it goes to partition 1's retry stream, where it was read.
       const replayed = await cli('replay', 'order.created', ...conn2);
-      // ev-other-partition and ev-odd (billing); what it left, and why, is said (before: only "replayed 2").
+      // ev-other-partition and ev-odd (billing); what it left, and why, is said, not only "replayed 2".
       expect(replayed.out).toBe('replayed 2 dead letters; left in the DLQ: 1 undecodable (inspect with dlq, then purge --id <ref>), 1 naming no group, 1 whose group the stream no longer has\n');
       expect(JSON.parse((await cli('replay', 'order.created', ...conn2, '--json')).out)).toEqual({ replayed: 0, skipped: { undecodable: 1, 'no-group': 1, 'group-gone': 1 } });
       expect(await raw.xlen(retryKey(p, 'order.created', 1, 'billing'))).toBe(2);
@@ -190,7 +190,7 @@ describe('eventlane-redis (operations CLI)', () => {
       const left = JSON.parse((await cli('dlq', 'order.created', ...conn2, '--json')).out) as { id: string; partition: number }[];
       expect(left.filter((d) => d.id.startsWith('ev-')).map((d) => [d.id, d.partition]).sort()).toEqual([['ev-gone-group', 1], ['ev-no-group', 1]]);
       expect(left).toHaveLength(3);
-      // A second run replays nothing again (before: the letter of the other partition went again on every run).
+      // A second run replays nothing again (the letter naming the other partition does not go again on every run).
       expect((await cli('replay', 'order.created', ...conn2)).out).toMatch(/^replayed 0 dead letters; left in the DLQ: /);
       expect((await cli('purge', 'order.created', ...conn2, '--all')).out).toBe('purged 3 dead letters\n');
       expect(await raw.xlen(dlq1)).toBe(0);
@@ -206,7 +206,7 @@ describe('eventlane-redis (operations CLI)', () => {
     } finally {
       await close();
     }
-    // Before: ConnectionError "SCAN failed: Connection is closed. (see transport.commandTimeoutMs)".
+    // A ClosedError, not a ConnectionError about a closed connection's SCAN.
     await expect(admin.listStreams()).rejects.toMatchObject({ code: 'ERR_CLOSED' });
   });
 
@@ -217,14 +217,14 @@ describe('eventlane-redis (operations CLI)', () => {
     const zero = await cli('groups', 'order.created', ...conn, '--partitions', '0');
     expect(zero.code).toBe(2);
     expect(zero.err).toContain('--partitions must be an integer from 1 to 4,096');
-    // Before: passed on to Redis, which refused it (exit 1).
+    // A usage error (exit 2), checked here rather than passed on to Redis to refuse.
     const huge = await cli('dlq', 'order.created', ...conn, '--limit', '99999999999999999999');
     expect(huge.code).toBe(2);
     expect(huge.err).toContain('--limit must be an integer from 1 to 1,000,000');
     const option = await cli('streams', ...conn, '--colour');
     expect(option.code).toBe(2);
     expect(option.err).toContain("'--colour'");
-    // A flag the command does not read (before: ignored; `replay --all` replayed what replay would anyway).
+    // A flag the command does not read is refused, not ignored (`replay --all` would replay what replay does anyway).
     const stray = await cli('replay', 'order.created', ...conn, '--all', '--limit', '5');
     expect(stray.code).toBe(2);
     expect(stray.err).toContain('--all, --limit do not apply to "replay" (it takes --partitions, --group, --id)');

@@ -96,16 +96,16 @@ async function livedAfterReject(url: string, cluster = false, connectTimeoutMs =
 
 describe('redis-streams: publish faults', () => {
   it('a bus that could not connect does not keep its process alive', async () => {
-    // Before: ioredis's disconnect timers of the failed sockets held it 2 s longer.
+    // No timer of the failed sockets (ioredis's disconnect timers) keeps it alive.
     expect(await livedAfterReject('redis://127.0.0.1:1')).toBeLessThan(1000);
   });
 
   it('a Cluster bus whose seed is unreachable does not keep its process alive', async () => {
-    // Before: a connect retry already scheduled when createEventBus gave up opened the disconnected client
-    // again, and so on every 100 ms, for as long as the process lived.
+    // A connect retry already scheduled when createEventBus gives up must not open the disconnected client
+    // again (and so on every 100 ms, for as long as the process lives).
     expect(await livedAfterReject('redis://127.0.0.1:1', true)).toBeLessThan(1000);
-    // Before: each connect() of the transport's own retry loop stacked one more ioredis retry timer, which
-    // disconnect() does not clear: after 3 s of trying, the process lived ~2 s more.
+    // Nor does any ioredis retry timer stacked by the connect() calls of the transport's own retry loop
+    // (disconnect() does not clear them), however long it tried.
     expect(await livedAfterReject('redis://127.0.0.1:1', true, 3000)).toBeLessThan(500);
   });
 
@@ -285,7 +285,8 @@ describe('redis-streams: publish faults', () => {
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.length).toBeLessThan(2000);
     for (const o of outcomes) if (o !== 'ok') expect(String((o as Error).message)).toContain('OOM');
-    // Before: a unit (one tick's publishes) rejected as a whole though Redis had stored its first events.
+    // Each publish settles with its own entry's fate: a unit (one tick's publishes) is not rejected as a whole
+    // when Redis stored its first events.
     expect(await stored()).toEqual([0, ...ok]);
   });
 

@@ -50,14 +50,14 @@ describe('redis-streams consumer: a blocking read interrupted with CLIENT UNBLOC
     await blockedReader(r.raw);
     await b.publish('order.created', order(1));
     await waitFor(() => seen.length === 2, 5000, 'seq 1');
-    // Seq 0, still running here, was delivered once. Before: the ERROR sent the loop back to the pending drain, whose
-    // XREADGROUP ... 0 delivered it again (delivery count 2: a crash now would cost it an attempt it never ran).
+    // Seq 0, still running here, was delivered once: the ERROR does not send the loop back to the pending drain, whose
+    // XREADGROUP ... 0 would deliver it again (delivery count 2: a crash then would cost it an attempt it never ran).
     const pending = (await r.raw.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];
     expect(pending[0]![3]).toBe(1);
     release();
     await waitFor(async () => ((await r.raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'both acked');
     expect(seen).toEqual(['0@1', '1@1']);
-    // Before: 'redis read failed; retrying' as a warning, and a backoff.
+    // An unblocked read is no failure: no 'redis read failed; retrying' warning, and no backoff.
     expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
     expect(logger.lines.filter((l) => l.level === 'debug' && l.msg.includes('CLIENT UNBLOCK'))).toEqual([
       { level: 'debug', obj: expect.objectContaining({ group: 'g', err: expect.stringMatching(/^UNBLOCKED/) }), msg: expect.any(String) },
@@ -80,8 +80,8 @@ describe('redis-streams consumer: the read watchdog', () => {
     });
     await waitFor(() => seen.length >= 10, 10_000, 'the 10 events');
     await sleep(300);
-    // Before: the watchdog fired at its first turn after the handlers, dropped the connection with the reply in it,
-    // and the pending drain delivered those entries again (attempt 2 for events that had never run).
+    // The watchdog does not fire at its first turn after the handlers: dropping the connection with the reply in it
+    // would make the pending drain deliver those entries again (attempt 2 for events that had never run).
     expect(logger.lines.filter((l) => l.msg.includes('watchdog'))).toEqual([]);
     expect(seen).toEqual(orders(10).map((o) => `${o.seq}@1`));
   });
@@ -135,7 +135,7 @@ describe('redis-streams consumer: a read whose reply is lost with its connection
     });
     await loseServedRead(r.raw, key, 7, 'c');
     // ioredis reconnects and sends the read again ('>': new entries only); once it returns (blockMs), the reader
-    // drains its own pending list. Before: seq 7 waited there until the reclaim took it, minIdleMs (60 s) later.
+    // drains its own pending list, so seq 7 does not wait there for the reclaim, minIdleMs (60 s) later.
     await waitFor(() => seen.length === 1, 5000, 'seq 7 after the reconnect');
     expect(seen).toEqual(['7@2']);
     await waitFor(async () => ((await r.raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'seq 7 acked');

@@ -30,7 +30,7 @@ describe('redis-streams reclaim: entries trimmed while pending', () => {
     const seen: string[] = [];
     await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100, reclaimIntervalMs: 50 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
     const reports = () => logger.warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed'));
-    // Before: Redis dropped the three from the pending list at the XCLAIM, and nothing was said.
+    // Redis drops the three from the pending list at the XCLAIM: the loss is reported, not silent.
     await waitFor(() => reports().reduce((n, w) => n + Number(w.obj['count']), 0) === 3, 5000, 'three trimmed pending entries reported');
     expect(reports()).toEqual([{ obj: { group: 'g', stream: key, count: 3 }, msg: expect.stringContaining('lost to the group') }]);
     // The survivor runs, alone, as its third delivery.

@@ -108,7 +108,8 @@ describe('redis-streams: trimming', () => {
     } finally {
       skew.mockRestore();
     }
-    // Before: MINID was "now + 9 minutes" in Redis's time, so every XADD trimmed everything, its own entry included.
+    // Taken from the client's clock, MINID would be "now + 9 minutes" in Redis's time, and every XADD would
+    // trim everything, its own entry included.
     const left = (await raw.xrange(key, '-', '+')) as [string, string[]][];
     expect(left.filter(([, f]) => f[0] === 'old')).toHaveLength(0);
     const kept = left.flatMap(([, f]) => (f[f.indexOf('kind') + 1] === 'batch' ? JSON.parse(f[f.indexOf('payloads') + 1]!) : [JSON.parse(f[f.indexOf('data') + 1]!)]));
@@ -321,7 +322,7 @@ describe('redis-streams: admin', () => {
     await sleep(150); // the dead consumer's entries idle past minIdleMs
     await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100, reclaimIntervalMs: 50 }, () => undefined);
     const lost = () => warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed')).reduce((n, w) => n + Number(w.obj['count']), 0);
-    // Before: both pairs were dropped without a word (own ones acked, the dead one's gone from the PEL).
+    // Both pairs are reported (own ones acked, the dead one's gone from the PEL), not dropped without a word.
     await waitFor(() => lost() === 4, 5000, 'four trimmed pending entries reported');
     // One warning with the count for the own drain (it reads one entry at a time) and one per XAUTOCLAIM, not one per entry.
     expect(warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed')).length).toBeLessThanOrEqual(2);

@@ -1,6 +1,6 @@
 /**
- * The OS refusing the rings' memory (here under `ulimit -v`): before, the addon's std::bad_alloc reached
- * std::terminate and aborted the whole process (SIGABRT, exit 134).
+ * The OS refusing the rings' memory (here under `ulimit -v`) is a typed error: the addon's std::bad_alloc must
+ * not reach std::terminate and abort the whole process (SIGABRT, exit 134).
  */
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';

@@ -147,11 +147,11 @@ describe.each(['native', 'js'] as const)('partition core under racing threads (%
   it('a thread terminated while it acknowledges leaves a ring that still releases', async () => {
     // Each worker consumes its own partition, which the main thread (the producer) keeps full: it pops a
     // whole ring with hold and acknowledges it, all but the first record, then the first, which releases
-    // the whole batch in one go (where the JS core used to hold a lock). The main thread terminates each
-    // worker as it starts that last ack, then takes back what it held and drains the ring, and all the
-    // room must be free again.
-    // Two workers, many rounds: with more spinning threads than cores, the main thread waited minutes (84 s
-    // in one CI run) for a worker to be scheduled inside its ack window.
+    // the whole batch in one go (lock-free in the JS core too, so no lock dies with the thread). The main
+    // thread terminates each worker as it starts that last ack, then takes back what it held and drains the
+    // ring, and all the room must be free again.
+    // Two workers, many rounds: with more spinning threads than cores, the main thread could wait minutes for
+    // a worker to be scheduled inside its ack window.
     const cap = 2048;
     const workers = 2;
     const batch = enc(recs(cap));

@@ -52,8 +52,8 @@ describe.each(['native', 'js'] as const)('bus.idle() on native (%s)', (implement
   });
 
   it('drop-oldest: never reports a worker group idle in the instant between its pop and its count of what it popped', async () => {
-    // Under drop-oldest a worker's pop used to release the records before the thread counted them in its
-    // shared cell, so a look at that instant found nothing anywhere. Here the main thread looks as fast as it
+    // Under drop-oldest a pop that released the records before the thread counted them in its shared cell
+    // would leave an instant in which a look finds nothing anywhere. Here the main thread looks as fast as it
     // can after each publish: whenever it finds the group idle, every event must have been delivered.
     const b = await bus({ partitions: 1, capacity: 1024, backpressure: 'drop-oldest' });
     const counters = new SharedArrayBuffer(12);

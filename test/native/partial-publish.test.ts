@@ -2,8 +2,8 @@
  * `backpressure: 'block'` when publishTimeoutMs runs out part-way through a unit: the ring took the unit's
  * first events and not the rest. Each publish settles with its own event's fate, and publishMany's
  * PublishPartialError names exactly the events not written: a caller that publishes those again gets every
- * event delivered once, with no duplicate of one that was written (before, every event of the unit was
- * reported failed, the written ones included).
+ * event delivered once, with no duplicate of one that was written (the written ones are never reported
+ * failed).
  */
 import { describe, expect, it } from 'vitest';
 import { ClosedError, PublishPartialError, TimeoutError } from '../../src/index.js';
@@ -123,7 +123,7 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     await b.close();
-    // Before: 30 s (publishTimeoutMs). Now drainTimeoutMs for the publishes, then for the handler.
+    // Not publishTimeoutMs (30 s): drainTimeoutMs for the publishes, then for the handler.
     expect(Date.now() - started).toBeLessThan(2_000);
     const results = await settled;
     const rejected = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));

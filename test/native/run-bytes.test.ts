@@ -1,8 +1,8 @@
 /**
  * publishMany on the native transport writes the payloads as bytes at publish (`capabilities.runBytes`): the
  * checked payloads are not copied, the records' headers are written into the room before each payload, and the
- * call's buffer is reused by the next call. What a user sees must not change: the data delivered is the
- * schema's output as it was at the call, ids and order as before, and every refusal happens before anything is
+ * call's buffer is reused by the next call. What a user sees is as on the per-event path: the data delivered
+ * is the schema's output as it was at the call, the same ids and order, and every refusal happens before anything is
  * sent.
  */
 import { describe, expect, it } from 'vitest';

@@ -22,7 +22,7 @@ function collectGarbage(): void {
 const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => partitionForKey(`k${seq}`, 2) === p));
 
 
-describe.each(['native', 'js'] as const)('native transport review (%s)', (implementation) => {
+describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-review');
 
   it('a bus sharing a named broker needs its partition count: another is a ConfigError naming transport.partitions', async () => {
@@ -59,7 +59,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     let first = false;
     void t.close().then(() => (first = true));
     await t.close();
-    // Before: the second call returned at once, while the first was still ending the threads.
+    // A second close() resolves only once the first has ended the threads.
     expect(first).toBe(true);
   });
 
@@ -73,7 +73,8 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     // The transport itself, not the bus: its subscriptions are still open, so the threads are ended by terminate().
     await transportOf(b).close();
     await sleep(100); // every thread's exit event has run
-    // Before: each terminated thread was taken for one that died while its subscription was closing, and logged.
+    // A thread ended by terminate() is not taken for one that died while its subscription was closing:
+    // nothing is logged.
     expect(errors.map((e) => e.msg)).toEqual([]);
   });
 
@@ -94,10 +95,10 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     const port = await b.subscribe('tick', { group: 'port', workers: 1, handler: fixture('count-handler.mjs'), workerData: { port: port1 } }).catch((e: unknown) => e);
     port1.close();
     port2.close();
-    // Before: a TypeError (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST), not an EventlaneError.
+    // A ConfigError naming workerData, not Node's TypeError (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST).
     expect(port).toBeInstanceOf(ConfigError);
     expect((port as ConfigError).issues[0]!.path).toEqual(['workerData']);
-    // Before: both groups kept rings of 8 that nobody consumed; past the 8th event every publish timed out.
+    // The failed groups keep no rings: publishes past the capacity of 8 do not time out.
     for (let i = 0; i < 40; i++) await b.publish('tick', { seq: i });
     await waitFor(() => seen.length === 40, 5_000, 'every event by the group that was joined');
     expect(transportOf(b).stats('tick', 0, 'broken')).toBeUndefined();
@@ -121,7 +122,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await first.close();
     await b.subscribe('tick', { group: 'g', maxDeliveries: 1 }, (e, ctx) => void log.push(`second ${e.data.seq} attempt ${ctx.attempt}`));
     await b.idle({ timeoutMs: 2000 });
-    // Before: the second member ran it as attempt 2 of 1.
+    // The first member's delivery counts: the second member does not run it as attempt 2 of 1.
     expect(log).toEqual(['first 7 attempt 1']);
     const dead = await transportOf(b).deadLetters('tick', 'g');
     expect(dead.map((d) => [d.attempts, (d.event?.data as { seq: number }).seq])).toEqual([[1, 7]]);
@@ -156,7 +157,8 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
 
   it('worker consumers: a relative handler path, a bare file name, or a handler module with a handler function too, is a ConfigError naming handler', async () => {
     const b = await bus();
-    // Before: a relative path resolved against eventlane's folder ("Cannot find module"), and the function was never called.
+    // A relative path would resolve against eventlane's folder ("Cannot find module"), and a handler function
+    // beside a module would never be called.
     const relative = await b.subscribe('tick', { group: 'w', workers: 1, handler: './count-handler.mjs' }).catch((e: unknown) => e);
     expect(relative).toBeInstanceOf(ConfigError);
     expect((relative as ConfigError).message).toContain("new URL('./count-handler.mjs', import.meta.url)");
@@ -179,7 +181,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await a.subscribe('tick', { group: 'g', workers: 1, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 0 } });
     await b.publishMany('tick', ticks(8));
     await waitFor(() => transportOf(b).stats('tick', 0, 'g')!.held === 8, 5_000, 'the worker to hold all 8');
-    // Another thread opens the gate after 1 s whatever happens here (before the fix this thread was stuck in the push).
+    // Another thread opens the gate after 1 s whatever happens here, so a push stuck in the core cannot hang the test.
     const opener = new Worker(
       "const { workerData } = require('node:worker_threads'); const g = new Int32Array(workerData); Atomics.wait(g, 0, 0, 1000); Atomics.store(g, 0, 1); Atomics.notify(g, 0);",
       { eval: true, workerData: gate.buffer },
@@ -188,7 +190,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     const timer = setInterval(() => turns++, 1);
     await sleep(5);
     const turnsBefore = turns;
-    await b.publish('tick', { seq: 8 }); // was: spun in the core until the handler returned (here: never)
+    await b.publish('tick', { seq: 8 }); // returns without spinning in the core until the handler returns (here: never)
     expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 8, droppedNewest: 1, droppedOldest: 0, held: 8 });
     await sleep(20);
     clearInterval(timer);
@@ -267,7 +269,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await b.close();
     expect(await outcome).toBeInstanceOf(ClosedError);
     await sleep(100);
-    // Before: the ready thread, ended by the close, was logged as "died while its subscription was starting".
+    // The ready thread, ended by the close, is not logged as "died while its subscription was starting".
     expect(errors.map((e) => e.msg)).toEqual([]);
   });
 
@@ -428,7 +430,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     Atomics.store(gate, 0, 1);
     Atomics.notify(gate, 0);
     await closing;
-    // Before: no replacement thread is started for a member that is leaving, and nothing was logged either.
+    // No replacement thread is started for a member that is leaving, but the death is logged, once.
     expect(errors.filter((e) => /consumer thread died/.test(e.msg))).toHaveLength(1);
     const onMain = new Int32Array(50);
     await b.subscribe('tick', { group: 'g' }, (e) => void Atomics.add(onMain, e.data.seq, 1));
@@ -460,8 +462,8 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     Atomics.notify(gateB, 0);
     await waitFor(() => seenB[0] === 1, 5_000, 'seq 0 delivered again, to member B');
     await sleep(100);
-    // ...and seqs 1..5, which B held, stay B's: each handled once. Before: taken back with seq 0 and handed
-    // to B a second time.
+    // ...and seqs 1..5, which B held, stay B's: each handled once, not taken back with seq 0 and handed to B
+    // a second time.
     expect([...seenB.subarray(1, 6)]).toEqual([1, 1, 1, 1, 1]);
     expect(seenA[0]).toBe(0);
   });
@@ -477,8 +479,8 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     Atomics.store(gate, 0, 1); // the handler of seq 0 ends its thread
     await waitFor(() => seen[0] === 1, 5_000, 'seq 0 delivered again, to the replacement thread');
     await sleep(100);
-    // At most the events finished since the last acknowledgement (fewer than 64) come back. Before: only the
-    // finished prefix of a batch was acknowledged, and seq 0 held back all the batch's others: 299 came back.
+    // At most the events finished since the last acknowledgement (fewer than 64) come back: events finished
+    // after seq 0 in its batch are acknowledged, not held back behind it.
     const again = seen.subarray(1).filter((x) => x > 1).length;
     expect(again).toBeLessThan(64);
   });
@@ -494,7 +496,7 @@ describe.each(['native', 'js'] as const)('native transport review (%s)', (implem
     await sleep(50); // its partition is assigned once it is ready
     await b.publishMany('tick', ticks(200));
     await waitFor(() => byPartition[0] !== 0 && byPartition[1] !== 0, 5_000, 'events on both partitions');
-    // Before: the subscription ran on its one surviving thread, which took both partitions.
+    // The replacement thread takes a partition: the surviving thread does not keep both.
     expect(byPartition[0]).not.toBe(byPartition[1]);
   });
 

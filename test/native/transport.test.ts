@@ -72,7 +72,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   it('error: a burst of publish() calls into an empty ring is taken as far as the ring holds (no unit is larger than the ring)', async () => {
     const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
     const { seen, release } = await stuckConsumer(b);
-    // One tick: before, the batcher made one unit of all 10, which a ring of 4 refused whole, empty as it was.
+    // One tick: the batcher makes no unit larger than the ring of 4, so an empty ring takes the first 4.
     const results = await Promise.allSettled(ticks(10).map((t) => b.publish('tick', t)));
     expect(results.map((r) => r.status)).toEqual([...Array(4).fill('fulfilled'), ...Array(6).fill('rejected')]);
     for (const r of results.slice(4)) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(BackpressureError);
@@ -83,7 +83,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     const big = await bus({ arenaBytes: 64 * 1024, backpressure: 'error' }, { batching: { maxEvents: 4000 } });
     const held = await stuckConsumer(big); // holds the first event: the ring fills
     const pad = 'x'.repeat(1000);
-    // 200 events of ~1 KB in one tick, more than the arena: before, one unit, refused whole.
+    // 200 events of ~1 KB in one tick, more than the arena: not one unit refused whole.
     const settled = await Promise.allSettled(ticks(200).map((t) => big.publish('tick', { ...t, pad })));
     const accepted = settled.filter((r) => r.status === 'fulfilled').length;
     expect(accepted).toBeGreaterThan(0);
@@ -231,7 +231,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
   });
 
-  it('refuses a maxEventBytes above a quarter of the arena with a ConfigError naming both (it was capped silently)', async () => {
+  it('refuses a maxEventBytes above a quarter of the arena with a ConfigError naming both, rather than capping it', async () => {
     await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(ConfigError);
     await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(/maxEventBytes 20000 .*65536 bytes: at most 16384.*arenaBytes/);
     const b = await bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 16_384 });

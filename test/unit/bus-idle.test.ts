@@ -37,7 +37,7 @@ describe('bus.idle()', () => {
       void bus.publish('job.done', { n: 2 }); // then the next step, not awaited
     });
     await bus.publish('job.done', { n: 1 });
-    // Before: idle() flushed once, then asked only the groups; n: 2 sat in the batch for 200 ms, uncounted.
+    // idle() counts what handlers publish while it waits: n: 2, buffered after its first flush, is sent too.
     await bus.idle({ timeoutMs: 5000 });
     expect(sent).toEqual([2]);
     expect(bus.stats().pendingEvents).toBe(0);
@@ -53,7 +53,7 @@ describe('bus.idle()', () => {
     const waiting = bus.idle({ timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 20));
     const closed = bus.close();
-    // Before: the closed subscription left no group to ask, and idle() resolved as if all were handled.
+    // A subscription closed while idle() waits rejects it: its unhandled events are not taken as handled.
     await expect(waiting).rejects.toBeInstanceOf(ClosedError);
     release();
     await closed;

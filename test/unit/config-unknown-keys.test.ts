@@ -44,7 +44,7 @@ describe('unknown config keys', () => {
     expect((await redis({ url: 'redis://127.0.0.1:1', port: 6499 })).issues.map((i) => i.path.join('.'))).toEqual(['transport.port']);
     expect((await redis({ url: 'redis://127.0.0.1:1', host: 'x' })).message).toContain('transport.host: give url or host/port, not both');
     expect((await redis({ cluster: { nodes: ['127.0.0.1:1'] }, url: 'redis://127.0.0.1:1' })).message).toContain('transport.url: not with cluster');
-    // A cluster has database 0 only: a db was dropped without a word.
+    // A cluster has database 0 only: a db is refused, not silently dropped.
     expect((await redis({ cluster: { nodes: ['127.0.0.1:1'] }, db: 3 })).message).toContain('transport.db: a Redis Cluster has database 0 only');
     expect((await redis({ cluster: { nodes: ['redis://127.0.0.1:1/3'] } })).issues.map((i) => i.path.join('.'))).toEqual(['transport.cluster.nodes.0']);
     // keyPrefix through the ioredis Cluster options is refused as it is in transport.redisOptions.

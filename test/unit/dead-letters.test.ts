@@ -149,7 +149,7 @@ describe('bus.deadLetters', () => {
     await first.close();
     await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1 }, (e, ctx) => void log.push(`second ${e.data.orderId} attempt ${ctx.attempt}`));
     await bus.idle({ timeoutMs: 2000 });
-    // Before: the second member ran it as attempt 2 of 1.
+    // The first member's delivery counts: the second member does not run it as attempt 2 of 1.
     expect(log).toEqual(['first o-1 attempt 1']);
     const dead = await bus.deadLetters('order.placed', { group: 'g' });
     expect(dead.map((d) => [d.id.length, d.attempts, d.valid])).toEqual([[26, 1, true]]);

@@ -40,7 +40,7 @@ describe.each(transports)('delivery slices on %s', (_name, transport) => {
       setImmediate(spin);
       await waitFor(() => handled === 4000, 20_000, 'the backlog');
       stop = true;
-      // Slices of 5 ms: about 40 turns (before, with async handlers: 1, the whole backlog in one).
+      // Slices of 5 ms: about 40 turns, with async handlers too (never the whole backlog in one turn).
       expect(turns).toBeGreaterThanOrEqual(10);
     } finally {
       await bus.close();

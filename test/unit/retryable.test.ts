@@ -33,7 +33,7 @@ describe('isRetryable', () => {
       });
       await bus.publish('a.b', { n: 1 });
       await waitFor(async () => (await bus.deadLetters('a.b')).length === 1, 5000, 'the dead letter');
-      // Before: retried 5 times, then dead-lettered.
+      // Dead-lettered at its first failure, not retried up to maxDeliveries.
       expect(attempts).toEqual([1]);
     } finally {
       await bus.close();

@@ -2,10 +2,10 @@
  * A function with a long loop that runs once per call is compiled on the fly (OSR) and again as a whole
  * before the code after its loop ever ran; that code then has no type feedback, and the next call's
  * optimized code gives up there and runs on in the interpreter until compiled again. A process that
- * publishes one large array per bus (a benchmark's measured round, a batch job) hit that in publishMany,
- * enqueueMany, the id generator's clock step and the unit tracking of every second call: the loops are in
- * functions of their own now (src/bus.ts `parseAll`, `queueSlice`; src/bulk-call.ts), and every store of
- * the id generator's head runs on one path. This runs such a process with `--trace-deopt` and checks that
+ * publishes one large array per bus (a benchmark's measured round, a batch job) would hit that in
+ * publishMany, enqueueMany, the id generator's clock step and the unit tracking of every second call: so the
+ * loops are in functions of their own (src/bus.ts `parseAll`, `queueSlice`; src/bulk-call.ts), and every
+ * store of the id generator's head runs on one path. This runs such a process with `--trace-deopt` and checks that
  * none of the library's bulk publish functions gives up during the second and third calls.
  */
 import { execFileSync } from 'node:child_process';
@@ -35,8 +35,8 @@ function deoptsInLaterCalls(type: string): string[] {
 
 describe('V8: a second large publishMany runs the code the first one optimized', () => {
   // Only deopts for missing feedback: the JIT is not deterministic, and an occasional other one ("wrong
-  // map" when V8 compiled while only one shape had been seen) comes and goes from run to run. Before the
-  // change, every run had 3-8 of these in publishMany, enqueueMany and make (the id generator's step).
+  // map" when V8 compiled while only one shape had been seen) comes and goes from run to run. Missing
+  // feedback in publishMany, enqueueMany or make (the id generator's step) is what the split loops prevent.
   it.each(['memory', 'native'])('%s', (type) => {
     const gaveUp = deoptsInLaterCalls(type).filter((n) => BULK_PATH.has(n.split(' ')[0]!) && n.includes('Insufficient type feedback'));
     expect(gaveUp).toEqual([]);

@@ -1,7 +1,7 @@
 /**
  * The JSON writer and reader keep their optimized code when a number of a new shape comes (see
- * fixtures/digit-shapes.ts): a deopt there is a recompile on a V8 helper thread, which a 2-core latency run
- * showed as stalls of the publisher or the consumer at the start of its measured window.
+ * fixtures/digit-shapes.ts): a deopt there is a recompile on a V8 helper thread, which on a machine with few
+ * cores stalls the publisher or the consumer.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,7 @@
 /**
  * A process often makes a bus after closing another (each benchmark iteration, a test, a serverless
- * invocation). Fields V8 took for constants, rewritten by close() or by the first clock reading, made it throw
- * away the optimized publish path of every later bus (see EventBus's constructor). This checks the fields'
+ * invocation). Fields V8 takes for constants, rewritten by close() or by the first clock reading, would make it
+ * throw away the optimized publish path of every later bus (see EventBus's constructor). This checks the fields'
  * kinds in V8 directly (`--allow-natives-syntax`, in a child process) on a freshly made bus.
  */
 import { execFileSync } from 'node:child_process';
