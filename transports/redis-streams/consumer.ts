@@ -140,47 +140,13 @@ export class RedisConsumer implements TransportSubscription {
           this.reads.attach(r, conn);
         }
         if (r.drainPending) {
-          // Serially: one entry per stream, finished before the next is read, so an entry that kills
-          // the process is redelivered alone and only its own delivery count grows.
-          const reply = await this.reads.read(r, r.lastIds, false, 1);
-          if (this.ctx.closing) break;
-          let any = false;
-          const started: Entry[] = [];
-          if (reply) {
-            for (const [key, entries] of reply) {
-              if (entries.length === 0) continue;
-              any = true;
-              const idx = this.keyIndex.get(key)!;
-              r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
-              // Redeliveries: their delivery counts give the attempt and stop crash loops.
-              const fresh = this.deliveries.notHere(idx, entries);
-              if (fresh.length > 0) this.deliveries.accept(idx, fresh, await this.reclaimer.deliveryCounts(idx, fresh), started);
-            }
-          }
-          await this.deliveries.finished(started);
-          if (!any) {
-            r.drainPending = false;
-            r.lastIds.fill('0');
-            reportTrimmed(this.ctx, r.streams);
-          }
+          if (!(await this.drainStep(r))) break;
         } else {
           const next = ahead ?? this.reads.read(r, undefined, true);
           ahead = undefined;
           const reply = await next;
           if (this.ctx.closing) break;
-          if (reply) {
-            // A full reply means a backlog: read ahead, so Redis prepares the next one while handlers run.
-            // A short one means the reader is caught up: the next read waits until the handlers that
-            // finish at once have, and their acks go out with it (one write, not two, per event at low rates).
-            let got = 0;
-            for (const [, entries] of reply) got += entries.length;
-            // Not when a reconnect meanwhile asked for a pending drain: that read would queue behind a blocking one.
-            if (got >= r.lastCount && r.conn !== undefined && !r.drainPending && !this.deliveries.full) {
-              ahead = this.reads.read(r, undefined, true);
-              ahead.catch(noop); // observed when awaited on the next turn
-            }
-            for (const [key, entries] of reply) this.deliveries.accept(this.keyIndex.get(key)!, entries, undefined);
-          }
+          ahead = this.takeNew(r, reply);
         }
         failures = 0;
       } catch (err) {
@@ -210,6 +176,70 @@ export class RedisConsumer implements TransportSubscription {
       }
     }
     reportTrimmed(this.ctx, r.streams);
+  }
+
+  /**
+   * One step of the serial pending drain: one entry per stream, read into handler slots reserved for it (as
+   * many streams as slots granted, `Deliveries.reserve`) so it starts at once, and finished before the next is
+   * read, so an entry that kills the process is redelivered alone and only its own delivery count grows.
+   * False at close.
+   */
+  private async drainStep(r: Reader): Promise<boolean> {
+    const open = r.streams.map((_, k) => k).filter((k) => !r.drained[k]);
+    const slots = await this.deliveries.reserve(open.length);
+    let reserved = slots;
+    const started: Entry[] = [];
+    try {
+      if (this.ctx.closing) return false;
+      if (slots === 0) return true; // every slot still busy: asked again
+      const only = open.slice(0, slots);
+      const reply = await this.reads.read(r, r.lastIds, false, 1, only);
+      if (this.ctx.closing) return false;
+      const got = new Set<number>();
+      for (const [key, entries] of reply ?? []) {
+        if (entries.length === 0) continue;
+        const idx = this.keyIndex.get(key)!;
+        got.add(r.streams.indexOf(idx));
+        r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
+        // Redeliveries: their delivery counts give the attempt and stop crash loops.
+        const fresh = this.deliveries.notHere(idx, entries);
+        if (fresh.length > 0) this.deliveries.accept(idx, fresh, await this.reclaimer.deliveryCounts(idx, fresh), started);
+      }
+      for (const k of only) if (!got.has(k)) r.drained[k] = true;
+      this.deliveries.release(reserved);
+      reserved = 0;
+      for (const k of got) await this.reclaimer.withdrawHeld(r.streams[k]!);
+    } finally {
+      this.deliveries.release(reserved);
+    }
+    await this.deliveries.finished(started);
+    if (r.drained.every(Boolean)) {
+      r.drainPending = false;
+      r.lastIds.fill('0');
+      r.drained.fill(false);
+      reportTrimmed(this.ctx, r.streams);
+    }
+    return true;
+  }
+
+  /**
+   * Takes a reply of new entries; returns the read sent ahead of it, if any. A full reply means a backlog: the
+   * next read goes out before the reply is taken, so Redis prepares it while handlers run. A short one means
+   * the reader is caught up: the next read waits until the handlers that finish at once have, and their acks go
+   * out with it (one write, not two, per event at low rates).
+   */
+  private takeNew(r: Reader, reply: ReadReply): Promise<ReadReply> | undefined {
+    if (!reply) return undefined;
+    let got = 0;
+    for (const [, entries] of reply) got += entries.length;
+    let ahead: Promise<ReadReply> | undefined;
+    // Not when a reconnect meanwhile asked for a pending drain: that read would queue behind a blocking one.
+    if (got >= r.lastCount && r.conn !== undefined && !r.drainPending && !this.deliveries.full) {
+      ahead = this.reads.read(r, undefined, true);
+      ahead.catch(noop); // observed when awaited on the next turn
+    }
+    for (const [key, entries] of reply) this.deliveries.accept(this.keyIndex.get(key)!, entries, undefined);
+    return ahead;
   }
 
   // ---------------------------------------------------------------- close

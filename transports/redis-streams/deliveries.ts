@@ -16,6 +16,18 @@ import type { Reroute } from './reroute.js';
 import { isTransientWriteError, TRANSIENT_RETRY } from './connection.js';
 import { backoffDelay } from '../../src/backoff.js';
 
+/** How long a slot reservation waits for all the slots it asks for before it takes those free (`reserve`). */
+const RESERVE_WAIT_MS = 100;
+
+/** A redelivery's request for handler slots (`reserve`), granted in order. */
+interface SlotRequest {
+  want: number;
+  /** Waited RESERVE_WAIT_MS: granted the slots free now, however few. */
+  expired: boolean;
+  timer: NodeJS.Timeout | undefined;
+  grant: (slots: number) => void;
+}
+
 /** An entry not held for its handlers whose retry/DLQ write is outstanding (`sideOp`): kept this consumer's by the keepalive. */
 export interface Pinned {
   claimedAt: number;
@@ -38,7 +50,25 @@ export class Deliveries {
   /** Events per entry, learnt from reads (sizes the reads' COUNT). */
   avgEvents: number;
   readonly prefetch: number;
+  /** Entries read (`>`) and due, in read order: the read-ahead. */
   private readonly queue = new Deque<Entry>();
+  /**
+   * Redeliveries (pending drain, reclaim), claimed or read into slots reserved for them (`reserve`): started
+   * before any entry of `queue`, at once (a batch entry's later events wait for its earlier ones' slots).
+   */
+  private readonly urgent = new Deque<Entry>();
+  /**
+   * Slot requests waiting (`reserve`): while any waits, no entry of `queue` starts, so running handlers free
+   * slots as they finish.
+   */
+  private readonly requests: SlotRequest[] = [];
+  /** Slots granted to redeliveries and not released yet (`release`): no entry of `queue` starts in them. */
+  private promised = 0;
+  /**
+   * Redelivered entries held for their due time (retries), per stream index: the caller of `accept` withdraws
+   * the delivery their claim counted (`takeHeldRedeliveries`), since no handler starts on them now.
+   */
+  private readonly heldRedeliveries: Entry[][] = [];
   /** Shared delivery context of first attempts, per stream index. */
   private readonly firstCtx: DeliveryContext[] = [];
   /** Retries waiting for their due time. */
@@ -68,6 +98,7 @@ export class Deliveries {
     for (const s of ctx.streams) {
       this.held.push(new Map());
       this.pinned.push(new Map());
+      this.heldRedeliveries.push([]);
       this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: s.partition });
     }
   }
@@ -77,6 +108,67 @@ export class Deliveries {
     return this.heldEvents >= this.prefetch;
   }
 
+  /**
+   * Reserves handler slots for a redelivery about to be claimed or read (at most `want`, at most
+   * `concurrency`), so that every entry it gets starts at once: Redis counts a claim or a re-read as a
+   * delivery, and a consumer's death charges one to every entry it holds, started or not. While a request
+   * waits, no entry of the read-ahead (`queue`) starts, so slots free up as running handlers finish.
+   * Resolves with `want` slots once they are free; after RESERVE_WAIT_MS with those free then (maybe 0); at
+   * close with 0. The caller takes no more entries than it was granted slots, `accept`s them (they start
+   * at once), then calls `release` with the grant, in every case.
+   */
+  reserve(want: number): Promise<number> {
+    if (this.ctx.closing) return Promise.resolve(0);
+    return new Promise<number>((resolve) => {
+      const req: SlotRequest = { want: Math.max(1, Math.min(want, this.ctx.spec.concurrency)), expired: false, timer: undefined, grant: resolve };
+      req.timer = setTimeout(() => {
+        req.expired = true;
+        this.pump();
+      }, RESERVE_WAIT_MS);
+      this.requests.push(req);
+      this.pump();
+    });
+  }
+
+  /** Gives back slots granted by `reserve` (those the entries accepted into them did not fill end up free). */
+  release(slots: number): void {
+    this.promised -= slots;
+    this.pump();
+  }
+
+  /** Slots neither running a handler, nor granted, nor awaited by a redelivery's events not started yet. */
+  private freeSlots(): number {
+    let waiting = 0;
+    for (const e of this.urgent.toArray()) waiting += e.events.length - e.cursor;
+    return this.ctx.spec.concurrency - this.running - this.promised - waiting;
+  }
+
+  /** Grants the slot requests that can be, in order; true if any was (the read-ahead may start again). */
+  private grantSlots(): boolean {
+    let any = false;
+    while (this.requests.length > 0) {
+      const req = this.requests[0]!;
+      const free = Math.max(0, this.freeSlots());
+      if (free < req.want && !req.expired && !this.ctx.closing) break;
+      this.requests.shift();
+      clearTimeout(req.timer);
+      const slots = this.ctx.closing ? 0 : Math.min(req.want, free);
+      this.promised += slots;
+      req.grant(slots);
+      any = true;
+    }
+    return any;
+  }
+
+  /**
+   * The redelivered entries of stream `idx` that `accept` held for their due time since the last call (retries
+   * not due yet): no handler starts on them now, so the caller withdraws the delivery their claim counted.
+   */
+  takeHeldRedeliveries(idx: number): Entry[] {
+    const held = this.heldRedeliveries[idx]!;
+    return held.length === 0 ? held : held.splice(0);
+  }
+
   /** Resolves when events held fall below prefetch, or at close. */
   waitForRoom(): Promise<void> {
     return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
@@ -84,7 +176,7 @@ export class Deliveries {
 
   /** Handlers running, events queued or re-routes outstanding. */
   get busy(): boolean {
-    return this.running > 0 || this.queue.length > 0 || this.sideOps > 0;
+    return this.running > 0 || this.queue.length > 0 || this.urgent.length > 0 || this.sideOps > 0;
   }
 
   /**
@@ -94,12 +186,15 @@ export class Deliveries {
    */
   stop(): void {
     this.wakeReaders();
+    this.grantSlots(); // closing: each waiting request gets 0
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    // pump() starts events in queue order and shifts an entry once all its events started: only the head can be part-way.
-    const head = this.queue.peek();
-    this.queue.clear();
-    if (head !== undefined && head.cursor > 0 && head.cursor < head.events.length) this.queue.push(head);
+    // pump() starts events in queue order and shifts an entry once all its events started: only a head can be part-way.
+    for (const q of [this.urgent, this.queue]) {
+      const head = q.peek();
+      q.clear();
+      if (head !== undefined && head.cursor > 0 && head.cursor < head.events.length) q.push(head);
+    }
   }
 
   /** Resolves when nothing is busy any more, or after drainTimeoutMs (warning of handlers still running). */
@@ -116,6 +211,7 @@ export class Deliveries {
   /** After a drain timeout: events queued and not started are dropped (their entries stay held, and pending). */
   dropQueued(): void {
     this.queue.clear();
+    this.urgent.clear();
   }
 
   /**
@@ -188,16 +284,9 @@ export class Deliveries {
       this.heldEvents += entry.remaining;
       events += entry.remaining;
       if (decoded.due > now) {
-        // `due` is the writer's clock: another host's may run ahead of ours by minutes (or a hand-written entry
-        // say anything), so a retry waits no longer than this consumer's own longest backoff.
-        const t = setTimeout(() => {
-          this.timers.delete(t);
-          this.queue.push(entry);
-          this.pump();
-        }, Math.min(decoded.due - now, this.longestBackoff));
-        this.timers.add(t);
+        this.holdUntilDue(entry, decoded.due - now);
       } else {
-        this.queue.push(entry);
+        (deliveries === undefined ? this.queue : this.urgent).push(entry);
         started?.push(entry);
       }
     }
@@ -211,6 +300,25 @@ export class Deliveries {
     this.pump();
   }
 
+  /**
+   * A retry not due yet, queued (`queue`) when it is. `due` is the writer's clock: another host's may run ahead
+   * of ours by minutes (or a hand-written entry say anything), so a retry waits no longer than this consumer's
+   * own longest backoff. A redelivered one is listed for `takeHeldRedeliveries`.
+   */
+  private holdUntilDue(entry: Entry, ms: number): void {
+    if (entry.deliveries !== undefined) this.heldRedeliveries[entry.stream]!.push(entry);
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      this.queue.push(entry);
+      this.pump();
+    }, Math.min(ms, this.longestBackoff));
+    this.timers.add(t);
+  }
+
+  /**
+   * Starts events while slots are free: redeliveries (`urgent`) first; the read-ahead (`queue`) only while no
+   * slot request waits and outside granted slots. Grants slot requests as slots free up.
+   */
   private pump(): void {
     if (this.pumping) {
       this.again = true;
@@ -220,17 +328,24 @@ export class Deliveries {
     const limit = this.ctx.spec.concurrency;
     do {
       this.again = false;
-      while (this.running < limit && this.queue.length > 0) {
-        const entry = this.queue.peek()!;
+      while (this.running < limit) {
+        let q = this.urgent;
+        if (q.length === 0) {
+          if (this.requests.length > 0 || this.running + this.promised >= limit) break;
+          q = this.queue;
+        }
+        const entry = q.peek();
+        if (entry === undefined) break;
         if (entry.cursor >= entry.events.length) {
-          this.queue.shift(); // abandoned while queued
+          q.shift(); // abandoned while queued
           continue;
         }
         const i = entry.cursor++;
-        if (entry.cursor >= entry.events.length) this.queue.shift();
+        if (entry.cursor >= entry.events.length) q.shift();
         this.running++;
         this.run(entry, i);
       }
+      if (this.requests.length > 0 && this.grantSlots()) this.again = true;
     } while (this.again);
     this.pumping = false;
     this.checkIdle();
@@ -378,7 +493,7 @@ export class Deliveries {
   }
 
   private checkIdle(): void {
-    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.sideOps === 0) {
+    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.urgent.length === 0 && this.sideOps === 0) {
       const w = this.idleWaiters;
       this.idleWaiters = [];
       for (const f of w) f();

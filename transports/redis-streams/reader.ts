@@ -21,14 +21,18 @@ export class Reader {
   /** COUNT of the last read: a reply that filled it means a backlog. */
   lastCount = 0;
   readonly lastIds: string[];
+  /** Per stream (position in `streams`): its pending drain has found nothing after `lastIds`. */
+  readonly drained: boolean[];
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
+    this.drained = streams.map(() => false);
   }
 
   /** Back to draining this consumer's own pending entries from the start (a failed read, a reconnect). */
   redrain(): void {
     this.drainPending = true;
     this.lastIds.fill('0');
+    this.drained.fill(false);
   }
 }
 
@@ -125,15 +129,23 @@ export class ReadConnections {
     return undefined;
   }
 
-  /** One XREADGROUP; `watch` replaces the connection if the reply never comes. */
-  read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number): Promise<ReadReply> {
+  /**
+   * One XREADGROUP; `watch` replaces the connection if the reply never comes. `only`: the positions in
+   * `r.streams` of the streams to read (all when absent).
+   */
+  read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number, only?: number[]): Promise<ReadReply> {
     const room = this.deliveries.prefetch - this.deliveries.heldEvents;
     const count = fixedCount ?? Math.max(1, Math.min(this.ctx.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
     const args: (string | number)[] = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'COUNT', count];
     if (block) args.push('BLOCK', this.ctx.opts.blockMs);
     args.push('STREAMS');
-    for (const i of r.streams) args.push(this.ctx.streams[i]!.key);
-    for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
+    if (only !== undefined) {
+      for (const k of only) args.push(this.ctx.streams[r.streams[k]!]!.key);
+      for (const k of only) args.push(ids ? ids[k]! : '>');
+    } else {
+      for (const i of r.streams) args.push(this.ctx.streams[i]!.key);
+      for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
+    }
     const cmd = wireCommand('xreadgroup', args);
     const conn = r.conn!;
     r.reading = cmd;
