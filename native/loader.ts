@@ -22,44 +22,16 @@ interface Binding {
   setThreadCpus(cpus: number[]): boolean;
   /** The CPUs the calling thread may run on (empty when the platform cannot tell). */
   threadCpus(): number[];
-  /** The core driven by C++ threads only (native/src/latency-floor.h); see `latencyFloor` below. */
-  latencyFloor(rate: number, count: number, consumers: number, spinUs: number, cpus?: number[], quietMs?: number): LatencyFloorResult;
   /** Version of the binding's interface; a binary built from other sources is not used. */
   abi?: number;
 }
 
-export interface LatencyFloorOptions {
-  /** Events per second, sent open loop; 0: one burst, back to back, after the consumers idled `quietMs`. */
-  rate: number;
-  /** Events sent. */
-  count: number;
-  /** Partitions, with one consumer thread each (events go round-robin). */
-  consumers: number;
-  /** A consumer spins this long on an empty ring before it sleeps on the futex (the transport's `spinUs`). @default 0 */
-  spinUs?: number;
-  /** Pins the sending (calling) thread to `cpus[0]` and consumer k to `cpus[1 + k % (cpus.length - 1)]`. */
-  cpus?: readonly number[];
-  /** A burst (rate 0): the consumer threads idle this long (ms, up to 10,000) before it, asleep in their wait. @default 0 */
-  quietMs?: number;
-}
-
-export interface LatencyFloorResult {
-  /** `latencyNs[i]`: event i, from its intended send time (a burst: its push) to its pop in the consumer thread, in ns. */
-  latencyNs: Float64Array;
-  /** Events popped, duplicates included. */
-  received: number;
-  /** Distinct events popped. */
-  unique: number;
-  /** From the first send to the last arrival, in ns (a burst's window, without the idle time before it). */
-  windowNs: number;
-}
-
 /**
- * The binding interface this code speaks; addon.cc exports the same `abi`. A binary whose `abi` differs is
- * not used: it counts as a binary that did not load, and the next candidate is tried. Raise both together
- * whenever a function of the binding, its arguments or its results change.
+ * The version of the binding's interface (its exports and their arguments) this code speaks: addon.cc exports
+ * the same number as `abi`, and a binary exporting another is not loaded. Both change together whenever that
+ * interface does.
  */
-const BINDING_ABI = 10;
+const BINDING_ABI = 11;
 
 // @ts-ignore import.meta is rewritten for the CommonJS build (scripts/build.mjs)
 const here = dirname(fileURLToPath(import.meta.url));
@@ -132,22 +104,6 @@ export function nativeLoadError(): Error | undefined {
 /** Which implementation `auto` resolves to in this process. */
 export function availableImplementation(): 'native' | 'js' {
   return loadBinding() ? 'native' : 'js';
-}
-
-/**
- * A benchmark instrument, not library API: the machine's latency floor. The partition core driven by C++
- * threads only: the calling thread sends `count` events at `rate` (open loop, each due at
- * t0 + i / rate on CLOCK_MONOTONIC, pushed into partition i % consumers; rate 0: in one burst after the
- * consumers idled `quietMs`, each timed from its push), and one C++ consumer thread per partition pops them with
- * the transport's bounded spin-then-futex wait and takes each one's latency from its send time first thing.
- * No JavaScript runs on the path. Blocks the calling thread for count / rate seconds (a burst: `quietMs` and the
- * burst). Throws when the addon is not loaded, when an event has not arrived 10 s
- * after the last send, or when a thread cannot be pinned.
- */
-export function latencyFloor(o: LatencyFloorOptions): LatencyFloorResult {
-  const b = loadBinding();
-  if (!b) throw new Error(`latencyFloor needs the native addon, which did not load (${loadError?.message ?? 'unknown'})`);
-  return b.latencyFloor(o.rate, o.count, o.consumers, o.spinUs ?? 0, o.cpus === undefined ? undefined : [...o.cpus], o.quietMs ?? 0);
 }
 
 class NativeCore implements PartitionCore {

@@ -1,6 +1,6 @@
 /**
  * The machine-floor runner of latency-sustained and latency-burst on native: the partition core driven by C++
- * threads only (`latencyFloor`, native/src/latency-floor.h), no JavaScript on the path. This process's main
+ * threads only (`latencyFloor`, benchmarking/native/latency-floor.h), no JavaScript on the path. This process's main
  * thread sends into one partition per consumer:
  * - `open`: at the run's rate, open loop (each event due at t0 + i / rate on CLOCK_MONOTONIC);
  * - `burst`: the run's events back to back after the consumers idled for QUIET_BEFORE_BURST_MS (the JS rows'
@@ -9,13 +9,28 @@
  * event's latency first thing. What the JS rows of the same layout add to this is ours; this row is what the
  * machine (scheduler, wake-ups, hypervisor) costs.
  */
-import { latencyFloor, type LatencyFloorResult } from '../../native/loader.js';
+import { floorLoadError, latencyFloor, type LatencyFloorResult } from './floor-binding.js';
 import { LatencyRecorder } from './latency.js';
 import { pinnedCpus, QUIET_BEFORE_BURST_MS, warmCount } from './latency-run.js';
 import type { Measured, RunContext } from './types.js';
 
 /** Bytes of one record in the ring: the event's index and intended send time. */
 const RECORD_BYTES = 16;
+
+let skipTold = false;
+
+/**
+ * Whether the machine-floor rows can run in this process: the benchmark addon loads. When it does not, the
+ * scenarios leave those rows out (the others run, linked to no floor) and the first call says why on stderr,
+ * once per process.
+ */
+export function floorRowsAvailable(): boolean {
+  const why = floorLoadError();
+  if (why === undefined) return true;
+  if (!skipTold) process.stderr.write(`benchmark: machine-floor rows skipped: the benchmark addon did not load (${why})\n`);
+  skipTold = true;
+  return false;
+}
 
 /**
  * One iteration: as many warm-up events as the JS rows send (open loop: 10,000, or all of `--message-count` if

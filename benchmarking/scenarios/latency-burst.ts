@@ -9,7 +9,7 @@
  * consumer threads on two cores) is then in the same run as the rows that go through JS.
  */
 import { availableParallelism } from 'node:os';
-import { latencyFloorRun } from '../lib/floor-run.js';
+import { floorRowsAvailable, latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun, QUIET_BEFORE_BURST_MS } from '../lib/latency-run.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
@@ -35,11 +35,13 @@ export const latencyBurst: Scenario = {
   quick: { iterations: 2, warmup: 0 },
   variants(c, explicit) {
     const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
+    // The machine-floor rows need the benchmark addon; without it they are left out, and the rows beside them link to none.
+    const floors = c.transport === 'native' && pc.some(([p, k]) => p === k) && floorRowsAvailable();
     const rows = pc.flatMap(([p, k]) => {
       const label = `${p} partition${p! > 1 ? 's' : ''} / ${k} consumer${k! > 1 ? 's' : ''}`;
       const seed = p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined;
       // native, one consumer thread per partition: beside it the machine floor of the same layout (a baseline).
-      const floor = c.transport === 'native' && p === k ? `${p}p${k}c-floor` : undefined;
+      const floor = floors && p === k ? `${p}p${k}c-floor` : undefined;
       const row = variant(c, `${p}p${k}c`, label, 'burst', { partitions: p!, consumers: k! }, {}, { seed, baseline: floor });
       return floor ? [row, floorRow(c, floor, label, { partitions: p!, consumers: k! }, {}, seed)] : [row];
     });
@@ -49,7 +51,7 @@ export const latencyBurst: Scenario = {
       rows.push(
         variant(c, '1p1c-batch256', '1 partition / 1 consumer, batches of 256 (maxEvents)', 'burst', { partitions: 1, consumers: 1, batchSize: 256 }, {}, {
           seed: SEED_1P1C,
-          baseline: '1p1c-floor',
+          baseline: floors ? '1p1c-floor' : undefined,
         }),
       );
     }
@@ -57,10 +59,8 @@ export const latencyBurst: Scenario = {
     // (4P/4C puts four consumer threads on two cores: pinned, they queue behind each other instead.)
     if (c.transport === 'native' && !explicit.has('batchSize') && availableParallelism() >= 2 && pc.some(([p, k]) => p === 1 && k === 1)) {
       const label = '1 partition / 1 consumer, threads pinned (publisher and consumer on different CPUs)';
-      rows.push(
-        variant(c, '1p1c-pinned', label, 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C, baseline: '1p1c-pinned-floor' }),
-        floorRow(c, '1p1c-pinned-floor', label, { partitions: 1, consumers: 1 }, { pin: true }, SEED_1P1C),
-      );
+      rows.push(variant(c, '1p1c-pinned', label, 'burst', { partitions: 1, consumers: 1 }, { pin: true }, { seed: SEED_1P1C, baseline: floors ? '1p1c-pinned-floor' : undefined }));
+      if (floors) rows.push(floorRow(c, '1p1c-pinned-floor', label, { partitions: 1, consumers: 1 }, { pin: true }, SEED_1P1C));
     }
     return rows;
   },

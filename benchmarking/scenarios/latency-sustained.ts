@@ -8,9 +8,10 @@
  * layout, so each reads as "x times what this machine does with no JS at all" in the same run: the floor
  * shows how far the machine itself is from the seed's figures (this VM's wake-ups and preemptions by other
  * threads), and the two ratios side by side compare the addon with the fallback. Without a floor (layouts
- * where partitions and consumers differ, or `--rate 0`) the addon row links to the JS row.
+ * where partitions and consumers differ, `--rate 0`, or the benchmark addon not loaded) the addon row links
+ * to the JS row.
  */
-import { latencyFloorRun } from '../lib/floor-run.js';
+import { floorRowsAvailable, latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun } from '../lib/latency-run.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
@@ -21,9 +22,9 @@ const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 2
 
 type Layout = { partitions: number; consumers: number };
 
-/** Native: a layout's addon, JS-fallback and machine-floor rows (the floor only where it can run). */
+/** Native: a layout's addon, JS-fallback and machine-floor rows (the floor only where it can run and the benchmark addon loads). */
 function nativeRows(c: BenchConfig, id: string, label: string, layout: Layout, params: Variant['params'], seed: SeedFigure | undefined): Variant[] {
-  const floor = layout.partitions === layout.consumers && c.rate > 0 ? `${id}-floor` : undefined;
+  const floor = layout.partitions === layout.consumers && c.rate > 0 && floorRowsAvailable() ? `${id}-floor` : undefined;
   const rows = [
     variant(c, id, `${label} (addon)`, 'sustained', layout, { ...params, implementation: 'native' }, { seed, baseline: floor ?? `${id}-js` }),
     variant(c, `${id}-js`, `${label} (JS fallback)`, 'sustained', layout, { ...params, implementation: 'js' }, { kind: 'baseline', seed, baseline: floor }),

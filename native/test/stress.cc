@@ -29,7 +29,7 @@
 //   a pop asleep in a lane returns when it is freed; Close meets lanes being freed; at the end no lane and
 //   no ring byte is left. ThreadSanitizer sees every access against the deletion; AddressSanitizer any use
 //   after free or leak. Then 4,096 lanes alive at once: the next is refused, until one is freed.
-// Phase 8 (latency floor, latency-floor.h): the benchmark's C++ sender and consumer threads, short runs with
+// Phase 8 (latency floor, benchmarking/native/latency-floor.h): the benchmark's C++ sender and consumer threads, short runs with
 //   1 and 4 consumers, sleeping and spinning, pinned where 2+ CPUs are allowed: every event arrives once, each
 //   latency finite and >= 0.
 #include <atomic>
@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "../src/core.h"
-#include "../src/latency-floor.h"
+#include "../../benchmarking/native/latency-floor.h"
 
 using namespace eventlane;
 

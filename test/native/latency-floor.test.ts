@@ -1,12 +1,11 @@
 /**
- * The addon's latency floor (native/src/latency-floor.h): the core driven by C++ threads only, the
- * benchmark's machine-floor row. Every event arrives once, with a finite latency >= 0.
+ * The benchmark addon's latency floor (benchmarking/native/latency-floor.h): the core driven by C++ threads
+ * only, the benchmark's machine-floor row. Every event arrives once, with a finite latency >= 0.
  */
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { latencyFloor, loadBinding, type LatencyFloorResult } from '../../native/loader.js';
+import { latencyFloor, type LatencyFloorResult } from '../../benchmarking/lib/floor-binding.js';
+import { loadBinding } from '../../native/loader.js';
 
 const COUNT = 2000;
 
@@ -79,22 +78,12 @@ describe('latencyFloor (C++ sender and consumer threads, no JS)', () => {
     expect(() => latencyFloor({ rate: 1000, count: 10, consumers: 1, cpus: [0, 5000] })).toThrow(/consumer thread 0: cpu 5000 is out of range/);
   });
 
-  it('the shipped prebuilt binary (prebuilds/) speaks this interface too', () => {
-    // The tests load the local build first: a prebuilt binary left over from older sources would only fail
-    // for users, whose install has no build step.
-    const root = fileURLToPath(new URL('../..', import.meta.url));
-    const prebuilt = (createRequire(import.meta.url)('node-gyp-build') as (dir: string) => { abi: number; latencyFloor: (...a: unknown[]) => LatencyFloorResult })(root);
-    expect(prebuilt.abi).toBe(loadBinding()!.abi);
-    expectAllDelivered(prebuilt.latencyFloor(20_000, 200, 2, 0), 200);
-    expectAllDelivered(prebuilt.latencyFloor(0, 200, 2, 0, undefined, 5), 200);
-  });
-
-  it('says why when the addon is not loaded', () => {
-    const loader = new URL('../../native/loader.ts', import.meta.url).href;
+  it('says why when the benchmark addon is not loaded', () => {
+    const loader = new URL('../../benchmarking/lib/floor-binding.ts', import.meta.url).href;
     const code = `
       const m = await import(${JSON.stringify(loader)});
       try { m.latencyFloor({ rate: 1000, count: 10, consumers: 1 }); console.log('no error'); } catch (e) { console.log(e.message); }`;
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env: { ...process.env, EVENTLANE_NATIVE: '0' }, encoding: 'utf8' });
-    expect(out.trim()).toBe('latencyFloor needs the native addon, which did not load (EVENTLANE_NATIVE=0)');
+    expect(out.trim()).toBe('latencyFloor needs the benchmark addon, which did not load (EVENTLANE_NATIVE=0)');
   });
 });

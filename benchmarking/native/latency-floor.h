@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "affinity.h"
-#include "core.h"
+#include "../../native/src/affinity.h"
+#include "../../native/src/core.h"
 
 namespace eventlane {
 
