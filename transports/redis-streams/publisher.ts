@@ -196,20 +196,36 @@ export class Publisher {
     const p = this.held === 0 && !this.mustWait(units) ? this.send(units, unitReplies) : this.queued(units, unitReplies);
     if (unitReplies === undefined) return p;
     // A part that waits on its master (a failover) must not hold back writes to the others.
-    const w: SlowWatch = {
-      at: Date.now() + SLOW_WRITE_MS,
-      free: () => {
-        // Held first: freeing the slot sends the batches waiting for one at once, and one of them may go
-        // to the same partitions.
-        this.holdPartitions(units, p, unitReplies);
-        freeSlot!();
-      },
-    };
+    this.watchSlow(Date.now(), p, () => {
+      // Held first: freeing the slot sends the batches waiting for one at once, and one of them may go
+      // to the same partitions.
+      this.holdOnceSlow(units, p, unitReplies);
+      freeSlot!();
+    });
+    return p;
+  }
+
+  /** Runs `slow` once `write` has been out SLOW_WRITE_MS from `from`, unless it settled before. */
+  private watchSlow(from: number, write: Promise<unknown>, slow: () => void): void {
+    const w: SlowWatch = { at: from + SLOW_WRITE_MS, free: slow };
     this.slow.add(w);
     this.startSweeper();
     const done = (): void => void this.slow.delete(w);
-    p.then(done, done);
-    return p;
+    write.then(done, done);
+  }
+
+  /**
+   * A part's slot is freed: it holds its partitions (`holdPartitions`) once it has been *sent* SLOW_WRITE_MS
+   * ago. While it waits in `queued`, its turn there keeps every later write to its partitions behind it, and
+   * its time there is no sign of a master in failover: holding from then on would put it behind the writes
+   * queued after it, and make those wait for its replies, a WAIT each with `waitForReplicas`.
+   */
+  private holdOnceSlow(units: readonly PublishUnit[], write: Promise<WriteResult>, unitReplies: UnitReplies): void {
+    const hold = (): void => this.holdPartitions(units, write, unitReplies);
+    const sentAt = unitReplies.sentAt;
+    if (sentAt === undefined) void unitReplies.whenSent.then(() => this.watchSlow(unitReplies.sentAt!, write, hold));
+    else if (Date.now() - sentAt >= SLOW_WRITE_MS) hold();
+    else this.watchSlow(sentAt, write, hold);
   }
 
   /**
@@ -280,9 +296,9 @@ export class Publisher {
   }
 
   /**
-   * A write whose slot was freed still has its partitions' turn until it settles: ioredis retries its
-   * commands after a failover, and a later write to one of those partitions sent meanwhile could reach the
-   * new master first and store a key's events out of order. Later writes to them wait (`queued`); writes
+   * A write whose slot was freed, out SLOW_WRITE_MS since it was sent, still has its partitions' turn until
+   * it settles (`holdOnceSlow`): ioredis retries its commands after a failover, and a later write to one of
+   * those partitions sent meanwhile could reach the new master first and store a key's events out of order. Later writes to them wait (`queued`); writes
    * to other partitions go on. A unit's turn ends when its own commands have their replies
    * (`unitReplies.settled[u]`), or when the write settles (its own, or commandTimeoutMs: a master that stopped
    * answering without closing its socket never replies, and the turn must not outlive the write).
