@@ -36,10 +36,11 @@ const SLOW_READS = { group: 'g', blockMs: 20_000, watchdogMs: 20_000, minIdleMs:
 /** How long close() may take: well under blockMs and the watchdog, well over a prompt close. */
 const CLOSE_BOUND_MS = 3000;
 
-function clusterBus(prefix: string, transport: Record<string, unknown> = {}): Promise<EventBus<typeof events>> {
+function clusterBus(prefix: string, transport: Record<string, unknown> = {}, drainTimeoutMs?: number): Promise<EventBus<typeof events>> {
   return createEventBus({
     service: 'it',
     events,
+    drainTimeoutMs,
     transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, connectTimeoutMs: 1000, ...transport },
   });
 }
@@ -128,9 +129,9 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
   });
 
   /** A connected bus, the master of partition 0 (to stall) and a partition on another master; keyOf(p): a key of partition p. */
-  async function oneMasterToStall(name: string, transport: Record<string, unknown> = {}) {
+  async function oneMasterToStall(name: string, transport: Record<string, unknown> = {}, drainTimeoutMs?: number) {
     const prefix = uniquePrefix(name);
-    const b = await clusterBus(prefix, transport);
+    const b = await clusterBus(prefix, transport, drainTimeoutMs);
     const keyOf = (p: number) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => partitionForKey(k, PARTITIONS) === p)!;
     const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
     let other = 1;
@@ -210,6 +211,37 @@ describe('redis-streams: cluster read connections killed or unreachable', () => 
       stalled.resume();
     }
     await boundedClose(b, CLOSE_BOUND_MS);
+  });
+
+  // close() after drainTimeoutMs closes the transport: a write still queued behind its partition's turn was
+  // never sent, so it rejects with ClosedError at once; the write out on the stalled master may have been
+  // applied (and close() waits up to commandTimeoutMs for the stalled master's connection to quit).
+  it('close() while a write to a stalled master holds its partition: the write queued behind it rejects with ClosedError', async () => {
+    const commandTimeoutMs = 4000;
+    const { b, keyOf, stalled } = await oneMasterToStall('cluster-close-queued', { commandTimeoutMs }, 300);
+    stalled.pause();
+    try {
+      const first = b.publish('order.created', order(1), { key: keyOf(0) }).catch((e: unknown) => e);
+      await sleep(600); // sent, its slot freed and its partition held until it settles
+      const t0 = Date.now();
+      const queued = b.publish('order.created', order(2), { key: keyOf(0) }).then(
+        () => 'resolved',
+        (e: unknown) => ({ e, ms: Date.now() - t0 }),
+      );
+      await sleep(200);
+      const closed = boundedClose(b, commandTimeoutMs + CLOSE_BOUND_MS);
+      const q = await queued;
+      expect(q).not.toBe('resolved');
+      const { e, ms } = q as { e: unknown; ms: number };
+      expect(e).toBeInstanceOf(ClosedError);
+      expect(ms).toBeLessThan(commandTimeoutMs - 1000); // rejected by close(), not by its deadline
+      expect(await closed).toBe('closed');
+      const out = await first;
+      expect(out).toBeInstanceOf(ConnectionError);
+      expect((out as Error).message).toContain('may or may not have been applied');
+    } finally {
+      stalled.resume();
+    }
   });
 
   // Last: it stops every node for good (afterAll then only cleans up their directories).
