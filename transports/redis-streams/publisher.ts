@@ -7,7 +7,7 @@
  * A write that cannot go out at once waits for its partitions' turns (partition-turns.ts).
  */
 import type { Command } from 'ioredis';
-import { ConnectionError, TransportError } from '../../src/errors.js';
+import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
@@ -311,7 +311,9 @@ export class Publisher {
     return failed;
   }
 
+  /** A command's failure as the publish reports it: an EventlaneError (a WAIT's ConnectionError) as it is. */
   private wrap(err: unknown): Error {
+    if (err instanceof EventlaneError) return err;
     const msg = err instanceof Error ? err.message : String(err);
     if (isConnectionProblem(err)) {
       const outcome = neverApplied(err) ? 'nothing was written' : 'it may or may not have been applied';
