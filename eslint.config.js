@@ -316,11 +316,5 @@ function debt() {
       files: ['transports/redis-streams/ops-cli.ts'],
       rules: { 'max-lines-per-function': 'off', complexity: 'off' },
     },
-    {
-      name: 'debt/transports/redis-streams/publisher.ts',
-      // max-lines: 431 lines; max-lines-per-function: sendMany 104; complexity: sendMany 25
-      files: ['transports/redis-streams/publisher.ts'],
-      rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
-    },
   ];
 }
