@@ -13,12 +13,7 @@ const program = new Command('benchmark')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-addConfigFlags(
-  program
-    .command('run')
-    .description('run one scenario (each measured iteration in a fresh process)')
-    .requiredOption('-s, --scenario <name>', 'scenario name (see `list`)'),
-)
+addConfigFlags(program.command('run').description('run one scenario (each measured iteration in a fresh process)').requiredOption('-s, --scenario <name>', 'scenario name (see `list`)'))
   .addHelpText('after', scenarioFlagsHelp)
   .action((o) => runCommand(o));
 
@@ -30,7 +25,7 @@ addConfigFlags(
     .addOption(new Option('--batch-sizes <list>', 'comma-separated batch sizes').default([1, 3000, 4000, 5000], '1,3000,4000,5000').argParser(intListArg('batch-sizes', 1, 1_000_000)))
     .addOption(new Option('--publisher-counts <list>', 'comma-separated publisher counts').default([1, 5], '1,5').argParser(intListArg('publisher-counts', 1, 1_000_000)))
     .addOption(new Option('--message-sizes <list>', 'comma-separated message sizes (bytes)').default([128, 4096], '128,4096').argParser(messageSizeListArg('message-sizes')))
-    .option('--with-baselines', 'also run the scenario\'s baselines for each cell'),
+    .option('--with-baselines', "also run the scenario's baselines for each cell"),
 )
   .addHelpText('after', scenarioFlagsHelp)
   .action((o) => matrixCommand(o));
@@ -39,7 +34,10 @@ addConfigFlags(
   program
     .command('suite', { isDefault: true })
     .description('default: a short suite on the in-process transport (native if available, else memory), no Redis; --all: every scenario')
-    .option('--all', 'every scenario on its seed transport with its seed configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)')
+    .option(
+      '--all',
+      'every scenario on its seed transport with its seed configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)',
+    )
     .option('--quick', 'with --all: the short settings of the default suite'),
 )
   .addHelpText('after', scenarioFlagsHelp)

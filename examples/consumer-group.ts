@@ -28,14 +28,10 @@ const billed = new Set<string>();
 const shipped = new Set<string>();
 
 // Group 1: billing, 8 handlers at once, fails order o-13 every time.
-await bus.subscribe(
-  'order.created',
-  { group: 'billing', concurrency: 8, maxDeliveries: 3, retry: { backoff: { initialMs: 50, maxMs: 200 } }, blockMs: 500 },
-  async (event, ctx) => {
-    if (event.data.orderId === 'o-13') throw new Error(`card declined (attempt ${ctx.attempt})`);
-    billed.add(event.data.orderId);
-  },
-);
+await bus.subscribe('order.created', { group: 'billing', concurrency: 8, maxDeliveries: 3, retry: { backoff: { initialMs: 50, maxMs: 200 } }, blockMs: 500 }, async (event, ctx) => {
+  if (event.data.orderId === 'o-13') throw new Error(`card declined (attempt ${ctx.attempt})`);
+  billed.add(event.data.orderId);
+});
 
 // Group 2: shipping gets every order too, independently of billing.
 await bus.subscribe('order.created', { group: 'shipping', blockMs: 500 }, (event) => {

@@ -11,9 +11,7 @@ const events = defineEvents({
 });
 
 const transport =
-  process.env.EVENTLANE_TRANSPORT === 'redis-streams'
-    ? { type: 'redis-streams', url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', partitions: 4 }
-    : { type: 'memory', partitions: 4 };
+  process.env.EVENTLANE_TRANSPORT === 'redis-streams' ? { type: 'redis-streams', url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', partitions: 4 } : { type: 'memory', partitions: 4 };
 
 const bus = await createEventBus({ service: 'checkout', events, transport });
 

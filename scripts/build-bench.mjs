@@ -22,8 +22,15 @@ const FLOOR_UNBUILT = join(FLOOR_DIR, 'build', 'unbuilt.txt');
 
 /** The sources the addon is built from: its own, and the partition core's headers it includes. */
 function floorSources() {
-  const own = readdirSync(FLOOR_DIR).filter((f) => /\.(gyp|cc|h)$/.test(f)).map((f) => join(FLOOR_DIR, f));
-  return [...own, ...readdirSync(join('native', 'src')).filter((f) => f.endsWith('.h')).map((f) => join('native', 'src', f))];
+  const own = readdirSync(FLOOR_DIR)
+    .filter((f) => /\.(gyp|cc|h)$/.test(f))
+    .map((f) => join(FLOOR_DIR, f));
+  return [
+    ...own,
+    ...readdirSync(join('native', 'src'))
+      .filter((f) => f.endsWith('.h'))
+      .map((f) => join('native', 'src', f)),
+  ];
 }
 
 /** Why the addon needs building (missing, or a source newer than it), or undefined when it is up to date. */
@@ -43,7 +50,10 @@ function localNodedir() {
 
 /** The line of node-gyp's output that says why the build failed. */
 function buildFailure(err) {
-  const lines = `${err.stdout ?? ''}\n${err.stderr ?? ''}`.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = `${err.stdout ?? ''}\n${err.stderr ?? ''}`
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const line = lines.find((l) => /\berror\b|not found|No such file/i.test(l) && !l.startsWith('gyp ERR!')) ?? lines.filter((l) => l.startsWith('gyp ERR! stack')).shift() ?? lines.pop();
   return (line ?? err.message).slice(0, 300);
 }

@@ -276,7 +276,7 @@ export class Batcher {
     const n = run.count;
     const { maxEvents, maxUnitEvents, maxBytes } = this.opts;
     const maxUnitBytes = this.unitBytes;
-    for (let from = 0; from < n; ) {
+    for (let from = 0; from < n;) {
       const open = this.open;
       const most = Math.min(n, from + Math.min(maxUnitEvents, Math.max(1, maxEvents - open.events)));
       let to = from;

@@ -65,19 +65,14 @@ export interface SubscribeOptions extends CommonSubscribeOptions {
  * (`TransportSubscribeOptions[T]`), so a misspelt option is a compile error; `SubscribeOptions` when `T` is
  * not a declared type (`string`, or a registered transport that declared no options).
  */
-export type SubscribeOptionsFor<T extends string = string> = T extends keyof TransportSubscribeOptions
-  ? CommonSubscribeOptions & TransportSubscribeOptions[T]
-  : SubscribeOptions;
+export type SubscribeOptionsFor<T extends string = string> = T extends keyof TransportSubscribeOptions ? CommonSubscribeOptions & TransportSubscribeOptions[T] : SubscribeOptions;
 
 /**
  * A typed handler: return (or resolve) to ack, throw (or reject) to retry (or `NonRetryableError` to
  * dead-letter at once). What it returns or resolves to is ignored, so `(e) => list.push(e)` and a handler
  * returning another call's promise need no wrapping.
  */
-export type EventHandler<M extends EventMap, K extends EventName<M>> = (
-  event: EventEnvelope<EventData<M, K>, K>,
-  ctx: DeliveryContext,
-) => unknown;
+export type EventHandler<M extends EventMap, K extends EventName<M>> = (event: EventEnvelope<EventData<M, K>, K>, ctx: DeliveryContext) => unknown;
 
 /**
  * A dead letter of `bus.deadLetters(type)`, its payload checked against the event's schema when read

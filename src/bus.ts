@@ -4,28 +4,10 @@
 import type { z } from 'zod';
 import { Batcher, Lane } from './batcher.js';
 import { BulkCall } from './bulk-call.js';
-import {
-  batcherOptions,
-  busConfigSchema,
-  formatIssues,
-  deadLettersOptionsSchema,
-  idleOptionsSchema,
-  parseConfig,
-  subscribeOptionsSchema,
-  toIssues,
-} from './config.js';
+import { batcherOptions, busConfigSchema, formatIssues, deadLettersOptionsSchema, idleOptionsSchema, parseConfig, subscribeOptionsSchema, toIssues } from './config.js';
 import { flat, IdGenerator, type EventEnvelope, type PublishOptions } from './envelope.js';
 import { checkedKey, checkPublishOptions } from './publish-options.js';
-import {
-  BackpressureError,
-  ClosedError,
-  ConfigError,
-  PayloadTooLargeError,
-  SerializationError,
-  TimeoutError,
-  UnknownEventError,
-  ValidationError,
-} from './errors.js';
+import { BackpressureError, ClosedError, ConfigError, PayloadTooLargeError, SerializationError, TimeoutError, UnknownEventError, ValidationError } from './errors.js';
 import type { EventInput, EventMap, EventName } from './events.js';
 import { takeConsumerName } from './consumer-names.js';
 import { childLogger, silentLogger, type Logger } from './logger.js';
@@ -39,17 +21,7 @@ import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, Transport, TransportSubscription } from './transport.js';
 import { EventMeta, Outgoing, Run } from './outgoing.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
-import type {
-  EventBusConfig,
-  EventDeadLetter,
-  EventHandler,
-  IdleOptions,
-  InvalidDeadLetter,
-  PublishManyOptions,
-  SubscribeOptionsFor,
-  Subscription,
-  ValidDeadLetter,
-} from './bus-types.js';
+import type { EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, InvalidDeadLetter, PublishManyOptions, SubscribeOptionsFor, Subscription, ValidDeadLetter } from './bus-types.js';
 
 interface TypeState {
   readonly name: string;
@@ -203,11 +175,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * Publishes many events of one type. Every payload is validated before any is queued, so one bad
    * payload rejects the call and sends nothing. Resolves when all were accepted.
    */
-  publishMany<K extends EventName<M>>(
-    type: K,
-    payloads: readonly EventInput<M, K>[],
-    options?: PublishManyOptions<EventInput<M, K>>,
-  ): Promise<void> {
+  publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options?: PublishManyOptions<EventInput<M, K>>): Promise<void> {
     if (this.publishClosed) return Promise.reject(new ClosedError());
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
@@ -443,10 +411,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     // One compiled walk per event in the common case: the bound is at most BOUND_PER_ESTIMATE x the
     // estimate, so it is only computed when the estimate alone cannot rule the event out.
     const estimate = t.encode || t.sizeEstimate === undefined ? undefined : t.sizeEstimate(value);
-    const mayExceed =
-      t.sizeBound !== undefined &&
-      (estimate === undefined || estimate * BOUND_PER_ESTIMATE > limit) &&
-      t.sizeBound(value) > limit;
+    const mayExceed = t.sizeBound !== undefined && (estimate === undefined || estimate * BOUND_PER_ESTIMATE > limit) && t.sizeBound(value) > limit;
     if (t.encode || mayExceed || limit < 0) {
       json = encodeJson(t, value);
       if (json.length > limit / 3) {
@@ -459,13 +424,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     return value;
   }
 
-  private make(
-    t: TypeState,
-    value: unknown,
-    json: string | undefined,
-    meta: EventMeta,
-    key: string | undefined,
-  ): OutgoingEvent {
+  private make(t: TypeState, value: unknown, json: string | undefined, meta: EventMeta, key: string | undefined): OutgoingEvent {
     let partition = 0;
     if (t.partitions > 1) {
       if (key !== undefined) partition = partitionForKey(key, t.partitions);

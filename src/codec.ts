@@ -111,11 +111,7 @@ export const binaryCodec: EnvelopeCodec = {
       o += buf.write(ev.id, o, 'latin1');
       buf.writeDoubleLE(ev.time, o);
       o += 8;
-      buf[o++] =
-        (ev.key !== undefined ? F_KEY : 0) |
-        (ev.correlationId !== undefined ? F_CORR : 0) |
-        (ev.causationId !== undefined ? F_CAUS : 0) |
-        (ev.headers !== undefined ? F_HEAD : 0);
+      buf[o++] = (ev.key !== undefined ? F_KEY : 0) | (ev.correlationId !== undefined ? F_CORR : 0) | (ev.causationId !== undefined ? F_CAUS : 0) | (ev.headers !== undefined ? F_HEAD : 0);
       const strs = parts[i]!;
       for (let k = 1; k < strs.length; k++) str(strs[k]!);
       str(strs[0]!);

@@ -11,7 +11,11 @@ export const batchingSchema = z
     /** Most events in one batch (and one unit). @default 4000 */
     maxEvents: z.number().int().min(1).max(1_000_000).default(4000),
     /** Most encoded bytes in one batch (where sizes are known). @default 4 MiB */
-    maxBytes: z.number().int().min(1).default(4 * 1024 * 1024),
+    maxBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(4 * 1024 * 1024),
     /** 0: adaptive (leave as soon as a write slot is free). >0: linger this long to fill a batch. @default 0 */
     maxWaitMs: z.number().min(0).max(60_000).default(0),
     /** Concurrent writes; defaults to what the transport suggests. */
@@ -64,7 +68,10 @@ export const subscribeOptionsSchema = z
     concurrency: z.number().int().min(1).max(100_000).default(1),
     startFrom: z.enum(['$', '0']).default('$'),
     maxDeliveries: z.number().int().min(1).max(1000).default(5),
-    retry: z.object({ backoff: backoffSchema.default(backoffSchema.parse({})) }).strict().default({ backoff: backoffSchema.parse({}) }),
+    retry: z
+      .object({ backoff: backoffSchema.default(backoffSchema.parse({})) })
+      .strict()
+      .default({ backoff: backoffSchema.parse({}) }),
     drainTimeoutMs: z.number().int().min(0).optional(),
   })
   .passthrough();

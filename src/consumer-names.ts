@@ -29,7 +29,8 @@ export function takeConsumerName(service: string, type: string, group: string, g
   let name: string;
   if (given !== undefined) {
     name = given;
-    if (names.has(name)) logger.warn({ type, group, consumer: name }, 'two subscriptions of one group in this process share a consumer name: each may run the other\'s pending entries; give each its own');
+    if (names.has(name))
+      logger.warn({ type, group, consumer: name }, "two subscriptions of one group in this process share a consumer name: each may run the other's pending entries; give each its own");
   } else {
     const base = defaultConsumerName(service);
     name = base;

@@ -71,10 +71,7 @@ export class ConfigError extends EventlaneError {
 export class UnknownEventError extends EventlaneError {
   readonly eventType: string;
   constructor(eventType: string, known: readonly string[]) {
-    super(
-      'ERR_UNKNOWN_EVENT',
-      `Unknown event type "${eventType}". Declared events: ${known.length ? known.join(', ') : '(none)'}.`,
-    );
+    super('ERR_UNKNOWN_EVENT', `Unknown event type "${eventType}". Declared events: ${known.length ? known.join(', ') : '(none)'}.`);
     this.eventType = eventType;
   }
 }

@@ -47,10 +47,7 @@ export function defineEvents<const S extends EventSchemas>(schemas: S): EventMap
   const transforming = new Set<string>();
   for (const name of names) {
     if (!EVENT_NAME.test(name)) {
-      throw new ConfigError(
-        `Event name "${name}" is invalid: use letters, digits, '.', '_' or '-' (at most 200 chars, no leading separator).`,
-        [{ path: [name], message: 'invalid event name' }],
-      );
+      throw new ConfigError(`Event name "${name}" is invalid: use letters, digits, '.', '_' or '-' (at most 200 chars, no leading separator).`, [{ path: [name], message: 'invalid event name' }]);
     }
     const schema = schemas[name] as unknown as { safeParse?: unknown; _zod?: unknown };
     if (!schema || typeof schema.safeParse !== 'function' || !schema._zod) {

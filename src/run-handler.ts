@@ -5,12 +5,7 @@ import type { EventEnvelope } from './envelope.js';
  * Runs a handler and reports its outcome through `done(err)`: synchronously for a handler that returns
  * a non-promise, when the promise settles otherwise. No promise is created for synchronous handlers.
  */
-export function runHandler(
-  handler: DeliveryHandler,
-  event: EventEnvelope,
-  ctx: DeliveryContext,
-  done: (err: unknown, failed: boolean) => void,
-): void {
+export function runHandler(handler: DeliveryHandler, event: EventEnvelope, ctx: DeliveryContext, done: (err: unknown, failed: boolean) => void): void {
   let result: void | Promise<void>;
   try {
     result = handler(event, ctx);

@@ -160,7 +160,6 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
         return undefined;
     }
   }
-
 }
 
 function sizeOfArray(list: unknown[], el: (v: unknown) => number): number {

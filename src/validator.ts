@@ -113,8 +113,7 @@ function stringCondition(def: Def, v: string): string | undefined {
     else if (c.check === 'length_equals' && Number.isInteger(c.length)) {
       parts.push(`${v}.length === ${c.length}`);
       if (CODE_POINTS && (c.length as number) > 0) parts.push(plain);
-    }
-    else return undefined;
+    } else return undefined;
   }
   return parts.join(' && ');
 }

@@ -88,10 +88,7 @@ export function batching(config: BenchConfig, extra: BatchingConfig = {}): Batch
   return { maxEvents: config.batchSize, maxWaitMs: config.flushInterval, ...extra };
 }
 
-export async function benchBus(
-  config: BenchConfig,
-  opts: { transport?: Record<string, unknown>; batching?: BatchingConfig; validateOnConsume?: boolean } = {},
-): Promise<BenchBus> {
+export async function benchBus(config: BenchConfig, opts: { transport?: Record<string, unknown>; batching?: BatchingConfig; validateOnConsume?: boolean } = {}): Promise<BenchBus> {
   return createEventBus({
     service: 'bench',
     events: benchEvents,

@@ -38,10 +38,7 @@ class Progress {
     this.done = 0;
     if (this.quiet) return;
     if (process.stderr.isTTY) {
-      this.bar = new cliProgress.SingleBar(
-        { format: ' {bar} {value}/{total} runs | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true },
-        cliProgress.Presets.shades_classic,
-      );
+      this.bar = new cliProgress.SingleBar({ format: ' {bar} {value}/{total} runs | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true }, cliProgress.Presets.shades_classic);
       this.bar.start(total, 0, { step: label });
     } else process.stderr.write(`> ${label} (${total} measured iteration(s))\n`);
   }
@@ -265,7 +262,9 @@ function noteDropped(flags: Partial<BenchConfig>, plans: Planned[]): void {
       const takers = SCENARIOS.filter((sc) => sc.takes.includes(key)).map((sc) => sc.name);
       throw new UsageError(`${FLAG_NAMES[key]} applies to none of this suite's scenarios (it is taken by ${takers.join(', ')}); nothing was run.`);
     }
-    process.stderr.write(`note: ${FLAG_NAMES[key]} applies to ${with_.join(', ')}; ${without.join(', ')} ${without.length > 1 ? 'do' : 'does'} not take it and run${without.length > 1 ? '' : 's'} without it\n`);
+    process.stderr.write(
+      `note: ${FLAG_NAMES[key]} applies to ${with_.join(', ')}; ${without.join(', ')} ${without.length > 1 ? 'do' : 'does'} not take it and run${without.length > 1 ? '' : 's'} without it\n`,
+    );
   }
 }
 
@@ -287,7 +286,9 @@ export function listCommand(): void {
     const d = Object.entries(s.defaults)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
-    process.stdout.write(`${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`);
+    process.stdout.write(
+      `${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`,
+    );
   }
 }
 

@@ -16,14 +16,7 @@ export type PublishMode =
 
 type EventType = 'bench.sized' | 'bench.trade';
 
-export async function drivePublish(
-  bus: BenchBus,
-  type: EventType,
-  payloads: readonly any[],
-  mode: PublishMode,
-  group: number,
-  publishers: number,
-): Promise<void> {
+export async function drivePublish(bus: BenchBus, type: EventType, payloads: readonly any[], mode: PublishMode, group: number, publishers: number): Promise<void> {
   const n = payloads.length;
   if (mode === 'publish-groups') {
     const per = Math.ceil(n / publishers);

@@ -190,13 +190,24 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
     // Send times are performance.now() ms; map them onto the hrtime clock once.
     const hr0 = hrNs() - epoch;
     const perf0 = performance.now();
-    return paced(list.length, openLoopMode ? c.rate : 0, (i, at) => {
-      const p = list[i]!;
-      p.t = Math.round(hr0 + (at - perf0) * 1e6);
-      bus.publish('bench.tick', p).catch(fail);
-    }, 'spin');
+    return paced(
+      list.length,
+      openLoopMode ? c.rate : 0,
+      (i, at) => {
+        const p = list[i]!;
+        p.t = Math.round(hr0 + (at - perf0) * 1e6);
+        bus.publish('bench.tick', p).catch(fail);
+      },
+      'spin',
+    );
   };
-  const wait = (target: number, idleMs: number) => waitForCounter(() => probe.done(), () => probe.received(), target, idleMs);
+  const wait = (target: number, idleMs: number) =>
+    waitForCounter(
+      () => probe.done(),
+      () => probe.received(),
+      target,
+      idleMs,
+    );
   try {
     if (cpus !== undefined) pinCurrentThread([cpus[0]!]);
     const pinned = cpus === undefined ? {} : { cpus: cpus.slice(1) };

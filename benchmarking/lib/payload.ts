@@ -101,7 +101,10 @@ export class DeliveryTracker {
 export class RepeatedDeliveryTracker extends DeliveryTracker {
   private readonly got: Uint32Array;
   constructor(private readonly times: Uint32Array) {
-    super(times.reduce((a, b) => a + b, 0), 0);
+    super(
+      times.reduce((a, b) => a + b, 0),
+      0,
+    );
     this.got = new Uint32Array(times.length);
   }
   override mark(id: number): void {

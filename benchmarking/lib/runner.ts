@@ -86,7 +86,10 @@ let interrupted = false;
  * the CLI says which prefix it left and exits. A second signal meanwhile exits at once.
  */
 export function endChildrenOnSignals(): void {
-  for (const [signal, n] of [['SIGINT', 2], ['SIGTERM', 15]] as const) {
+  for (const [signal, n] of [
+    ['SIGINT', 2],
+    ['SIGTERM', 15],
+  ] as const) {
     process.once(signal, () => {
       if (interrupted) process.exit(128 + n);
       interrupted = true;
@@ -134,12 +137,7 @@ async function deleteRunKeys(children: ChildProcess[], prefixes: [prefix: string
  * or signal and `crashReason`), or is still running after `timeoutMs` x (warmups + measured), in which
  * case it is killed (SIGKILL): a hung iteration must not hang the run.
  */
-export function runInChild(
-  req: IterationRequest,
-  timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS,
-  script = CHILD,
-  nodeOptions: readonly string[] = [],
-): Promise<IterationResult[]> {
+export function runInChild(req: IterationRequest, timeoutMs = DEFAULT_ITERATION_TIMEOUT_MS, script = CHILD, nodeOptions: readonly string[] = []): Promise<IterationResult[]> {
   // Interrupted: the CLI is deleting its keys and about to exit; the run goes no further (the iteration that
   // failed when its child was killed is not followed by another, nor reported).
   if (interrupted) return new Promise(() => {});
@@ -266,12 +264,7 @@ async function runHereNoted(scenario: Scenario, req: IterationRequest, timeoutMs
   return results.map((r) => ({ ...r, notes: [...(r.notes ?? []), ABANDONED_NOTE] }));
 }
 
-export async function runScenario(
-  scenario: Scenario,
-  config: BenchConfig,
-  explicit: ReadonlySet<ConfigKey>,
-  opts: RunOptions,
-): Promise<ScenarioResult> {
+export async function runScenario(scenario: Scenario, config: BenchConfig, explicit: ReadonlySet<ConfigKey>, opts: RunOptions): Promise<ScenarioResult> {
   const started = Date.now();
   const runConfig: BenchConfig = { ...config, keyPrefix: `eventlane-bench:${process.pid}-${started.toString(36)}:` };
   const variants = scenario.variants(runConfig, explicit).filter((v) => !opts.kinds || opts.kinds.includes(v.kind));

@@ -195,7 +195,7 @@ export class OrderProbe implements StartProbe {
       unique,
       unmatched,
       notes,
-      verifiedBy: 'handler starts counted per worker in shared memory, each worker exactly its partition\'s share, every 16th payload id checked against round-robin order',
+      verifiedBy: "handler starts counted per worker in shared memory, each worker exactly its partition's share, every 16th payload id checked against round-robin order",
     };
   }
 }

@@ -17,7 +17,14 @@ export function renderHtml(report: BenchReport): string {
   const sections = report.runs.map((r) => {
     if (r.skipped) return `<section class="scenario skipped" id="${esc(r.scenario)}"><h2>${esc(r.scenario)}</h2><p>Not measured: ${esc(r.skipped)}</p></section>`;
     const head = `<tr>${HEADERS.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>`;
-    const body = r.variants.map((v) => `<tr>${variantRow(v).map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('');
+    const body = r.variants
+      .map(
+        (v) =>
+          `<tr>${variantRow(v)
+            .map((c) => `<td>${esc(c)}</td>`)
+            .join('')}</tr>`,
+      )
+      .join('');
     return `<section class="scenario" id="${esc(r.scenario)}"><h2>${esc(r.scenario)}: ${esc(r.title)}</h2>
 <p>${esc(scenarioHeading(r))}</p><table>${head}${body}</table>
 <h3>Throughput per configuration</h3>${throughputChart(r)}

@@ -13,11 +13,7 @@ const END = '<!-- benchmark-results:end -->';
 
 function mdTable(headers: string[], rows: string[][]): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
-  return [
-    `| ${headers.map(esc).join(' | ')} |`,
-    `| ${headers.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
-    ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
-  ].join('\n');
+  return [`| ${headers.map(esc).join(' | ')} |`, `| ${headers.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`, ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
 }
 
 export function renderMarkdown(report: BenchReport): string {

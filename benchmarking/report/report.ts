@@ -42,7 +42,9 @@ export function environment(redisVersion: string | null): Environment {
   try {
     // From this file's directory (the checkout, or .bench-build inside it), not the working directory.
     const cwd = dirname(fileURLToPath(import.meta.url));
-    gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     /* not a checkout */
   }

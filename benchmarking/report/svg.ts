@@ -33,10 +33,14 @@ export function throughputChart(r: ScenarioResult): string {
     const t = v.summary.throughput;
     const color = v.kind === 'baseline' ? '#6b7280' : '#2563eb';
     parts.push(`<text x="${labelW - 8}" y="${y + 14}" text-anchor="end" class="label">${esc(v.label)}</text>`);
-    parts.push(`<rect class="bar" data-variant="${esc(v.id)}" x="${labelW}" y="${y + 2}" width="${Math.max(1, x(t.mean) - labelW).toFixed(1)}" height="16" fill="${color}"><title>${esc(v.label)}: ${Math.round(t.mean)} events/s</title></rect>`);
+    parts.push(
+      `<rect class="bar" data-variant="${esc(v.id)}" x="${labelW}" y="${y + 2}" width="${Math.max(1, x(t.mean) - labelW).toFixed(1)}" height="16" fill="${color}"><title>${esc(v.label)}: ${Math.round(t.mean)} events/s</title></rect>`,
+    );
     parts.push(`<line class="whisker" x1="${x(t.min).toFixed(1)}" x2="${x(t.max).toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="#111" stroke-width="1.5"/>`);
     if (v.seed?.throughput) {
-      parts.push(`<rect class="seed-bar" x="${labelW}" y="${y + 20}" width="${Math.max(1, x(v.seed.throughput) - labelW).toFixed(1)}" height="6" fill="#f59e0b"><title>${esc(v.seed.source)}: ${v.seed.throughput} events/s</title></rect>`);
+      parts.push(
+        `<rect class="seed-bar" x="${labelW}" y="${y + 20}" width="${Math.max(1, x(v.seed.throughput) - labelW).toFixed(1)}" height="6" fill="#f59e0b"><title>${esc(v.seed.source)}: ${v.seed.throughput} events/s</title></rect>`,
+      );
     }
     parts.push(`<text x="${x(t.mean) + 6}" y="${y + 15}" class="value">${fmtCompact(t.mean)}/s</text>`);
   });
@@ -72,7 +76,9 @@ export function latencyChart(r: ScenarioResult): string {
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
     const us = 10 ** e;
     if (us < lo || us > hi) continue;
-    parts.push(`<line x1="${L}" x2="${W - R}" y1="${py(us)}" y2="${py(us)}" stroke="#e5e7eb"/><text x="${L - 6}" y="${py(us) + 4}" text-anchor="end" class="axis">${us >= 1000 ? `${us / 1000} ms` : `${us} us`}</text>`);
+    parts.push(
+      `<line x1="${L}" x2="${W - R}" y1="${py(us)}" y2="${py(us)}" stroke="#e5e7eb"/><text x="${L - 6}" y="${py(us) + 4}" text-anchor="end" class="axis">${us >= 1000 ? `${us / 1000} ms` : `${us} us`}</text>`,
+    );
   }
   rows.forEach((v, i) => {
     const color = COLORS[i % COLORS.length]!;
@@ -81,9 +87,15 @@ export function latencyChart(r: ScenarioResult): string {
     parts.push(`<text x="${L}" y="${plotH + 14 + i * 16}" fill="${color}" class="label">${esc(v.label)}</text>`);
     const s = v.seed?.latencyUs;
     if (s) {
-      for (const [k, p] of [['p50', 50], ['p90', 90], ['p99', 99], ['p99.9', 99.9]] as const) {
+      for (const [k, p] of [
+        ['p50', 50],
+        ['p90', 90],
+        ['p99', 99],
+        ['p99.9', 99.9],
+      ] as const) {
         const us = s[k];
-        if (us !== undefined && us > 0) parts.push(`<circle class="seed-point" cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="4" fill="none" stroke="${color}"><title>${esc(v.seed!.source)} ${k}: ${us} us</title></circle>`);
+        if (us !== undefined && us > 0)
+          parts.push(`<circle class="seed-point" cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="4" fill="none" stroke="${color}"><title>${esc(v.seed!.source)} ${k}: ${us} us</title></circle>`);
       }
     }
   });

@@ -20,9 +20,17 @@ export const brokerThroughput: Scenario = {
   quick: { messageCount: 20_000, iterations: 1, warmup: 1 },
   variants(c, explicit) {
     const out: Variant[] = [
-      variant(c, 'produce', `produce ${c.messageCount.toLocaleString('en-US')}, 1 publisher`, 'produce', { publishers: 1 }, {}, {
-        seed: { source: 'seed 004', throughput: 320_391 },
-      }),
+      variant(
+        c,
+        'produce',
+        `produce ${c.messageCount.toLocaleString('en-US')}, 1 publisher`,
+        'produce',
+        { publishers: 1 },
+        {},
+        {
+          seed: { source: 'seed 004', throughput: 320_391 },
+        },
+      ),
     ];
     if (c.transport !== 'noop') {
       out.push(variant(c, 'consume', `consume ${c.messageCount.toLocaleString('en-US')}, ${c.consumers} consumer`, 'consume', {}, {}, { seed: { source: 'seed 004', throughput: 502_647 } }));
@@ -30,9 +38,17 @@ export const brokerThroughput: Scenario = {
     const pubs = explicit.has('publishers') ? [c.publishers] : [1, 2, 4, 8];
     for (const p of pubs) {
       out.push(
-        variant(c, `producers-${p}`, `${p} publisher${p > 1 ? 's' : ''} x 10,000`, 'produce', { publishers: p, messageCount: 10_000 * p }, {}, {
-          seed: SCALING[p] ? { source: 'seed 004 (threads)', throughput: SCALING[p] } : undefined,
-        }),
+        variant(
+          c,
+          `producers-${p}`,
+          `${p} publisher${p > 1 ? 's' : ''} x 10,000`,
+          'produce',
+          { publishers: p, messageCount: 10_000 * p },
+          {},
+          {
+            seed: SCALING[p] ? { source: 'seed 004 (threads)', throughput: SCALING[p] } : undefined,
+          },
+        ),
       );
     }
     return out;

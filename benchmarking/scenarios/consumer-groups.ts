@@ -24,24 +24,56 @@ export const consumerGroups: Scenario = {
   quick: { messageCount: 10_000, iterations: 1, warmup: 1 },
   variants(c, explicit) {
     const out: Variant[] = sweep(explicit, 'consumers', c, [1, 2, 4, 8]).map((k) =>
-      variant(c, `${k}c`, `${c.partitions} partitions, ${k} consumer${k > 1 ? 's' : ''}`, 'consume', { consumers: k }, {}, {
-        seed: SEED[k] ? { source: 'seed 004', throughput: SEED[k] } : undefined,
-      }),
+      variant(
+        c,
+        `${k}c`,
+        `${c.partitions} partitions, ${k} consumer${k > 1 ? 's' : ''}`,
+        'consume',
+        { consumers: k },
+        {},
+        {
+          seed: SEED[k] ? { source: 'seed 004', throughput: SEED[k] } : undefined,
+        },
+      ),
     );
     if (isRedis(c)) {
       // The issue 3 consume target (batched entries, one consumer, acks included) over a window long enough to
       // measure reading rather than subscribe set-up (20,000 events are read in less time than the set-up takes).
       if (!explicit.has('consumers') && !explicit.has('messageCount')) {
         out.push(
-          variant(c, 'issue3-1c', `${c.partitions} partitions, 1 consumer, 200,000 events`, 'consume', { consumers: 1, messageCount: 200_000 }, {}, {
-            seed: { source: 'issue 3 target', throughput: 1_000_000 },
-          }),
+          variant(
+            c,
+            'issue3-1c',
+            `${c.partitions} partitions, 1 consumer, 200,000 events`,
+            'consume',
+            { consumers: 1, messageCount: 200_000 },
+            {},
+            {
+              seed: { source: 'issue 3 target', throughput: 1_000_000 },
+            },
+          ),
         );
       }
       out.push(
         variant(c, 'per-event-1c', '1 partition, 1 consumer, per-event entries', 'consume', { consumers: 1, partitions: 1 }, { entryMode: 'event' }, { baseline: 'ioredis-xreadgroup' }),
-        variant(c, 'ioredis-xreadgroup', 'ioredis: XREADGROUP COUNT 1000 + XACK loop over the same per-event entries', 'readGroupAck', { consumers: 1, partitions: 1 }, { entries: 'envelope' }, { kind: 'baseline' }),
-        variant(c, 'ioredis-xreadgroup-minimal', 'ioredis: the same loop over one-field entries (d = JSON)', 'readGroupAck', { consumers: 1, partitions: 1 }, { entries: 'minimal' }, { kind: 'baseline' }),
+        variant(
+          c,
+          'ioredis-xreadgroup',
+          'ioredis: XREADGROUP COUNT 1000 + XACK loop over the same per-event entries',
+          'readGroupAck',
+          { consumers: 1, partitions: 1 },
+          { entries: 'envelope' },
+          { kind: 'baseline' },
+        ),
+        variant(
+          c,
+          'ioredis-xreadgroup-minimal',
+          'ioredis: the same loop over one-field entries (d = JSON)',
+          'readGroupAck',
+          { consumers: 1, partitions: 1 },
+          { entries: 'minimal' },
+          { kind: 'baseline' },
+        ),
       );
     }
     return out;

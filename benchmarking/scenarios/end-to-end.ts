@@ -25,10 +25,18 @@ export const endToEnd: Scenario = {
       isRedis(c) && c.partitions === 1
         ? variant(c, 'ioredis-xadd-xreadgroup', `ioredis: XADD per event of the same entries -> XREADGROUP COUNT 1000 + XACK, ${consumers}, ${rate}`, 'baseline', {}, {}, { kind: 'baseline' })
         : undefined;
-    const ours = variant(c, 'steady', `${consumers}, ${rate}`, 'e2e', {}, {}, {
-      baseline: baseline?.id,
-      seed: { source: 'issue 3 target', latencyUs: { p50: 250, p99: 1000 } },
-    });
+    const ours = variant(
+      c,
+      'steady',
+      `${consumers}, ${rate}`,
+      'e2e',
+      {},
+      {},
+      {
+        baseline: baseline?.id,
+        seed: { source: 'issue 3 target', latencyUs: { p50: 250, p99: 1000 } },
+      },
+    );
     return baseline ? [ours, baseline] : [ours];
   },
   runners: {

@@ -70,14 +70,20 @@ export const extremeBatching: Scenario = {
   defaults: { batchSize: 1000, messageSize: 128, duration: 3, iterations: 3, warmup: 1 },
   quick: { duration: 0.5, iterations: 1, warmup: 0 },
   variants(c, explicit) {
-    const rows = TABLE.filter(
-      ([d, w]) => (!explicit.has('flushInterval') || d === c.flushInterval) && (!explicit.has('publishers') || w === c.publishers),
-    );
+    const rows = TABLE.filter(([d, w]) => (!explicit.has('flushInterval') || d === c.flushInterval) && (!explicit.has('publishers') || w === c.publishers));
     const list = rows.length ? rows : [[c.flushInterval, c.publishers, 0, 0] as const];
     return list.map(([d, w, avg, peak]) =>
-      variant(c, `delay${d}-workers${w}`, `flush ${d} ms, ${w.toLocaleString('en-US')} publishers`, 'drive', { flushInterval: d, publishers: w }, {}, {
-        seed: avg ? { source: 'seed 002', throughput: avg, note: `peak ${peak.toLocaleString('en-US')}/s` } : undefined,
-      }),
+      variant(
+        c,
+        `delay${d}-workers${w}`,
+        `flush ${d} ms, ${w.toLocaleString('en-US')} publishers`,
+        'drive',
+        { flushInterval: d, publishers: w },
+        {},
+        {
+          seed: avg ? { source: 'seed 002', throughput: avg, note: `peak ${peak.toLocaleString('en-US')}/s` } : undefined,
+        },
+      ),
     );
   },
   runners: {

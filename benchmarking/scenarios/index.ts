@@ -30,16 +30,7 @@ export const SCENARIOS: Scenario[] = [
 ];
 
 /** What `npm run benchmark` with no flags runs (short settings, in-process, no Redis). */
-export const DEFAULT_SUITE = [
-  'publish-overhead',
-  'extreme-batching',
-  'partition-scaling',
-  'latency-burst',
-  'latency-sustained',
-  'broker-throughput',
-  'consumer-groups',
-  'message-size',
-];
+export const DEFAULT_SUITE = ['publish-overhead', 'extreme-batching', 'partition-scaling', 'latency-burst', 'latency-sustained', 'broker-throughput', 'consumer-groups', 'message-size'];
 
 export function findScenario(name: string): Scenario {
   const s = SCENARIOS.find((x) => x.name === name);

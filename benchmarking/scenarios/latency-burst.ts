@@ -34,7 +34,13 @@ export const latencyBurst: Scenario = {
   defaults: { messageCount: 15_000, messageSize: 40, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { iterations: 2, warmup: 0 },
   variants(c, explicit) {
-    const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
+    const pc =
+      explicit.has('partitions') || explicit.has('consumers')
+        ? [[c.partitions, c.consumers]]
+        : [
+            [1, 1],
+            [4, 4],
+          ];
     // The machine-floor rows need the benchmark addon; without it they are left out, and the rows beside them link to none.
     const floors = c.transport === 'native' && pc.some(([p, k]) => p === k) && floorRowsAvailable();
     const rows = pc.flatMap(([p, k]) => {
@@ -49,10 +55,18 @@ export const latencyBurst: Scenario = {
     // when it is full: maxEvents bounds how long the first event of each batch waits.
     if (c.transport === 'native' && !explicit.has('batchSize') && pc.some(([p, k]) => p === 1 && k === 1)) {
       rows.push(
-        variant(c, '1p1c-batch256', '1 partition / 1 consumer, batches of 256 (maxEvents)', 'burst', { partitions: 1, consumers: 1, batchSize: 256 }, {}, {
-          seed: SEED_1P1C,
-          baseline: floors ? '1p1c-floor' : undefined,
-        }),
+        variant(
+          c,
+          '1p1c-batch256',
+          '1 partition / 1 consumer, batches of 256 (maxEvents)',
+          'burst',
+          { partitions: 1, consumers: 1, batchSize: 256 },
+          {},
+          {
+            seed: SEED_1P1C,
+            baseline: floors ? '1p1c-floor' : undefined,
+          },
+        ),
       );
     }
     // native, 1P/1C: the same with the publishing thread on one CPU and the consumer thread on another.

@@ -17,7 +17,12 @@ import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
-const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 }, note: 'dominated by a 50 us polling sleep', setup: { messageCount: 50_000, rate: 10_000 } };
+const SEED_1P1C: SeedFigure = {
+  source: 'seed 001',
+  latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 },
+  note: 'dominated by a 50 us polling sleep',
+  setup: { messageCount: 50_000, rate: 10_000 },
+};
 const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 }, setup: { messageCount: 50_000, rate: 10_000 } };
 
 type Layout = { partitions: number; consumers: number };
@@ -43,7 +48,13 @@ export const latencySustained: Scenario = {
   defaults: { messageCount: 50_000, messageSize: 40, rate: 10_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {
-    const pc = explicit.has('partitions') || explicit.has('consumers') ? [[c.partitions, c.consumers]] : [[1, 1], [4, 4]];
+    const pc =
+      explicit.has('partitions') || explicit.has('consumers')
+        ? [[c.partitions, c.consumers]]
+        : [
+            [1, 1],
+            [4, 4],
+          ];
     // `--rate 0` runs closed loop: no rate to name.
     const rate = c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop';
     const rows: Variant[] = [];

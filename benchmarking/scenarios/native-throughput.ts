@@ -67,7 +67,8 @@ async function throughputRun(ctx: RunContext): Promise<Measured> {
       bytes: n * JSON.stringify(payloads[n - 1]).length,
       extra: { publishMs: Math.round(publishMs * 10) / 10, arraySize, pushed: t.pushed - warm.length, popped: t.popped - warm.length, dropped },
       notes: notes.length ? notes : undefined,
-      verifiedBy: 'deliveries counted by the worker handler in shared memory, again 50 ms after the last expected one (a duplicate would raise the count past the events sent); ring counters (transport.totals): a drop or a pop short of the events sent counts as lost',
+      verifiedBy:
+        'deliveries counted by the worker handler in shared memory, again 50 ms after the last expected one (a duplicate would raise the count past the events sent); ring counters (transport.totals): a drop or a pop short of the events sent counts as lost',
     };
   } finally {
     await bus.close();

@@ -41,9 +41,7 @@ export const partitionScaling: Scenario = {
     work: (ctx) => {
       const workMs = Number(ctx.variant.params['workMs'] ?? 1);
       const implementation = ctx.variant.params['implementation'];
-      return ctx.config.transport === 'native'
-        ? publishAndWorkInWorkers(ctx, workMs, ctx.config.consumers, BUSY_HANDLER, { implementation })
-        : publishAndWork(ctx, workMs);
+      return ctx.config.transport === 'native' ? publishAndWorkInWorkers(ctx, workMs, ctx.config.consumers, BUSY_HANDLER, { implementation }) : publishAndWork(ctx, workMs);
     },
   },
 };

@@ -18,15 +18,39 @@ export const publishOverhead: Scenario = {
   variants(c, explicit) {
     const pubs = explicit.has('publishers') ? c.publishers : 10_000;
     return [
-      variant(c, 'publish-groups', 'publish() x1000, awaited per group', 'publish', {}, { mode: 'publish-groups', group: 1000 }, {
-        seed: { source: 'issue 2 target', throughput: 3_000_000 },
-      }),
-      variant(c, 'publish-many', 'publishMany(1000)', 'publish', {}, { mode: 'publish-many', group: 1000 }, {
-        seed: { source: 'issue 2 target', throughput: 5_000_000 },
-      }),
-      variant(c, 'concurrent', `${pubs.toLocaleString('en-US')} concurrent publishers`, 'publish', { publishers: pubs }, { mode: 'concurrent' }, {
-        seed: { source: 'issue 2 target', throughput: 2_000_000, note: 'seed 002 (Go, no-op backend): 600K ops/s peak' },
-      }),
+      variant(
+        c,
+        'publish-groups',
+        'publish() x1000, awaited per group',
+        'publish',
+        {},
+        { mode: 'publish-groups', group: 1000 },
+        {
+          seed: { source: 'issue 2 target', throughput: 3_000_000 },
+        },
+      ),
+      variant(
+        c,
+        'publish-many',
+        'publishMany(1000)',
+        'publish',
+        {},
+        { mode: 'publish-many', group: 1000 },
+        {
+          seed: { source: 'issue 2 target', throughput: 5_000_000 },
+        },
+      ),
+      variant(
+        c,
+        'concurrent',
+        `${pubs.toLocaleString('en-US')} concurrent publishers`,
+        'publish',
+        { publishers: pubs },
+        { mode: 'concurrent' },
+        {
+          seed: { source: 'issue 2 target', throughput: 2_000_000, note: 'seed 002 (Go, no-op backend): 600K ops/s peak' },
+        },
+      ),
     ];
   },
   runners: {

@@ -61,10 +61,26 @@ export const publishingThroughput: Scenario = {
             const what = entries === 'envelope' ? ' of the same per-event entries' : ' of one-field entries (d = JSON)';
             return publishers === 1
               ? variant(cfg, `ioredis-awaited-xadd-${entries}`, `ioredis: awaited XADD loop${what}`, 'awaitedXadd', {}, { entries }, { kind: 'baseline' })
-              : variant(cfg, `ioredis-autopipelined-${publishers}p-${entries}`, `ioredis: auto-pipelined XADD, ${publishers} publishers${what}`, 'autoPipelinedXadd', {}, { entries }, { kind: 'baseline' });
+              : variant(
+                  cfg,
+                  `ioredis-autopipelined-${publishers}p-${entries}`,
+                  `ioredis: auto-pipelined XADD, ${publishers} publishers${what}`,
+                  'autoPipelinedXadd',
+                  {},
+                  { entries },
+                  { kind: 'baseline' },
+                );
           };
           const b = batched
-            ? variant(cfg, `ioredis-pipelined-arrays-${batchSize}`, `ioredis: pipelined XADD of ${batchSize}-event JSON arrays`, 'pipelinedArrays', { publishers: 1 }, { batch: batchSize }, { kind: 'baseline' })
+            ? variant(
+                cfg,
+                `ioredis-pipelined-arrays-${batchSize}`,
+                `ioredis: pipelined XADD of ${batchSize}-event JSON arrays`,
+                'pipelinedArrays',
+                { publishers: 1 },
+                { batch: batchSize },
+                { kind: 'baseline' },
+              )
             : unbatched('envelope');
           if (!baselines.has(b.id)) baselines.set(b.id, b);
           if (!batched) {
@@ -82,7 +98,15 @@ export const publishingThroughput: Scenario = {
         // the same baseline.
         if (batched && publishers === 1) {
           out.push(
-            variant(cfg, `${id}-publishMany`, `publishMany of all ${c.messageCount.toLocaleString('en-US')}, batch ${batchSize}, flush ${flushInterval} ms, 1 publisher`, 'publish', {}, { mode: 'publish-many', group: c.messageCount }, { baseline, seed: seedFor(cfg) }),
+            variant(
+              cfg,
+              `${id}-publishMany`,
+              `publishMany of all ${c.messageCount.toLocaleString('en-US')}, batch ${batchSize}, flush ${flushInterval} ms, 1 publisher`,
+              'publish',
+              {},
+              { mode: 'publish-many', group: c.messageCount },
+              { baseline, seed: seedFor(cfg) },
+            ),
           );
         }
       }

@@ -92,7 +92,19 @@ export interface PartitionCore {
    * room in the ring until `ack`, marked as `holder`'s (> 0; a consumer thread that dies holding them leaves
    * them to `takeHeld(lane, partition, holder)`); otherwise they are acknowledged at once.
    */
-  pop(lane: number, parts: Uint32Array, nParts: number, start: number, max: number, info: Uint32Array, waitUs: number, spinUs: number, offs?: Uint32Array, hold?: boolean, holder?: number): string | null;
+  pop(
+    lane: number,
+    parts: Uint32Array,
+    nParts: number,
+    start: number,
+    max: number,
+    info: Uint32Array,
+    waitUs: number,
+    spinUs: number,
+    offs?: Uint32Array,
+    hold?: boolean,
+    holder?: number,
+  ): string | null;
   /** Acknowledges `count` records popped with `hold` from `partition`, the first at position `first`; any order. */
   ack(lane: number, partition: number, first: number, count: number): void;
   /**
@@ -115,9 +127,7 @@ export interface PartitionCore {
   share(lane: number): SharedCoreHandle;
 }
 
-export type SharedCoreHandle =
-  | { kind: 'native'; id: number; lane: number }
-  | { kind: 'js'; lane: number; state: unknown };
+export type SharedCoreHandle = { kind: 'native'; id: number; lane: number } | { kind: 'js'; lane: number; state: unknown };
 
 export function toRingStats(a: number[]): RingStats {
   return { pushed: a[0]!, popped: a[1]!, droppedNewest: a[2]!, droppedOldest: a[3]!, rejected: a[4]!, size: a[5]!, held: a[6] ?? 0 };

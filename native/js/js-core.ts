@@ -147,7 +147,7 @@ class JsRing {
         r = now;
         continue;
       }
-      for (let cur = Atomics.load(ctl, REL_ARENA); ((end - cur) | 0) > 0; ) {
+      for (let cur = Atomics.load(ctl, REL_ARENA); ((end - cur) | 0) > 0;) {
         const seen = Atomics.compareExchange(ctl, REL_ARENA, cur, end);
         if (seen === cur) break;
         cur = seen;
@@ -301,7 +301,9 @@ export class JsCore implements PartitionCore {
     let total = 0;
     for (let i = 0; i < n; i++) {
       if (lens[i]! > ring.arenaBytes / 2 - 1) {
-        throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the limit of ${ring.arenaBytes / 2 - 1} bytes (half the ${ring.arenaBytes}-byte arena)`), { code: 'ERR_PAYLOAD_TOO_LARGE' });
+        throw Object.assign(new RangeError(`record of ${lens[i]} bytes exceeds the limit of ${ring.arenaBytes / 2 - 1} bytes (half the ${ring.arenaBytes}-byte arena)`), {
+          code: 'ERR_PAYLOAD_TOO_LARGE',
+        });
       }
       total += lens[i]!;
     }

@@ -16,8 +16,22 @@ function latency(p50Us: number, p99Us: number): LatencySummary {
 
 function iteration(throughput: number, lat?: LatencySummary): IterationResult {
   return {
-    warmup: false, pid: 1, events: 100, durationMs: 10, throughput, sent: 100, received: 100, unique: 100, lost: 0, duplicated: 0,
-    cpuUserMs: 1, cpuSystemMs: 0, cpuPercent: 10, peakRssMb: 50, heapAfterGcMb: 5, latency: lat,
+    warmup: false,
+    pid: 1,
+    events: 100,
+    durationMs: 10,
+    throughput,
+    sent: 100,
+    received: 100,
+    unique: 100,
+    lost: 0,
+    duplicated: 0,
+    cpuUserMs: 1,
+    cpuSystemMs: 0,
+    cpuPercent: 10,
+    peakRssMb: 50,
+    heapAfterGcMb: 5,
+    latency: lat,
   };
 }
 

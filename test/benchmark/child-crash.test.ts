@@ -29,14 +29,22 @@ describe('child crash', () => {
 
   it('crashReason picks the error line out of typical stderr', () => {
     const uncaught = [
-      'file:///x/child.js:3', '    throw err;', '    ^', '', 'Error [ERR_X]: socket hung up', '    at a (file:///x:1:1)', '    at b (file:///x:2:2) {',
-      "  code: 'ERR_X'", '}', '', 'Node.js v20.20.2',
+      'file:///x/child.js:3',
+      '    throw err;',
+      '    ^',
+      '',
+      'Error [ERR_X]: socket hung up',
+      '    at a (file:///x:1:1)',
+      '    at b (file:///x:2:2) {',
+      "  code: 'ERR_X'",
+      '}',
+      '',
+      'Node.js v20.20.2',
     ].join('\n');
     expect(crashReason(uncaught)).toBe('Error [ERR_X]: socket hung up');
-    const oom = [
-      '<--- Last few GCs --->', '', 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory',
-      ' 1: 0xb8ed5f node::Abort() [node]', ' 2: 0xa96f6a  [node]',
-    ].join('\n');
+    const oom = ['<--- Last few GCs --->', '', 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory', ' 1: 0xb8ed5f node::Abort() [node]', ' 2: 0xa96f6a  [node]'].join(
+      '\n',
+    );
     expect(crashReason(oom)).toBe('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory');
     expect(crashReason('some warning\nlast words\n')).toBe('last words');
     expect(crashReason('')).toBeUndefined();

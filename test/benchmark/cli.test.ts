@@ -34,7 +34,32 @@ function childrenOf(pid: number): number[] {
 describe('benchmark CLI', () => {
   it('SIGTERM to the CLI ends the child running its iteration too (it ran on, orphaned), exit 143', async () => {
     // One iteration of ~4 s (400 events at 100/s) in a child process.
-    const cli = spawn(process.execPath, ['--import', 'tsx', 'benchmarking/cli.ts', 'run', '-s', 'latency-sustained', '-t', 'memory', '--message-count', '400', '--rate', '100', '--partitions', '1', '--consumers', '1', '--iterations', '1', '--warmup', '0'], { cwd: ROOT, stdio: 'ignore' });
+    const cli = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'benchmarking/cli.ts',
+        'run',
+        '-s',
+        'latency-sustained',
+        '-t',
+        'memory',
+        '--message-count',
+        '400',
+        '--rate',
+        '100',
+        '--partitions',
+        '1',
+        '--consumers',
+        '1',
+        '--iterations',
+        '1',
+        '--warmup',
+        '0',
+      ],
+      { cwd: ROOT, stdio: 'ignore' },
+    );
     const exited = new Promise<number | null>((resolve) => cli.on('exit', (code) => resolve(code)));
     let kids: number[] = [];
     await waitFor(() => (kids = childrenOf(cli.pid!)).length > 0, 20_000, 'the iteration child');
@@ -44,14 +69,29 @@ describe('benchmark CLI', () => {
     await waitFor(() => kids.every((k) => !alive(k)), 5000, 'the child gone');
   });
 
-
   it('--help documents every flag', async () => {
     const r = await runCli(['run', '--help']);
     expect(r.code).toBe(0);
     for (const flag of [
-      '--transport', '--scenario', '--message-count', '--message-size', '--batch-size', '--flush-interval', '--publishers',
-      '--consumers', '--partitions', '--rate', '--duration', '--iterations', '--warmup', '--redis-url', '--json', '--markdown', '--html',
-    ]) expect(r.stdout).toContain(flag);
+      '--transport',
+      '--scenario',
+      '--message-count',
+      '--message-size',
+      '--batch-size',
+      '--flush-interval',
+      '--publishers',
+      '--consumers',
+      '--partitions',
+      '--rate',
+      '--duration',
+      '--iterations',
+      '--warmup',
+      '--redis-url',
+      '--json',
+      '--markdown',
+      '--html',
+    ])
+      expect(r.stdout).toContain(flag);
     const m = await runCli(['matrix', '--help']);
     expect(m.stdout).toContain('--batch-sizes');
   });
@@ -73,7 +113,9 @@ describe('benchmark CLI', () => {
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'carrier-pigeon']))).toMatch(/transport/);
     expect(oneLineError(await runCli(['run', '--scenario', 'latency-burst', '--transport', 'noop']))).toMatch(/runs on/);
     // Checked against the transport's options before any child runs (a misspelt key failed every row there).
-    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'partitons=2']))).toMatch(/transport-option for memory: partitons: not an option/);
+    expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'partitons=2']))).toMatch(
+      /transport-option for memory: partitons: not an option/,
+    );
     expect(oneLineError(await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'memory', '--transport-option', 'maxLen=-1']))).toMatch(/maxLen: Too small/);
   });
 
@@ -87,7 +129,26 @@ describe('benchmark CLI', () => {
     expect(oneLineError(html)).toMatch(/--html .*: it is a directory/);
     const half = join(dir, 'half-matrix.md');
     writeFileSync(half, 'x\n<!-- benchmark-results:start -->\n');
-    const matrix = await runCli(['matrix', '-t', 'noop', '--message-count', '1000', '--batch-sizes', '1,4000', '--publisher-counts', '1', '--message-sizes', '128', '--iterations', '1', '--warmup', '0', '--quiet', '--markdown', half]);
+    const matrix = await runCli([
+      'matrix',
+      '-t',
+      'noop',
+      '--message-count',
+      '1000',
+      '--batch-sizes',
+      '1,4000',
+      '--publisher-counts',
+      '1',
+      '--message-sizes',
+      '128',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--markdown',
+      half,
+    ]);
     expect(oneLineError(matrix)).toMatch(/--markdown .*half-matrix\.md: it has a/);
     expect(matrix.stdout).toBe('');
   }, 60_000);
@@ -120,7 +181,30 @@ describe('benchmark CLI', () => {
 
   it('suite --transport memory runs every scenario on memory (publish-overhead and extreme-batching stayed on noop)', async () => {
     const file = join(dir, 'suite.json');
-    const r = await runCli(['suite', '-t', 'memory', '--message-count', '300', '--iterations', '1', '--warmup', '0', '--duration', '0.2', '--rate', '5000', '--partitions', '1', '--consumers', '1', '--publishers', '10', '--quiet', '--json', file]);
+    const r = await runCli([
+      'suite',
+      '-t',
+      'memory',
+      '--message-count',
+      '300',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--duration',
+      '0.2',
+      '--rate',
+      '5000',
+      '--partitions',
+      '1',
+      '--consumers',
+      '1',
+      '--publishers',
+      '10',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const runs = JSON.parse(readFileSync(file, 'utf8')).runs as { scenario: string; transport: string }[];
     expect(runs.map((x) => x.scenario)).toContain('publish-overhead');
@@ -136,7 +220,26 @@ describe('benchmark CLI', () => {
 
   it('no ratio to a seed whose setup the run does not match (another transport, event count, rate): the row says what differs', async () => {
     const file = join(dir, 'seed-setup.json');
-    const r = await runCli(['run', '-s', 'publishing-throughput', '-t', 'noop', '--message-count', '1000', '--batch-size', '1', '--publishers', '1', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '-s',
+      'publishing-throughput',
+      '-t',
+      'noop',
+      '--message-count',
+      '1000',
+      '--batch-size',
+      '1',
+      '--publishers',
+      '1',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0];
     expect(v.seed.throughput).toBe(2197);

@@ -19,8 +19,21 @@ const variant: Variant = { id: 'v', label: 'v', kind: 'eventlane', runner: 'x', 
 
 function iteration(sent: number, received: number, unique: number): IterationResult {
   return {
-    warmup: false, pid: 1, events: unique, durationMs: 10, throughput: unique * 100, sent, received, unique,
-    lost: sent - unique, duplicated: received - unique, cpuUserMs: 1, cpuSystemMs: 0, cpuPercent: 10, peakRssMb: 50, heapAfterGcMb: 5,
+    warmup: false,
+    pid: 1,
+    events: unique,
+    durationMs: 10,
+    throughput: unique * 100,
+    sent,
+    received,
+    unique,
+    lost: sent - unique,
+    duplicated: received - unique,
+    cpuUserMs: 1,
+    cpuSystemMs: 0,
+    cpuPercent: 10,
+    peakRssMb: 50,
+    heapAfterGcMb: 5,
   };
 }
 

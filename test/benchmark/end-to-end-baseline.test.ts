@@ -37,8 +37,24 @@ describe('end-to-end on Redis', () => {
     const n = 2000; // fewer than the runner's 10,000 warm-up events, so it warms up with n
     const file = join(dir, 'e2e.json');
     const r = await runCli([
-      'run', '--scenario', 'end-to-end', '--transport', 'redis', '--redis-url', server().url,
-      '--message-count', String(n), '--rate', '5000', '--iterations', '1', '--warmup', '0', '--keep-keys', '--json', file,
+      'run',
+      '--scenario',
+      'end-to-end',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--message-count',
+      String(n),
+      '--rate',
+      '5000',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--keep-keys',
+      '--json',
+      file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];

@@ -24,19 +24,61 @@ describe('extreme-batching peak throughput', () => {
     }
     expect(peakWindow(samples)).toEqual({ perSecond: 3000, windowMs: 1000 });
     // uneven samples: from each start, the first sample at least 1 s later (0 -> 1,300: 1,000/s; 600 -> 1,700: 2,455/s)
-    expect(peakWindow([[0, 0], [600, 600], [1300, 1300], [1700, 3300]])).toEqual({ perSecond: 2455, windowMs: 1100 });
+    expect(
+      peakWindow([
+        [0, 0],
+        [600, 600],
+        [1300, 1300],
+        [1700, 3300],
+      ]),
+    ).toEqual({ perSecond: 2455, windowMs: 1100 });
   });
 
-  it('a run shorter than 1 s: its whole span\'s rate, never 0 when events were delivered', () => {
-    expect(peakWindow([[10, 0], [110, 1024], [310, 3000]])).toEqual({ perSecond: 10_000, windowMs: 300 });
-    expect(peakWindow([[0, 0], [250, 50]])).toEqual({ perSecond: 200, windowMs: 250 });
-    expect(peakWindow([[0, 0], [250, 0]])).toEqual({ perSecond: 0, windowMs: 250 });
+  it("a run shorter than 1 s: its whole span's rate, never 0 when events were delivered", () => {
+    expect(
+      peakWindow([
+        [10, 0],
+        [110, 1024],
+        [310, 3000],
+      ]),
+    ).toEqual({ perSecond: 10_000, windowMs: 300 });
+    expect(
+      peakWindow([
+        [0, 0],
+        [250, 50],
+      ]),
+    ).toEqual({ perSecond: 200, windowMs: 250 });
+    expect(
+      peakWindow([
+        [0, 0],
+        [250, 0],
+      ]),
+    ).toEqual({ perSecond: 0, windowMs: 250 });
     expect(peakWindow([])).toEqual({ perSecond: 0, windowMs: 0 });
   });
 
-  it('the CLI: --duration 0.3 reports the run\'s rate as its peak, labelled', async () => {
+  it("the CLI: --duration 0.3 reports the run's rate as its peak, labelled", async () => {
     const file = join(dir, 'short.json');
-    const r = await runCli(['run', '-s', 'extreme-batching', '-t', 'noop', '--duration', '0.3', '--publishers', '10', '--flush-interval', '1', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '-s',
+      'extreme-batching',
+      '-t',
+      'noop',
+      '--duration',
+      '0.3',
+      '--publishers',
+      '10',
+      '--flush-interval',
+      '1',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const it0 = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0].iterations[0];
     expect(it0.events).toBeGreaterThan(0);

@@ -23,7 +23,10 @@ async function keys(r: Redis, pattern: string): Promise<string[]> {
 }
 
 describe('an interrupted Redis run', () => {
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     it(`${signal}: deletes the run's own keys before it exits (${code})`, async () => {
       const r = new Redis(server().url);
       try {
@@ -33,7 +36,27 @@ describe('an interrupted Redis run', () => {
         // ~10 s of events at 200/s: the run is writing when it is interrupted.
         const cli = spawn(
           process.execPath,
-          ['--import', 'tsx', 'benchmarking/cli.ts', 'run', '-s', 'end-to-end', '-t', 'redis', '--redis-url', server().url, '--message-count', '2000', '--rate', '200', '--iterations', '1', '--warmup', '0', '--quiet'],
+          [
+            '--import',
+            'tsx',
+            'benchmarking/cli.ts',
+            'run',
+            '-s',
+            'end-to-end',
+            '-t',
+            'redis',
+            '--redis-url',
+            server().url,
+            '--message-count',
+            '2000',
+            '--rate',
+            '200',
+            '--iterations',
+            '1',
+            '--warmup',
+            '0',
+            '--quiet',
+          ],
           { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
         );
         let stderr = '';

@@ -21,10 +21,31 @@ describe('iteration timeout', () => {
   it('kills an iteration that overruns --iteration-timeout and reports it as a failed iteration', async () => {
     const file = join(dir, 'timeout.json');
     // extreme-batching runs for --duration seconds: 60 s against a 2 s limit stands in for a hung child.
-    const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'noop', '--duration', '60', '--flush-interval', '1', '--publishers', '10',
-      '--iterations', '1', '--warmup', '0', '--iteration-timeout', '2', '--quiet', '--json', file,
-    ], 50_000);
+    const r = await runCli(
+      [
+        'run',
+        '--scenario',
+        'extreme-batching',
+        '--transport',
+        'noop',
+        '--duration',
+        '60',
+        '--flush-interval',
+        '1',
+        '--publishers',
+        '10',
+        '--iterations',
+        '1',
+        '--warmup',
+        '0',
+        '--iteration-timeout',
+        '2',
+        '--quiet',
+        '--json',
+        file,
+      ],
+      50_000,
+    );
     expect(r.wallMs).toBeLessThan(40_000);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toMatch(/FAILED: iteration timed out after 2 s/);
@@ -81,10 +102,32 @@ describe('iteration timeout', () => {
   it('--no-fork: the CLI reports the timed-out iteration and exits, though the abandoned one would run on', async () => {
     const file = join(dir, 'no-fork.json');
     // flush 1 ms, 10 publishers: the loop yields to timers, so the CLI's own timer fires at the limit.
-    const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'noop', '--duration', '60', '--flush-interval', '1', '--publishers', '10',
-      '--iterations', '1', '--warmup', '0', '--iteration-timeout', '2', '--no-fork', '--quiet', '--json', file,
-    ], 50_000);
+    const r = await runCli(
+      [
+        'run',
+        '--scenario',
+        'extreme-batching',
+        '--transport',
+        'noop',
+        '--duration',
+        '60',
+        '--flush-interval',
+        '1',
+        '--publishers',
+        '10',
+        '--iterations',
+        '1',
+        '--warmup',
+        '0',
+        '--iteration-timeout',
+        '2',
+        '--no-fork',
+        '--quiet',
+        '--json',
+        file,
+      ],
+      50_000,
+    );
     expect(r.wallMs).toBeLessThan(40_000);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toMatch(/FAILED: iteration timed out after 2 s/);
@@ -97,16 +140,36 @@ describe('iteration timeout', () => {
   it('--no-fork: a main thread that never yields is ended by the watchdog with the error line', async () => {
     // 1,000 publishers filling batches of 1,000 on noop: one unbroken microtask chain, no timer fires
     // until the loop ends (60 s).
-    const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'noop', '--duration', '60', '--flush-interval', '100', '--publishers', '1000',
-      '--iterations', '1', '--warmup', '0', '--iteration-timeout', '1', '--no-fork', '--quiet',
-    ], 50_000);
+    const r = await runCli(
+      [
+        'run',
+        '--scenario',
+        'extreme-batching',
+        '--transport',
+        'noop',
+        '--duration',
+        '60',
+        '--flush-interval',
+        '100',
+        '--publishers',
+        '1000',
+        '--iterations',
+        '1',
+        '--warmup',
+        '0',
+        '--iteration-timeout',
+        '1',
+        '--no-fork',
+        '--quiet',
+      ],
+      50_000,
+    );
     expect(r.wallMs).toBeLessThan(30_000);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/^error: iteration timed out after 1 s \(0 warmup \+ 1 measured\); .*--no-fork/m);
   }, 60_000);
 
-  it('a limit past setTimeout\'s range (a day per iteration, 30 warmups) does not fire at once', async () => {
+  it("a limit past setTimeout's range (a day per iteration, 30 warmups) does not fire at once", async () => {
     // A child that answers at once with no results.
     const script = join(dir, 'quick-child.mjs');
     writeFileSync(script, "process.on('message', () => { process.send({ ok: true, results: [] }, () => process.exit(0)); });\n");

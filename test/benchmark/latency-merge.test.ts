@@ -29,8 +29,22 @@ function latencyOf(count: number, us: number): LatencySummary {
 function iteration(latency: LatencySummary): IterationResult {
   const n = latency.count;
   return {
-    warmup: false, pid: 1, events: n, durationMs: 10, throughput: n * 100, sent: n, received: n, unique: n, lost: 0, duplicated: 0,
-    cpuUserMs: 1, cpuSystemMs: 0, cpuPercent: 10, peakRssMb: 50, heapAfterGcMb: 5, latency,
+    warmup: false,
+    pid: 1,
+    events: n,
+    durationMs: 10,
+    throughput: n * 100,
+    sent: n,
+    received: n,
+    unique: n,
+    lost: 0,
+    duplicated: 0,
+    cpuUserMs: 1,
+    cpuSystemMs: 0,
+    cpuPercent: 10,
+    peakRssMb: 50,
+    heapAfterGcMb: 5,
+    latency,
   };
 }
 
@@ -40,7 +54,7 @@ const variant = (id: string, baseline?: string): Variant => ({ id, label: id, ki
 const near = (got: number, want: number) => expect(Math.abs(got - want) / want).toBeLessThanOrEqual(0.001);
 
 describe('latency summary over iterations', () => {
-  it('merges the iterations\' histograms: percentiles of all the events, not means of percentiles', () => {
+  it("merges the iterations' histograms: percentiles of all the events, not means of percentiles", () => {
     const v = summarize(variant('ours'), [iteration(latencyOf(100, 10)), iteration(latencyOf(100, 1000))]);
     const lat = v.summary.latency!;
     expect(lat.merge).toBe('histogram');
@@ -59,7 +73,7 @@ describe('latency summary over iterations', () => {
     expect(variantRow(v)[4]).toBe('10 / 1,000');
   });
 
-  it('without histograms (an older report): the mean of the iterations\' percentiles, labelled', () => {
+  it("without histograms (an older report): the mean of the iterations' percentiles, labelled", () => {
     const strip = (l: LatencySummary): LatencySummary => ({ ...l, histogram: undefined });
     const v = summarize(variant('ours'), [iteration(strip(latencyOf(100, 10))), iteration(strip(latencyOf(100, 1000)))]);
     expect(v.summary.latency).toMatchObject({ merge: 'iteration-mean', count: 200 });
@@ -80,7 +94,26 @@ describe('latency summary over iterations', () => {
 
   it('the CLI: each iteration brings its histogram from its child process, and the summary counts every event', async () => {
     const file = join(dir, 'burst.json');
-    const r = await runCli(['run', '-s', 'latency-burst', '-t', 'memory', '--partitions', '1', '--consumers', '1', '--message-count', '300', '--iterations', '2', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '-s',
+      'latency-burst',
+      '-t',
+      'memory',
+      '--partitions',
+      '1',
+      '--consumers',
+      '1',
+      '--message-count',
+      '300',
+      '--iterations',
+      '2',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0] as VariantResult;
     expect(v.iterations).toHaveLength(2);

@@ -19,7 +19,12 @@ describe('latency percentiles', () => {
     expect(s.minUs).toBe(1);
     expect(s.maxUs).toBe(100);
     expect(s.meanUs).toBeCloseTo(50.5, 0);
-    for (const [got, want] of [[s.p50Us, 50], [s.p90Us, 90], [s.p99Us, 99], [s.p999Us, 100]] as const) {
+    for (const [got, want] of [
+      [s.p50Us, 50],
+      [s.p90Us, 90],
+      [s.p99Us, 99],
+      [s.p999Us, 100],
+    ] as const) {
       expect(Math.abs(got - want) / want).toBeLessThanOrEqual(0.001);
     }
     expect(s.p999Us).toBeLessThanOrEqual(s.maxUs);

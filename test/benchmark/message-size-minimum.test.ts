@@ -26,7 +26,12 @@ describe('--message-size minimum', () => {
   });
 
   it('sizedPayloads: never larger than the size asked; below its own minimum it throws', () => {
-    for (const [count, size] of [[10_000, 27], [10_000, 21], [1, 18], [200, 64]] as const) {
+    for (const [count, size] of [
+      [10_000, 27],
+      [10_000, 21],
+      [1, 18],
+      [200, 64],
+    ] as const) {
       const lengths = sizedPayloads(count, size).map((p) => JSON.stringify(p).length);
       expect(Math.max(...lengths), `${count} x ${size}`).toBe(size);
     }

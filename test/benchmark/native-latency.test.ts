@@ -28,7 +28,24 @@ function expectEveryEventTimed(v: VariantResult, sent: number, loop: 'open' | 'c
 describe('native benchmark paths (worker threads)', () => {
   it('latency-sustained: addon, JS-fallback and machine-floor rows, each counting every event sent, linked to the floor', async () => {
     const file = join(dir, 'latency-sustained.json');
-    const r = await runCli(['run', '--scenario', 'latency-sustained', '--transport', 'native', '--message-count', '400', '--rate', '4000', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '--scenario',
+      'latency-sustained',
+      '--transport',
+      'native',
+      '--message-count',
+      '400',
+      '--rate',
+      '4000',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
     // The title names the count and rate run (it said '50,000 events at 10,000/s' whatever the flags).
@@ -62,7 +79,28 @@ describe('native benchmark paths (worker threads)', () => {
 
   it('latency-sustained without the addons: the addon rows fail with the reason, the floor rows are skipped in one line, the JS rows run', async () => {
     const file = join(dir, 'latency-sustained-no-addon.json');
-    const args = ['run', '--scenario', 'latency-sustained', '--transport', 'native', '--partitions', '1', '--consumers', '1', '--message-count', '200', '--rate', '4000', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file];
+    const args = [
+      'run',
+      '--scenario',
+      'latency-sustained',
+      '--transport',
+      'native',
+      '--partitions',
+      '1',
+      '--consumers',
+      '1',
+      '--message-count',
+      '200',
+      '--rate',
+      '4000',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ];
     const r = await runCli(args, 120_000, { EVENTLANE_NATIVE: '0' });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/FAILED: .*EVENTLANE_NATIVE=0/);
@@ -71,7 +109,7 @@ describe('native benchmark paths (worker threads)', () => {
     expect(r.stderr).toContain('benchmark: machine-floor rows skipped: the benchmark addon did not load (EVENTLANE_NATIVE=0)');
     // The table says where the reason is, and keeps its columns narrow.
     const rows = r.stdout.split('\n').filter((l) => l.includes('failed (below)'));
-    expect(rows.length).toBe(2) // the addon rows of 1P/1C and of its spinning variant;
+    expect(rows.length).toBe(2); // the addon rows of 1P/1C and of its spinning variant;
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
     expect(run.variants.map((v: { id: string }) => v.id)).toEqual(['1p1c', '1p1c-js', '1p1c-spin', '1p1c-spin-js']);
     for (const v of run.variants) {
@@ -126,7 +164,26 @@ describe('native benchmark paths (worker threads)', () => {
 
   it('latency-burst with more partitions than workers falls back to handlers that read payload ids', async () => {
     const file = join(dir, 'burst-4p2c.json');
-    const r = await runCli(['run', '--scenario', 'latency-burst', '--transport', 'native', '--partitions', '4', '--consumers', '2', '--message-count', '400', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '--scenario',
+      'latency-burst',
+      '--transport',
+      'native',
+      '--partitions',
+      '4',
+      '--consumers',
+      '2',
+      '--message-count',
+      '400',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const [v] = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants;
     expect(v.id).toBe('4p2c');
@@ -150,7 +207,24 @@ describe('native benchmark paths (worker threads)', () => {
 
   it('partition-scaling: the addon row of N partitions is compared with the JS-fallback row of N partitions', async () => {
     const file = join(dir, 'ps.json');
-    const r = await runCli(['run', '--scenario', 'partition-scaling', '--transport', 'native', '--partitions', '2', '--message-count', '200', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
+    const r = await runCli([
+      'run',
+      '--scenario',
+      'partition-scaling',
+      '--transport',
+      'native',
+      '--partitions',
+      '2',
+      '--message-count',
+      '200',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
     expect(run.variants.map((v: { id: string; kind: string; baseline?: string; params: { implementation: string } }) => [v.id, v.kind, v.baseline, v.params.implementation])).toEqual([

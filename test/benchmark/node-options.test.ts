@@ -32,7 +32,7 @@ describe('benchmark CLI --node-option', () => {
     expect(JSON.parse(readFileSync(file, 'utf8')).environment).not.toHaveProperty('nodeOptions');
   });
 
-  it('a flag node does not know fails each iteration with node\'s own message', async () => {
+  it("a flag node does not know fails each iteration with node's own message", async () => {
     const r = await runCli([...TINY, '--quiet', '--node-option=--no-such-node-flag']);
     expect(r.code).toBe(1);
     expect(r.stdout + r.stderr).toMatch(/FAILED: benchmark child exited .*bad option: --no-such-node-flag/);

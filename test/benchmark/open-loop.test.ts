@@ -21,10 +21,15 @@ async function paceCountingTurns(spin: boolean): Promise<{ late: number[]; order
   };
   setImmediate(chain);
   const t0 = performance.now();
-  await openLoop(COUNT, RATE, (i, intended) => {
-    order.push(i);
-    late.push(performance.now() - intended);
-  }, spin);
+  await openLoop(
+    COUNT,
+    RATE,
+    (i, intended) => {
+      order.push(i);
+      late.push(performance.now() - intended);
+    },
+    spin,
+  );
   const ms = performance.now() - t0;
   running = false;
   return { late, order, turns, ms };

@@ -24,9 +24,28 @@ describe('publish-only runs on Redis are read back', () => {
   it('message-size: events trimmed away by Redis are reported lost, and the run fails', async () => {
     const file = join(dir, 'trimmed.json');
     const r = await runCli([
-      'run', '--scenario', 'message-size', '--transport', 'redis', '--redis-url', server().url, '--message-size', '256',
-      '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--transport-option', 'entryMode=event',
-      '--transport-option', 'maxLen=100', '--quiet', '--json', file,
+      'run',
+      '--scenario',
+      'message-size',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--message-size',
+      '256',
+      '--message-count',
+      '2000',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--transport-option',
+      'entryMode=event',
+      '--transport-option',
+      'maxLen=100',
+      '--quiet',
+      '--json',
+      file,
     ]);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];
     const ours = run.variants.find((v: { id: string }) => v.id === 'size-256');
@@ -43,8 +62,26 @@ describe('publish-only runs on Redis are read back', () => {
   it('extreme-batching: read back through a new consumer group, complete', async () => {
     const file = join(dir, 'extreme.json');
     const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server().url, '--duration', '0.3',
-      '--publishers', '20', '--flush-interval', '1', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file,
+      'run',
+      '--scenario',
+      'extreme-batching',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--duration',
+      '0.3',
+      '--publishers',
+      '20',
+      '--flush-interval',
+      '1',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0];
@@ -56,9 +93,30 @@ describe('publish-only runs on Redis are read back', () => {
   it('extreme-batching: events trimmed away by Redis are reported lost, and the run fails', async () => {
     const file = join(dir, 'extreme-trimmed.json');
     const r = await runCli([
-      'run', '--scenario', 'extreme-batching', '--transport', 'redis', '--redis-url', server().url, '--duration', '0.3',
-      '--publishers', '20', '--flush-interval', '1', '--iterations', '1', '--warmup', '0', '--transport-option', 'entryMode=event',
-      '--transport-option', 'maxLen=100', '--quiet', '--json', file,
+      'run',
+      '--scenario',
+      'extreme-batching',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--duration',
+      '0.3',
+      '--publishers',
+      '20',
+      '--flush-interval',
+      '1',
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--transport-option',
+      'entryMode=event',
+      '--transport-option',
+      'maxLen=100',
+      '--quiet',
+      '--json',
+      file,
     ]);
     const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0];
     expect(v.iterations[0].verifiedBy).toMatch(/read back from Redis/);
@@ -92,9 +150,15 @@ describe('publish-only runs on Redis are read back', () => {
   }, 30_000);
 
   it('read-back reads on past the expected events: copies written after them count as duplicated', async () => {
-    const config = { ...GLOBAL_DEFAULTS, transport: 'redis' as const, redisUrl: server().url, keyPrefix: `${uniquePrefix('dup')}:`, partitions: 1,
+    const config = {
+      ...GLOBAL_DEFAULTS,
+      transport: 'redis' as const,
+      redisUrl: server().url,
+      keyPrefix: `${uniquePrefix('dup')}:`,
+      partitions: 1,
       // Entries of one event: a consumer holds at most 8,000 at a time (its prefetch), so the copies are read after the last expected one.
-      transportOptions: { entryMode: 'event' } };
+      transportOptions: { entryMode: 'event' },
+    };
     const payloads = sizedPayloads(30_000, 64);
     const bus = await benchBus(config);
     try {
@@ -109,7 +173,7 @@ describe('publish-only runs on Redis are read back', () => {
     expect(t.received).toBe(40_000);
   }, 30_000);
 
-  it('extreme-batching: the times each pool payload was published, from each publisher\'s count', () => {
+  it("extreme-batching: the times each pool payload was published, from each publisher's count", () => {
     // publisher w publishes pool[(w + j * publishers) % pool] for j = 0 .. count - 1
     const perPublisher = [5, 4, 4];
     const brute = new Uint32Array(4);
@@ -123,8 +187,24 @@ describe('publish-only runs on Redis are read back', () => {
   it('broker-throughput produce: read back and complete; no key of the run is left', async () => {
     const file = join(dir, 'produce.json');
     const r = await runCli([
-      'run', '--scenario', 'broker-throughput', '--transport', 'redis', '--redis-url', server().url, '--publishers', '2',
-      '--message-count', '3000', '--iterations', '1', '--warmup', '1', '--quiet', '--json', file,
+      'run',
+      '--scenario',
+      'broker-throughput',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--publishers',
+      '2',
+      '--message-count',
+      '3000',
+      '--iterations',
+      '1',
+      '--warmup',
+      '1',
+      '--quiet',
+      '--json',
+      file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const run = JSON.parse(readFileSync(file, 'utf8')).runs[0];

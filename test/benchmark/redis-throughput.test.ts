@@ -35,9 +35,27 @@ describe('Redis throughput agrees with Redis itself', () => {
     const n = 4000;
     const file = join(dir, 'redis.json');
     const r = await runCli([
-      'run', '--scenario', 'publishing-throughput', '--transport', 'redis', '--redis-url', server().url,
-      '--batch-size', '1', '--publishers', '1', '--message-count', String(n), '--iterations', '1', '--warmup', '0',
-      '--keep-keys', '--quiet', '--json', file,
+      'run',
+      '--scenario',
+      'publishing-throughput',
+      '--transport',
+      'redis',
+      '--redis-url',
+      server().url,
+      '--batch-size',
+      '1',
+      '--publishers',
+      '1',
+      '--message-count',
+      String(n),
+      '--iterations',
+      '1',
+      '--warmup',
+      '0',
+      '--keep-keys',
+      '--quiet',
+      '--json',
+      file,
     ]);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const report = JSON.parse(readFileSync(file, 'utf8'));

@@ -36,10 +36,16 @@ describe('flags a scenario does not take', () => {
       /^error: --message-size, --publishers do not apply to scenario "latency-burst", which takes --message-count, --batch-size, --flush-interval, --partitions, --consumers/,
     );
     expect(await refused(['run', '-s', 'latency-sustained', '-t', 'memory', '--message-count', '100', '--publishers', '2'])).toMatch(/--publishers does not apply to scenario "latency-sustained"/);
-    expect(await refused(['run', '-s', 'message-size', '-t', 'noop', '--message-count', '100', '--message-size', '64', '--publishers', '2'])).toMatch(/--publishers does not apply to scenario "message-size"/);
-    expect(await refused(['run', '-s', 'partition-scaling', '-t', 'memory', '--message-count', '10', '--partitions', '1', '--consumers', '2'])).toMatch(/--consumers does not apply to scenario "partition-scaling"/);
+    expect(await refused(['run', '-s', 'message-size', '-t', 'noop', '--message-count', '100', '--message-size', '64', '--publishers', '2'])).toMatch(
+      /--publishers does not apply to scenario "message-size"/,
+    );
+    expect(await refused(['run', '-s', 'partition-scaling', '-t', 'memory', '--message-count', '10', '--partitions', '1', '--consumers', '2'])).toMatch(
+      /--consumers does not apply to scenario "partition-scaling"/,
+    );
     expect(await refused(['run', '-s', 'publish-overhead', '-t', 'noop', '--message-count', '100', '--duration', '1'])).toMatch(/--duration does not apply to scenario "publish-overhead"/);
-    expect(await refused(['run', '-s', 'extreme-batching', '-t', 'noop', '--duration', '0.1', '--publishers', '2', '--flush-interval', '1', '--message-count', '100'])).toMatch(/--message-count does not apply to scenario "extreme-batching"/);
+    expect(await refused(['run', '-s', 'extreme-batching', '-t', 'noop', '--duration', '0.1', '--publishers', '2', '--flush-interval', '1', '--message-count', '100'])).toMatch(
+      /--message-count does not apply to scenario "extreme-batching"/,
+    );
   }, 60_000);
 
   it('run refuses --redis-url off the redis transport; suite leaves it out of those configs', async () => {
@@ -73,7 +79,15 @@ describe('flags a scenario does not take', () => {
       }
     }
     // the flags of the header comment, by name
-    for (const [s, k] of [['latency-burst', 'messageSize'], ['latency-burst', 'publishers'], ['latency-sustained', 'messageSize'], ['latency-sustained', 'publishers'], ['message-size', 'publishers'], ['partition-scaling', 'consumers'], ['publishing-throughput', 'duration']] as const) {
+    for (const [s, k] of [
+      ['latency-burst', 'messageSize'],
+      ['latency-burst', 'publishers'],
+      ['latency-sustained', 'messageSize'],
+      ['latency-sustained', 'publishers'],
+      ['message-size', 'publishers'],
+      ['partition-scaling', 'consumers'],
+      ['publishing-throughput', 'duration'],
+    ] as const) {
       expect(findScenario(s).takes, `${s} ${k}`).not.toContain(k);
     }
   });

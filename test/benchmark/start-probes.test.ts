@@ -53,7 +53,13 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
     const owner = [2, 0, 3, 1];
     // A warm-up phase of 200 events (ids after the measured ones), then the measured one.
     probe.phase(0);
-    deliver(handle, owner, 0, Array.from({ length: 200 }, (_, i) => i), () => 5);
+    deliver(
+      handle,
+      owner,
+      0,
+      Array.from({ length: 200 }, (_, i) => i),
+      () => 5,
+    );
     expect(probe.done()).toBe(200);
     probe.phase(200);
     const sent = payloads(n);
@@ -88,7 +94,7 @@ describe('OrderProbe (no-op worker handler, delivery-order matching)', () => {
     expect(got.rec.summary('closed').count).toBe(200);
   });
 
-  it('reports a lost event and a duplicated one by their partitions\' counts', () => {
+  it("reports a lost event and a duplicated one by their partitions' counts", () => {
     const { probe, handle } = probeWith(2, 400);
     probe.phase(0);
     const sent = payloads(100);

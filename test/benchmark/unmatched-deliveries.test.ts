@@ -16,7 +16,13 @@ import { deliveryCell, warnings } from '../../benchmarking/report/rows.js';
 function returning(m: Measured): { scenario: Scenario; variant: Variant } {
   const config = { ...GLOBAL_DEFAULTS, transport: 'noop' as const };
   const scenario: Scenario = {
-    name: 'unmatched', title: 'unmatched', seed: 'none', description: '', transports: ['noop'], takes: [], defaults: {},
+    name: 'unmatched',
+    title: 'unmatched',
+    seed: 'none',
+    description: '',
+    transports: ['noop'],
+    takes: [],
+    defaults: {},
     variants: () => [],
     runners: {
       fixed: async ({ timed }) => {
@@ -38,7 +44,7 @@ describe('deliveries not matched to a publish', () => {
     expect(v.delivery).toMatchObject({ sent: 400, received: 400, lost: 0, duplicated: 0, unmatched: 200, ok: false });
     expect(deliveryCell(v)).toBe('400/400 unmatched 200');
     const run = { scenario: 's', title: 't', seed: '0', transport: 'native' as const, config: variant.config, variants: [v], startedAt: '', wallMs: 1 };
-    expect(warnings([run])).toEqual(['s / v: 200 deliveries not matched to a publish (see the iterations\' notes): delivery not verified']);
+    expect(warnings([run])).toEqual(["s / v: 200 deliveries not matched to a publish (see the iterations' notes): delivery not verified"]);
   });
 
   it('the counts still prove what they can: fewer starts than sends are lost, more are duplicates', () => {

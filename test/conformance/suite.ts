@@ -6,17 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  ClosedError,
-  createEventBus,
-  defineEvents,
-  NonRetryableError,
-  TimeoutError,
-  UnknownEventError,
-  ValidationError,
-  type EventBus,
-  type EventEnvelope,
-} from '../../src/index.js';
+import { ClosedError, createEventBus, defineEvents, NonRetryableError, TimeoutError, UnknownEventError, ValidationError, type EventBus, type EventEnvelope } from '../../src/index.js';
 import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
 
 export interface ConformanceTarget {
@@ -61,8 +51,7 @@ export function describeConformance(target: ConformanceTarget): void {
       open.push(b);
       return b;
     }
-    const orders = (n: number, from = 0): Order[] =>
-      Array.from({ length: n }, (_, i) => ({ orderId: `o-${from + i}`, amount: from + i, seq: from + i }));
+    const orders = (n: number, from = 0): Order[] => Array.from({ length: n }, (_, i) => ({ orderId: `o-${from + i}`, amount: from + i, seq: from + i }));
 
     beforeAll(async () => {
       await target.setup?.();
@@ -92,12 +81,16 @@ export function describeConformance(target: ConformanceTarget): void {
       await b.subscribe('order.created', subOpts({ group: 'g' }), (e) => {
         got = e;
       });
-      await b.publish('order.created', { orderId: 'o-1', amount: 10, seq: 1 }, {
-        key: 'customer-7',
-        correlationId: 'corr-1',
-        causationId: 'cause-1',
-        headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
-      });
+      await b.publish(
+        'order.created',
+        { orderId: 'o-1', amount: 10, seq: 1 },
+        {
+          key: 'customer-7',
+          correlationId: 'corr-1',
+          causationId: 'cause-1',
+          headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+        },
+      );
       await waitFor(() => got !== undefined, timeout, 'the event');
       expect(got).toMatchObject({
         type: 'order.created',

@@ -108,16 +108,27 @@ describe('packed tarball', () => {
   });
 
   it('exposes the transports as subpath exports (ops API, transport classes)', () => {
-    const cjs = execFileSync(process.execPath, ['-e', "const r = require('eventlane/redis-streams'); const n = require('eventlane/native'); console.log(typeof r.openRedisStreamsAdmin, typeof n.NativeTransport)"], { cwd: dir, encoding: 'utf8' });
+    const cjs = execFileSync(
+      process.execPath,
+      ['-e', "const r = require('eventlane/redis-streams'); const n = require('eventlane/native'); console.log(typeof r.openRedisStreamsAdmin, typeof n.NativeTransport)"],
+      { cwd: dir, encoding: 'utf8' },
+    );
     expect(cjs.trim()).toBe('function function');
-    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', "const r = await import('eventlane/redis-streams'); console.log(typeof r.openRedisStreamsAdmin)"], { cwd: dir, encoding: 'utf8' });
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', "const r = await import('eventlane/redis-streams'); console.log(typeof r.openRedisStreamsAdmin)"], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     expect(esm.trim()).toBe('function');
   });
 
   it("splits the surface: 'eventlane' for applications, 'eventlane/transport' for transport authors", () => {
-    const probe = "console.log(typeof t.registerTransport, typeof t.withWritten, typeof t.jsonCodec, typeof t.ConnectionError, typeof root.withWritten, typeof root.NO_ROOM, typeof root.jsonCodec, typeof root.createEventBus)";
+    const probe =
+      'console.log(typeof t.registerTransport, typeof t.withWritten, typeof t.jsonCodec, typeof t.ConnectionError, typeof root.withWritten, typeof root.NO_ROOM, typeof root.jsonCodec, typeof root.createEventBus)';
     const cjs = execFileSync(process.execPath, ['-e', `const t = require('eventlane/transport'); const root = require('eventlane'); ${probe}`], { cwd: dir, encoding: 'utf8' });
-    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const t = await import('eventlane/transport'); const root = await import('eventlane'); ${probe}`], { cwd: dir, encoding: 'utf8' });
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const t = await import('eventlane/transport'); const root = await import('eventlane'); ${probe}`], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     for (const out of [cjs, esm]) expect(out.trim()).toBe('function function object function undefined undefined undefined function');
   });
 
@@ -233,7 +244,12 @@ export async function main(): Promise<void> {
 `;
     expect(tsc('ts-exact-optional', { module: 'NodeNext', moduleResolution: 'NodeNext', exactOptionalPropertyTypes: true }, { 'main.mts': program })).toBe('');
     // The run time takes the same undefined values.
-    const run = program.replace(/^import \{ createEventBus, defineEvents, type Logger \} from 'eventlane';/m, "import { createEventBus, defineEvents } from 'eventlane';").replace(/^declare const maybe.*$/m, "const maybe = { group: 'g' };").replace(/: Promise<void>/, '').replace(/export async function main\(\)/, 'async function main()') + 'await main();\nconsole.log("ok");\n';
+    const run =
+      program
+        .replace(/^import \{ createEventBus, defineEvents, type Logger \} from 'eventlane';/m, "import { createEventBus, defineEvents } from 'eventlane';")
+        .replace(/^declare const maybe.*$/m, "const maybe = { group: 'g' };")
+        .replace(/: Promise<void>/, '')
+        .replace(/export async function main\(\)/, 'async function main()') + 'await main();\nconsole.log("ok");\n';
     writeFileSync(join(dir, 'exact-optional.mjs'), run);
     expect(execFileSync(process.execPath, ['exact-optional.mjs'], { cwd: dir, encoding: 'utf8' }).trim()).toBe('ok');
   }, 120_000);

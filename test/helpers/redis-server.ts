@@ -46,7 +46,10 @@ const logs = new WeakMap<ChildProcess, { tail: () => string; closed: Promise<voi
 
 /** What a server's log says went wrong (Redis marks warnings with `#`: the last two of them), else its last line. */
 function logReason(p: ChildProcess): string {
-  const lines = (logs.get(p)?.tail() ?? '').split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = (logs.get(p)?.tail() ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const strip = (l: string) => l.replace(/^\d+:[A-Z] .*? [*#-] /, '');
   const warnings = lines.filter((l) => / # /.test(l)).slice(-2);
   return (warnings.length > 0 ? warnings : lines.slice(-1)).map(strip).join(' / ') || '(no output)';

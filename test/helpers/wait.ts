@@ -24,7 +24,10 @@ export function within<T>(p: Promise<T>, ms: number): Promise<T | typeof TIMED_O
 
 /** `x.close()` (a bus, a subscription): 'closed', or what is left of it when it takes longer than `ms`. */
 export async function boundedClose(x: { close(): Promise<void> }, ms: number): Promise<string> {
-  const r = await within(x.close().then(() => 'closed'), ms);
+  const r = await within(
+    x.close().then(() => 'closed'),
+    ms,
+  );
   return r === TIMED_OUT ? `still closing after ${ms} ms` : r;
 }
 

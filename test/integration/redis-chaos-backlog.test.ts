@@ -100,10 +100,17 @@ describe('redis-streams: chaos over a backlog', () => {
     let total = 0;
     const rounds: string[] = [];
     for (const c of slow) {
-      await pubEvent.publishMany(TYPE, Array.from({ length: PER_ROUND }, (_, i) => order(total + i)));
+      await pubEvent.publishMany(
+        TYPE,
+        Array.from({ length: PER_ROUND }, (_, i) => order(total + i)),
+      );
       total += PER_ROUND;
       if (c === slow[0]) {
-        for (let n = 0; n < BATCHED; n += 50) await pubBatch.publishMany(TYPE, Array.from({ length: 50 }, (_, i) => order(total + n + i)));
+        for (let n = 0; n < BATCHED; n += 50)
+          await pubBatch.publishMany(
+            TYPE,
+            Array.from({ length: 50 }, (_, i) => order(total + n + i)),
+          );
         total += BATCHED;
       }
       c.proc.stdin!.write('go\n');

@@ -51,7 +51,6 @@ const CHAOS_MS = 16_000;
 const VERBOSE = process.env['EVENTLANE_CHAOS_VERBOSE'] === '1';
 const FIXTURE = fileURLToPath(new URL('./fixtures/redis-chaos-consumer.ts', import.meta.url));
 
-
 type Op = 'kill-read' | 'kill-publish' | 'kill-command' | 'pause' | 'kill-child' | 'stall-child' | 'resubscribe' | 'restart';
 
 /**
@@ -70,8 +69,7 @@ function schedule(rand: () => number): { at: number; op: Op; arg: number }[] {
       continue;
     }
     const r = rand();
-    let op: Op =
-      r < 0.25 ? 'kill-read' : r < 0.45 ? 'kill-publish' : r < 0.55 ? 'kill-command' : r < 0.72 ? 'pause' : r < 0.85 ? 'kill-child' : r < 0.93 ? 'stall-child' : 'resubscribe';
+    let op: Op = r < 0.25 ? 'kill-read' : r < 0.45 ? 'kill-publish' : r < 0.55 ? 'kill-command' : r < 0.72 ? 'pause' : r < 0.85 ? 'kill-child' : r < 0.93 ? 'stall-child' : 'resubscribe';
     if (op === 'kill-child' && ++childKills > 3) op = 'kill-read';
     out.push({ at, op, arg: rand() });
   }
@@ -102,10 +100,12 @@ describe('redis-streams: chaos', () => {
     const handled = new Map<number, number>(); // seq -> successful handler runs
     const handledBy = new Map<string, number>();
     const logs: string[] = [];
-    const ok = (who: string) => (seq: number): void => {
-      handled.set(seq, (handled.get(seq) ?? 0) + 1);
-      handledBy.set(who, (handledBy.get(who) ?? 0) + 1);
-    };
+    const ok =
+      (who: string) =>
+      (seq: number): void => {
+        handled.set(seq, (handled.get(seq) ?? 0) + 1);
+        handledBy.set(who, (handledBy.get(who) ?? 0) + 1);
+      };
     const resolved = new Set<number>();
     const rejected = new Set<number>();
     const rejections: Record<string, number> = {};
@@ -279,7 +279,10 @@ describe('redis-streams: chaos', () => {
         const wait = t0 + at - Date.now();
         if (wait > 0) await sleep(wait);
         if (VERBOSE) console.log(`redis-chaos: ${((Date.now() - t0) / 1000).toFixed(1)}s ${op} starts`);
-        const settled = await within(run(op, arg).catch((err: unknown) => `failed: ${String(err)}`), 20_000);
+        const settled = await within(
+          run(op, arg).catch((err: unknown) => `failed: ${String(err)}`),
+          20_000,
+        );
         const what = settled === TIMED_OUT ? 'HUNG' : settled;
         if (what === 'HUNG') hangs.push(`${op} did not finish in 20 s${step ? ` (hung in ${step})` : ''}`);
         done.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${op} ${what}`);
@@ -361,12 +364,15 @@ describe('redis-streams: chaos', () => {
       failures.push(`groups: ${groups.join('; ')}`);
     }
     if (pending > 0) failures.push(`${pending} entries still pending in group g`);
-    if (dead.length > 0) failures.push(`${dead.length} dead letters: ${dead.slice(0, 10).map((d) => `${d.event?.id} ${d.error} (${d.attempts} attempts)`).join('; ')}`);
+    if (dead.length > 0)
+      failures.push(
+        `${dead.length} dead letters: ${dead
+          .slice(0, 10)
+          .map((d) => `${d.event?.id} ${d.error} (${d.attempts} attempts)`)
+          .join('; ')}`,
+      );
     if (failures.length > 0) {
-      const warnings = [
-        ...logger.lines.filter((l) => l.level !== 'debug' && l.level !== 'info').map((l) => `${l.level} ${l.msg} ${JSON.stringify(l.obj)}`),
-        ...logs,
-      ];
+      const warnings = [...logger.lines.filter((l) => l.level !== 'debug' && l.level !== 'info').map((l) => `${l.level} ${l.msg} ${JSON.stringify(l.obj)}`), ...logs];
       console.log(`redis-chaos: FAILED, seed ${SEED}\n${failures.join('\n')}\n  consumer warnings (last 40):\n    ${warnings.slice(-40).join('\n    ')}`);
     }
     expect(failures, `seed ${SEED}`).toEqual([]);

@@ -120,14 +120,26 @@ function judge(outcomes: Outcome[], failing: number[], followedAt: number): void
     tally[k] = (tally[k] ?? 0) + 1;
   }
   console.log(`cluster chaos seed ${SEED}: partitions ${failing.join(',')} on the failed master; ${JSON.stringify(tally)}`);
-  expect(outcomes.filter((o) => o.end - o.start > BOUND_MS), `seed ${SEED}: publishes past their bound`).toEqual([]);
+  expect(
+    outcomes.filter((o) => o.end - o.start > BOUND_MS),
+    `seed ${SEED}: publishes past their bound`,
+  ).toEqual([]);
   const others = outcomes.filter((o) => !failing.includes(o.partition));
-  expect(others.filter((o) => o.code !== 'ok' || o.end - o.start > HEALTHY_MS), `seed ${SEED}: publishes to the other masters`).toEqual([]);
+  expect(
+    others.filter((o) => o.code !== 'ok' || o.end - o.start > HEALTHY_MS),
+    `seed ${SEED}: publishes to the other masters`,
+  ).toEqual([]);
   const onFailed = outcomes.filter((o) => failing.includes(o.partition));
-  expect(onFailed.filter((o) => !['ok', 'ERR_CONNECTION', 'ERR_REPLICATION'].includes(o.code)), `seed ${SEED}: error classes`).toEqual([]);
+  expect(
+    onFailed.filter((o) => !['ok', 'ERR_CONNECTION', 'ERR_REPLICATION'].includes(o.code)),
+    `seed ${SEED}: error classes`,
+  ).toEqual([]);
   const afterFollow = onFailed.filter((o) => o.start > followedAt);
   expect(afterFollow.length, `seed ${SEED}: publishes after the client followed`).toBeGreaterThan(10);
-  expect(afterFollow.filter((o) => o.code !== 'ERR_REPLICATION'), `seed ${SEED}: publishes to the promoted master`).toEqual([]);
+  expect(
+    afterFollow.filter((o) => o.code !== 'ERR_REPLICATION'),
+    `seed ${SEED}: publishes to the promoted master`,
+  ).toEqual([]);
 }
 
 describe(`redis-streams chaos: cluster failover with waitForReplicas, the old master left down (seed ${SEED})`, () => {
@@ -154,7 +166,10 @@ describe(`redis-streams chaos: cluster failover with waitForReplicas, the old ma
       judge(outcomes, failing, followedAt);
       const stored = await storedSeqs(prefix);
       const written = outcomes.filter((o) => o.code === 'ok' || o.code === 'ERR_REPLICATION').flatMap((o) => o.seqs);
-      expect(written.filter((q) => !stored.has(q)), `seed ${SEED}: written events not stored`).toEqual([]);
+      expect(
+        written.filter((q) => !stored.has(q)),
+        `seed ${SEED}: written events not stored`,
+      ).toEqual([]);
     } finally {
       await b.close();
     }

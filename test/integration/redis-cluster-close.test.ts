@@ -11,7 +11,7 @@ import { boundedClose, sleep } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events } from './redis-common.js';
 
-  // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
+// A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
 const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster close', () => {
@@ -21,7 +21,11 @@ describe('redis-streams: cluster close', () => {
     // picks a node at random), hence several rounds.
     for (let round = 0; round < 3; round++) {
       const prefix = uniquePrefix('cluster-close');
-      const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 } });
+      const b = await createEventBus({
+        service: 'it',
+        events,
+        transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
+      });
       await b.subscribe('order.created', { group: 'g', blockMs: 200, watchdogMs: 300, minIdleMs: 1000 }, () => undefined);
       const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
       stalled.pause();

@@ -13,7 +13,7 @@ import { TIMED_OUT, waitFor, within } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
 import { events, loseServedRead } from './redis-common.js';
 
-  // A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
+// A long node timeout: the stalled master stays its slots' master (no failover) for the whole test.
 const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster connect', () => {
@@ -39,10 +39,12 @@ describe('redis-streams: cluster connect', () => {
         const b = made;
         open.push(b);
         const sub = await within(
-          b.subscribe('order.created', { group: 'g', blockMs: 200 }, () => undefined).then(
-            () => 'subscribed',
-            (err: unknown) => (err instanceof EventlaneError ? `rejected: ${err.code}` : `untyped: ${String(err)}`),
-          ),
+          b
+            .subscribe('order.created', { group: 'g', blockMs: 200 }, () => undefined)
+            .then(
+              () => 'subscribed',
+              (err: unknown) => (err instanceof EventlaneError ? `rejected: ${err.code}` : `untyped: ${String(err)}`),
+            ),
           15_000,
         );
         expect(sub, `round ${round}: subscribe`).not.toBe(TIMED_OUT);
@@ -56,7 +58,7 @@ describe('redis-streams: cluster connect', () => {
 });
 
 describe('redis-streams: cluster read connection', () => {
-  it("delivers what Redis handed to a read lost with its node connection after the reconnect, not after minIdleMs", async () => {
+  it('delivers what Redis handed to a read lost with its node connection after the reconnect, not after minIdleMs', async () => {
     const prefix = uniquePrefix('cluster-lostreply');
     const key = streamKey(prefix, 'order.created', 0);
     const master = await cluster().masterOf(key);

@@ -57,7 +57,11 @@ async function readConnections(): Promise<{ port: number; id: string; line: stri
 
 /** Waits until every partition's reader is blocked in XREADGROUP. */
 async function readersBlocked(): Promise<void> {
-  await waitFor(async () => (await readConnections()).filter((r) => r.line.includes('cmd=xreadgroup') && / flags=\S*b/.test(r.line)).length === PARTITIONS, 10_000, 'every reader to block in XREADGROUP');
+  await waitFor(
+    async () => (await readConnections()).filter((r) => r.line.includes('cmd=xreadgroup') && / flags=\S*b/.test(r.line)).length === PARTITIONS,
+    10_000,
+    'every reader to block in XREADGROUP',
+  );
 }
 
 /** CLIENT KILL of every read connection of this process, all of a node's in one write; returns how many were killed. */

@@ -15,7 +15,7 @@ import { events, order, orders, warningLogger } from './redis-common.js';
 
 const PARTITIONS = 6;
 
-  // A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
+// A long node timeout: a stalled master stays the slot's master (no failover) for the whole test.
 const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster reclaim', () => {

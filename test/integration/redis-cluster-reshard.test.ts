@@ -35,10 +35,8 @@ function publishing(b: EventBus<typeof events>) {
   let stopped = false;
   const accepted = new Set<number>();
   const failures: string[] = [];
-  const outcome = (seqs: number[]) => [
-    () => seqs.forEach((s) => accepted.add(s)),
-    (err: unknown) => failures.push(err instanceof EventlaneError ? `${err.code}: ${err.message}` : `untyped: ${String(err)}`),
-  ] as const;
+  const outcome = (seqs: number[]) =>
+    [() => seqs.forEach((s) => accepted.add(s)), (err: unknown) => failures.push(err instanceof EventlaneError ? `${err.code}: ${err.message}` : `untyped: ${String(err)}`)] as const;
   const key = (d: { seq: number }) => KEYS[d.seq % KEYS.length]!;
   const batches = (async () => {
     while (!stopped) {
@@ -177,7 +175,10 @@ describe('redis-streams: cluster resharding', () => {
 
       // On the moved partitions' new masters, asked directly: the group came along with the streams, and the
       // acks landed there (nothing pending in the stream or the retry stream).
-      for (const [p, node] of [[a, thenA], [bp, toB]] as const) {
+      for (const [p, node] of [
+        [a, thenA],
+        [bp, toB],
+      ] as const) {
         await withRedis(node.port, async (c) => {
           const groups = (await c.xinfo('GROUPS', key(p))) as unknown[][];
           expect(groups.map((g) => g[g.indexOf('name') + 1])).toEqual(['g']);
@@ -187,7 +188,11 @@ describe('redis-streams: cluster resharding', () => {
         });
       }
       // The old masters hold nothing of those slots any more.
-      for (const [p, node] of [[a, homeA], [a, firstA], [bp, homeB]] as const) {
+      for (const [p, node] of [
+        [a, homeA],
+        [a, firstA],
+        [bp, homeB],
+      ] as const) {
         const slot = await withRedis(node.port, async (c) => Number(await c.call('CLUSTER', 'KEYSLOT', key(p))));
         expect(await withRedis(node.port, async (c) => Number(await c.call('CLUSTER', 'COUNTKEYSINSLOT', slot)))).toBe(0);
       }
@@ -197,7 +202,9 @@ describe('redis-streams: cluster resharding', () => {
       expect(warnings.filter((w) => /XACK failed|could not move|write failed|dead-lettered/.test(w))).toEqual([]);
       const reclaims = logger.lines.filter((l) => l.msg.startsWith('reclaimed')).length;
       const twice = [...handled.values()].filter((n) => n > 1).length;
-      console.log(`redis-cluster-reshard: ${moves.join('; ')}; ${pub.accepted.size} published, ${failedOnce} failed once, ${twice} handled twice, ${reclaims} reclaims; error replies ${JSON.stringify(redirects)}; warnings ${JSON.stringify(warnings)}`);
+      console.log(
+        `redis-cluster-reshard: ${moves.join('; ')}; ${pub.accepted.size} published, ${failedOnce} failed once, ${twice} handled twice, ${reclaims} reclaims; error replies ${JSON.stringify(redirects)}; warnings ${JSON.stringify(warnings)}`,
+      );
     } finally {
       await Promise.allSettled([publisher, ...consumers].map((b) => b.close()));
     }

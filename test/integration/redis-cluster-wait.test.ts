@@ -47,7 +47,11 @@ describe('redis-streams: cluster, waitForReplicas on a master without replica', 
       const promoted = await cluster().failover(key(0)); // the old master stays down
       const onPromoted: number[] = [];
       for (let p = 0; p < PARTITIONS; p++) if ((await cluster().masterOf(key(p))) === promoted) onPromoted.push(p);
-      const outcome = (p: number) => b.publish('order.created', order(p), { key: keyFor(p) }).then(() => 'ok', (e: { code?: string }) => e.code ?? String(e));
+      const outcome = (p: number) =>
+        b.publish('order.created', order(p), { key: keyFor(p) }).then(
+          () => 'ok',
+          (e: { code?: string }) => e.code ?? String(e),
+        );
       await waitFor(async () => (await outcome(0)) === 'ERR_REPLICATION', 30_000, 'the client to follow the failover');
       // Bursts of one publish per partition in one turn (one write touching every master), every 20 ms for 3 s.
       const settled: Settled[] = [];

@@ -173,7 +173,6 @@ describe('redis-streams: cluster failover', () => {
   }, 120_000);
 });
 
-
 describe('redis-streams: cluster failover with waitForReplicas', () => {
   const replicated = clusterForTests(3, 1, 2000);
 
@@ -242,7 +241,15 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
       await replicated().migrateSlot(key(p3), target);
       await whileStalled(() => expect(b.publish('order.created', order(102), { key: keyFor(p3) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 }));
       // The writes are on the target all the same, and with its replica back publishing resolves there.
-      await waitFor(async () => (await b.publish('order.created', order(103), { key: keyFor(p3) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
+      await waitFor(
+        async () =>
+          await b.publish('order.created', order(103), { key: keyFor(p3) }).then(
+            () => true,
+            () => false,
+          ),
+        10_000,
+        'a replicated publish on the new master',
+      );
       await withClient(replicated(), async (c) => {
         for (const p of [p1, p2, p3]) expect(await c.xlen(key(p))).toBeGreaterThanOrEqual(2);
       });
@@ -273,17 +280,22 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
         // is fine; the write is on the target, whose replica is stalled.
         await expect(b.publish('order.created', order(2), { key: keyFor(p) })).rejects.toMatchObject({ code: 'ERR_REPLICATION', acknowledged: 0 });
         // Two units in one write: only the redirected one fails.
-        const [asked, stayed] = await Promise.allSettled([
-          b.publish('order.created', order(3), { key: keyFor(p) }),
-          b.publish('order.created', order(4), { key: keyFor(q) }),
-        ]);
+        const [asked, stayed] = await Promise.allSettled([b.publish('order.created', order(3), { key: keyFor(p) }), b.publish('order.created', order(4), { key: keyFor(q) })]);
         expect(asked).toMatchObject({ status: 'rejected', reason: { code: 'ERR_REPLICATION', acknowledged: 0 } });
         expect(stayed).toMatchObject({ status: 'fulfilled' });
       } finally {
         stalled.resume();
       }
       await replicated().migrateSlot(key(p), target); // ends the migration: the stream (on the target) stays there
-      await waitFor(async () => (await b.publish('order.created', order(5), { key: keyFor(p) }).then(() => true, () => false)), 10_000, 'a replicated publish on the new master');
+      await waitFor(
+        async () =>
+          await b.publish('order.created', order(5), { key: keyFor(p) }).then(
+            () => true,
+            () => false,
+          ),
+        10_000,
+        'a replicated publish on the new master',
+      );
       await withClient(replicated(), async (c) => expect(await c.xlen(key(p))).toBe(3));
     } finally {
       await b.close();

@@ -80,7 +80,10 @@ export function warningLogger(): Logger & { warnings: { obj: Record<string, unkn
 /** A logger that keeps every line with its level. */
 export function recordingLogger(): Logger & { lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[] } {
   const lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[] = [];
-  const at = (level: 'debug' | 'info' | 'warn' | 'error') => (obj: object, msg?: string): void => void lines.push({ level, obj: obj as Record<string, unknown>, msg: msg ?? '' });
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (obj: object, msg?: string): void =>
+      void lines.push({ level, obj: obj as Record<string, unknown>, msg: msg ?? '' });
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
@@ -119,7 +122,14 @@ export async function readConnection(c: Redis): Promise<Record<string, string> |
   const line = String(await c.client('LIST'))
     .split('\n')
     .find((l) => l.includes('name=eventlane:read:'));
-  return line === undefined ? undefined : Object.fromEntries(line.trim().split(' ').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  return line === undefined
+    ? undefined
+    : Object.fromEntries(
+        line
+          .trim()
+          .split(' ')
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      );
 }
 
 /** The client id of the read connection once it is blocked in XREADGROUP. */
@@ -145,7 +155,11 @@ export async function blockedReader(c: Redis): Promise<string> {
  */
 export async function loseServedRead(c: Redis, key: string, seq: number, consumer: string): Promise<void> {
   const id = await blockedReader(c);
-  const [added, killed] = (await c.pipeline().xadd(key, '*', 'data', JSON.stringify(order(seq))).call('CLIENT', 'KILL', 'ID', id).exec())!;
+  const [added, killed] = (await c
+    .pipeline()
+    .xadd(key, '*', 'data', JSON.stringify(order(seq)))
+    .call('CLIENT', 'KILL', 'ID', id)
+    .exec())!;
   expect(added![0]).toBeNull();
   expect(killed![1]).toBe(1);
   const pending = (await c.xpending(key, 'g', '-', '+', 10)) as [string, string, number, number][];

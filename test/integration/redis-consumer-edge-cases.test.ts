@@ -222,7 +222,7 @@ describe('redis-streams consumer: retry counting', () => {
     expect(await t.deadLetters('order.created', 'g')).toEqual([]);
   });
 
-  it("a retry due by a clock far ahead of ours waits no longer than our backoff.maxMs (plus jitter)", async () => {
+  it('a retry due by a clock far ahead of ours waits no longer than our backoff.maxMs (plus jitter)', async () => {
     const prefix = uniquePrefix('skewdue');
     const b = await bus(prefix);
     const seen: number[] = [];
@@ -291,7 +291,11 @@ describe('redis-streams consumer: admin', () => {
     await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000, multiplier: 2, jitter: 0 } } }, () => {
       throw new Error('later');
     });
-    await a.publishMany('order.created', [0, 1, 2, 3, 4].map((seq) => ({ orderId: `o-${seq}`, amount: seq, seq })), { key: (o) => o.orderId });
+    await a.publishMany(
+      'order.created',
+      [0, 1, 2, 3, 4].map((seq) => ({ orderId: `o-${seq}`, amount: seq, seq })),
+      { key: (o) => o.orderId },
+    );
     const admin = await (a.transport as RedisStreamsTransport).admin();
     await waitFor(async () => (await admin.groups('order.created'))[0]?.retrying === 5 && (await admin.pending('order.created', 'g')).total === 5, 5000, 'five retries pending');
     // 5, not 10: a retry entry counts once, not as pending and again as retrying.
@@ -365,7 +369,12 @@ describe('redis-streams consumer: error types', () => {
     r.cleanup.push(() => gone.close());
     const goneAdmin = await (gone.transport as RedisStreamsTransport).admin();
     await s.stop();
-    for (const call of [() => gone.deadLetters('order.created'), () => goneAdmin.listStreams(), () => goneAdmin.replayDeadLetters('order.created'), () => goneAdmin.purgeDeadLetters('order.created')]) {
+    for (const call of [
+      () => gone.deadLetters('order.created'),
+      () => goneAdmin.listStreams(),
+      () => goneAdmin.replayDeadLetters('order.created'),
+      () => goneAdmin.purgeDeadLetters('order.created'),
+    ]) {
       const err = await call().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ConnectionError);
       expect((err as Error).message).not.toContain('Cluster'); // the hint fits the client
@@ -392,7 +401,7 @@ describe('redis-streams consumer: keepalive without scripts', () => {
     expect(await r.raw.xlen(retryKey(prefix, 'order.created', 0, 'g'))).toBe(1);
   });
 
-  it('an ACL user without +@scripting still keeps a long handler\'s entry (plain XCLAIM) and is told the owner check is off', async () => {
+  it("an ACL user without +@scripting still keeps a long handler's entry (plain XCLAIM) and is told the owner check is off", async () => {
     await r.raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
     r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts'));
     const prefix = uniquePrefix('noscripts');

@@ -85,33 +85,37 @@ describe('redis-streams: faults', () => {
   it.each([
     ['the same consumer name (own pending drain)', []],
     ['a new consumer name every run (reclaim)', ['reclaim']],
-  ])('an event that kills its consumer is isolated and dead-lettered alone (crash loop, %s)', async (_, mode) => {
-    const s = await server();
-    const prefix = uniquePrefix('crashloop');
-    const fixture = fileURLToPath(new URL('./fixtures/redis-crashing-consumer.ts', import.meta.url));
-    const pub = await bus(s.url, { partitions: 1 }, prefix);
-    const got = new Set<number>();
-    await pub.publishMany('order.created', orders(30)); // one batch entry
-    const t = pub.transport as RedisStreamsTransport;
-    for (let run = 0; run < 10 && (await t.deadLetters('order.created', 'g')).length === 0; run++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix, ...mode], { stdio: ['ignore', 'pipe', 'inherit'] });
-      cleanup.push(() => {
+  ])(
+    'an event that kills its consumer is isolated and dead-lettered alone (crash loop, %s)',
+    async (_, mode) => {
+      const s = await server();
+      const prefix = uniquePrefix('crashloop');
+      const fixture = fileURLToPath(new URL('./fixtures/redis-crashing-consumer.ts', import.meta.url));
+      const pub = await bus(s.url, { partitions: 1 }, prefix);
+      const got = new Set<number>();
+      await pub.publishMany('order.created', orders(30)); // one batch entry
+      const t = pub.transport as RedisStreamsTransport;
+      for (let run = 0; run < 10 && (await t.deadLetters('order.created', 'g')).length === 0; run++) {
+        const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix, ...mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+        cleanup.push(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        });
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          for (const m of out.matchAll(/got (\d+) /g)) got.add(Number(m[1]));
+        });
+        // It dies on seq 13, or goes idle once 13 is dead-lettered.
+        await Promise.race([new Promise((r) => child.once('exit', r)), sleep(4000)]);
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      });
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        for (const m of out.matchAll(/got (\d+) /g)) got.add(Number(m[1]));
-      });
-      // It dies on seq 13, or goes idle once 13 is dead-lettered.
-      await Promise.race([new Promise((r) => child.once('exit', r)), sleep(4000)]);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
-    const dead = await t.deadLetters('order.created', 'g');
-    expect(dead.map((d) => (d.event?.data as { seq: number } | undefined)?.seq)).toEqual([13]);
-    expect(dead[0]!.error).toContain('without an ack');
-    await waitFor(() => got.size === 29, 5000, 'all other events handled');
-  }, 90_000);
+      }
+      const dead = await t.deadLetters('order.created', 'g');
+      expect(dead.map((d) => (d.event?.data as { seq: number } | undefined)?.seq)).toEqual([13]);
+      expect(dead[0]!.error).toContain('without an ack');
+      await waitFor(() => got.size === 29, 5000, 'all other events handled');
+    },
+    90_000,
+  );
 
   it('deletes long-idle consumers without pending entries, never one that holds entries', async () => {
     const s = await server();
@@ -201,7 +205,9 @@ describe('redis-streams: faults', () => {
     await waitFor(() => proxy.heldText.includes('xack'), 2000, 'the XACK held on its way');
     // The reader's connection dies: it reconnects and, once the blocking read it resent returns (blockMs),
     // re-reads its pending entries, the XACK still unanswered.
-    const readers = String(await raw.client('LIST')).split('\n').filter((l) => l.includes('name=eventlane:read'));
+    const readers = String(await raw.client('LIST'))
+      .split('\n')
+      .filter((l) => l.includes('name=eventlane:read'));
     for (const l of readers) await raw.client('KILL', 'ID', /id=(\d+)/.exec(l)![1]!);
     await sleep(1800);
     proxy.release();
@@ -263,7 +269,9 @@ describe('redis-streams: faults', () => {
   it('a standalone server given as a cluster seed is a ConfigError saying it is not a Cluster, at once', async () => {
     const s = await server();
     const started = Date.now();
-    const err = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', cluster: { nodes: [{ host: '127.0.0.1', port: s.port }] }, connectTimeoutMs: 5000 } }).catch((e: unknown) => e);
+    const err = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', cluster: { nodes: [{ host: '127.0.0.1', port: s.port }] }, connectTimeoutMs: 5000 } }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toMatch(/is not a Redis Cluster \(ERR This instance has cluster support disabled\): connect with transport\.url/);
     expect(Date.now() - started).toBeLessThan(2000);
@@ -271,7 +279,10 @@ describe('redis-streams: faults', () => {
 
   it('a database the server has not got is a ConnectionError naming transport.db at once, not a bus on db 0', async () => {
     const s = await server();
-    for (const [url, extra] of [[s.url, { db: 99 }], [`${s.url}/99`, {}]] as const) {
+    for (const [url, extra] of [
+      [s.url, { db: 99 }],
+      [`${s.url}/99`, {}],
+    ] as const) {
       const started = Date.now();
       const err = await makeBus(url, { ...extra, connectTimeoutMs: 3000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ConnectionError);
@@ -392,52 +403,56 @@ describe('redis-streams: faults', () => {
   it.each([
     ['per-event entries, still held by the other', 'event'],
     ['a batch entry, acked by the other', 'batch'],
-  ])('a stalled consumer leaves entries reclaimed by another to it (%s)', async (_, entryMode) => {
-    const s = await server();
-    const prefix = uniquePrefix('stall');
-    const fixture = fileURLToPath(new URL('./fixtures/redis-stalling-consumer.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix, entryMode], { stdio: ['ignore', 'pipe', 'inherit'] });
-    cleanup.push(() => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    await waitFor(() => out.includes('ready'), 20_000, 'the child consumer');
-    const pub = await bus(s.url, { partitions: 1, entryMode }, prefix);
-    await pub.publishMany('order.created', orders(3));
-    await waitFor(() => out.includes('got 0'), 10_000, 'the child to start seq 0');
-    const raw = new Redis(s.url);
-    cleanup.push(() => raw.disconnect());
-    const key = streamKey(prefix, 'order.created', 0);
-    // Stopped only once every entry was read by it: its blocking read, woken by the first of the three XADDs,
-    // got seq 0 alone and the others on its next read. Stopped before that read (a slow run), the rescuer read
-    // seq 1 and 2 as new entries ahead of reclaiming seq 0, and the wait for seq 0 below timed out.
-    const entries = entryMode === 'event' ? 3 : 1;
-    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === entries, 10_000, 'the child to have read every entry');
-    child.kill('SIGSTOP');
-    cleanup.push(() => void child.kill('SIGCONT'));
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const rescued: number[] = [];
-    await pub.subscribe('order.created', { group: 'g', consumer: 'rescuer', concurrency: 3, blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 }, async (e) => {
-      rescued.push(e.data.seq);
-      await released;
-    });
-    await waitFor(() => rescued.includes(0), 10_000, 'the rescuer to reclaim seq 0');
-    const owners = async () => ((await raw.xpending(key, 'g', '-', '+', 10)) as [string, string][]).map((p) => p[1]);
-    const allRescuers = entryMode === 'event' ? 'rescuer,rescuer,rescuer' : '';
-    // Not at once: the child read seq 0 before the others, so seq 0 can go idle past minIdleMs (and be
-    // reclaimed) a pass before them.
-    await waitFor(async () => (await owners()).join() === allRescuers, 5000, 'the rescuer to own every entry');
-    child.kill('SIGCONT');
-    // The child's keepalive runs at once (overdue); its seq-0 handler ends ~4 s after it started.
-    await sleep(4000);
-    expect((await owners()).join()).toBe(allRescuers);
-    release();
-    await waitFor(() => rescued.length === 3, 10_000, 'the rescuer to finish');
-    await sleep(500);
-    expect(out.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 0']);
-    expect([...rescued].sort()).toEqual([0, 1, 2]);
-    await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'pending 0');
-  }, 30_000);
+  ])(
+    'a stalled consumer leaves entries reclaimed by another to it (%s)',
+    async (_, entryMode) => {
+      const s = await server();
+      const prefix = uniquePrefix('stall');
+      const fixture = fileURLToPath(new URL('./fixtures/redis-stalling-consumer.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, s.url, prefix, entryMode], { stdio: ['ignore', 'pipe', 'inherit'] });
+      cleanup.push(() => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+      });
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      await waitFor(() => out.includes('ready'), 20_000, 'the child consumer');
+      const pub = await bus(s.url, { partitions: 1, entryMode }, prefix);
+      await pub.publishMany('order.created', orders(3));
+      await waitFor(() => out.includes('got 0'), 10_000, 'the child to start seq 0');
+      const raw = new Redis(s.url);
+      cleanup.push(() => raw.disconnect());
+      const key = streamKey(prefix, 'order.created', 0);
+      // Stopped only once every entry was read by it: its blocking read, woken by the first of the three XADDs,
+      // got seq 0 alone and the others on its next read. Stopped before that read (a slow run), the rescuer read
+      // seq 1 and 2 as new entries ahead of reclaiming seq 0, and the wait for seq 0 below timed out.
+      const entries = entryMode === 'event' ? 3 : 1;
+      await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === entries, 10_000, 'the child to have read every entry');
+      child.kill('SIGSTOP');
+      cleanup.push(() => void child.kill('SIGCONT'));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const rescued: number[] = [];
+      await pub.subscribe('order.created', { group: 'g', consumer: 'rescuer', concurrency: 3, blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 }, async (e) => {
+        rescued.push(e.data.seq);
+        await released;
+      });
+      await waitFor(() => rescued.includes(0), 10_000, 'the rescuer to reclaim seq 0');
+      const owners = async () => ((await raw.xpending(key, 'g', '-', '+', 10)) as [string, string][]).map((p) => p[1]);
+      const allRescuers = entryMode === 'event' ? 'rescuer,rescuer,rescuer' : '';
+      // Not at once: the child read seq 0 before the others, so seq 0 can go idle past minIdleMs (and be
+      // reclaimed) a pass before them.
+      await waitFor(async () => (await owners()).join() === allRescuers, 5000, 'the rescuer to own every entry');
+      child.kill('SIGCONT');
+      // The child's keepalive runs at once (overdue); its seq-0 handler ends ~4 s after it started.
+      await sleep(4000);
+      expect((await owners()).join()).toBe(allRescuers);
+      release();
+      await waitFor(() => rescued.length === 3, 10_000, 'the rescuer to finish');
+      await sleep(500);
+      expect(out.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 0']);
+      expect([...rescued].sort()).toEqual([0, 1, 2]);
+      await waitFor(async () => ((await raw.xpending(key, 'g')) as [number])[0] === 0, 5000, 'pending 0');
+    },
+    30_000,
+  );
 });

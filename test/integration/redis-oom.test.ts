@@ -59,7 +59,9 @@ describe('redis-streams: Redis out of memory', () => {
     await admin.config('SET', 'maxmemory', '0');
 
     await a.idle({ timeoutMs: 30_000 });
-    const poison = orders(N).filter((o) => o.seq % 50 === 0).map((o) => o.seq);
+    const poison = orders(N)
+      .filter((o) => o.seq % 50 === 0)
+      .map((o) => o.seq);
     const dead = await a.deadLetters('order.created', { group: 'g', limit: 10_000 });
     expect(dead.map((d) => (d.valid ? d.event.data.seq : -1)).sort((x, y) => x - y)).toEqual(poison);
     expect(dead.every((d) => d.attempts === 3 && d.error.includes('poison'))).toBe(true);

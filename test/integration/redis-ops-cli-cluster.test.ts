@@ -93,7 +93,11 @@ describe('eventlane-redis --cluster', () => {
 
   it('a bus given one seed URL with the password reaches every master (the transport applies it to all nodes)', async () => {
     const url = `redis://:${PASSWORD}@127.0.0.1:${cluster.nodes[0]!.port}`;
-    const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: [url] }, prefix: uniquePrefix('seed-url'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 } });
+    const b = await createEventBus({
+      service: 'it',
+      events,
+      transport: { type: 'redis-streams', cluster: { nodes: [url] }, prefix: uniquePrefix('seed-url'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 },
+    });
     try {
       await b.publishMany('order.created', orders(60)); // round-robin over 6 partitions on 3 masters
       expect(b.stats().failedEvents).toBe(0);
@@ -102,7 +106,18 @@ describe('eventlane-redis --cluster', () => {
     }
     // The ioredis way of giving node options (cluster.options.redisOptions) reaches every node too: merged with
     // the transport's own node options, not replaced by them, so the password is sent.
-    const viaOptions = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes, options: { redisOptions: { password: PASSWORD } } }, prefix: uniquePrefix('node-opts'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 } });
+    const viaOptions = await createEventBus({
+      service: 'it',
+      events,
+      transport: {
+        type: 'redis-streams',
+        cluster: { nodes: cluster.nodes, options: { redisOptions: { password: PASSWORD } } },
+        prefix: uniquePrefix('node-opts'),
+        partitions: 6,
+        connectTimeoutMs: 5000,
+        commandTimeoutMs: 5000,
+      },
+    });
     try {
       await viaOptions.publishMany('order.created', orders(60));
       expect(viaOptions.stats().failedEvents).toBe(0);

@@ -53,7 +53,11 @@ describe('eventlane-redis (operations CLI)', () => {
     const streams = await cli('streams', ...conn, '--json');
     expect(streams.code, streams.err).toBe(0);
     const list = JSON.parse(streams.out) as { type: string; partition: number; length: number }[];
-    expect(list.map((s) => [s.type, s.partition])).toEqual([['order.created', 0], ['order.created', 1], ['order.created', 2]]);
+    expect(list.map((s) => [s.type, s.partition])).toEqual([
+      ['order.created', 0],
+      ['order.created', 1],
+      ['order.created', 2],
+    ]);
     expect(list.reduce((n, s) => n + s.length, 0)).toBeGreaterThan(0);
 
     await waitFor(async () => (await cli('groups', 'order.created', ...conn, '--json')).out.includes('"pending": 0'), 10_000, 'nothing pending');
@@ -106,7 +110,22 @@ describe('eventlane-redis (operations CLI)', () => {
     const p = uniquePrefix('opsref');
     const raw = new Redis(server.url);
     try {
-      const letter = (seq: number, partition: number) => ['type', 'order.created', 'group', 'billing', 'partition', String(partition), 'attempts', '3', 'error', `boom ${seq}`, 'deadAt', '1700000000000', 'event', JSON.stringify({ id: `ev-${seq}`, type: 'order.created', source: 'x', time: 1, data: order(seq) })];
+      const letter = (seq: number, partition: number) => [
+        'type',
+        'order.created',
+        'group',
+        'billing',
+        'partition',
+        String(partition),
+        'attempts',
+        '3',
+        'error',
+        `boom ${seq}`,
+        'deadAt',
+        '1700000000000',
+        'event',
+        JSON.stringify({ id: `ev-${seq}`, type: 'order.created', source: 'x', time: 1, data: order(seq) }),
+      ];
       for (const partition of [0, 1]) {
         await raw.xadd(streamKey(p, 'order.created', partition), '*', 'v', '1', 'data', '{}');
         await raw.xadd(dlqKey(p, 'order.created', partition), '1700000000000-0', ...letter(partition, partition));
@@ -135,7 +154,28 @@ describe('eventlane-redis (operations CLI)', () => {
     try {
       const data = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
       const event = `{"id":"e1","type":"order.created","source":"x","time":1,"data":${data}}`;
-      await raw.xadd(dlqKey(p, 'order.created', 0), '*', 'v', '1', 'kind', 'dead', 'type', 'order.created', 'group', 'billing', 'partition', '0', 'attempts', '1', 'error', 'deep', 'deadAt', '1700000000000', 'event', event);
+      await raw.xadd(
+        dlqKey(p, 'order.created', 0),
+        '*',
+        'v',
+        '1',
+        'kind',
+        'dead',
+        'type',
+        'order.created',
+        'group',
+        'billing',
+        'partition',
+        '0',
+        'attempts',
+        '1',
+        'error',
+        'deep',
+        'deadAt',
+        '1700000000000',
+        'event',
+        event,
+      );
       const listed = await cli('dlq', 'order.created', '--url', server.url, '--prefix', p, '--json');
       expect(listed.code, listed.err).toBe(0);
       expect(listed.out).toContain(`"data":${data}`);
@@ -146,14 +186,25 @@ describe('eventlane-redis (operations CLI)', () => {
     }
   });
 
-  it("letters and keys written by others: another key under the prefix, a letter naming another partition or no group, an odd deadAt, a multi-line error; a prefix with glob characters", async () => {
+  it('letters and keys written by others: another key under the prefix, a letter naming another partition or no group, an odd deadAt, a multi-line error; a prefix with glob characters', async () => {
     const p = `${uniquePrefix('opsodd')}[1]`;
     const conn2 = ['--url', server.url, '--prefix', p];
     const raw = new Redis(server.url);
     try {
       const letter = (id: string, fields: Record<string, string>) => {
-        const f = { type: 'order.created', group: 'billing', partition: '0', attempts: '3', error: 'boom', deadAt: '1700000000000', event: JSON.stringify({ id, type: 'order.created', source: 'x', time: 1, data: order(1) }), ...fields };
-        return Object.entries(f).flat().filter((v, i, a) => i % 2 === 1 || a[i + 1] !== undefined);
+        const f = {
+          type: 'order.created',
+          group: 'billing',
+          partition: '0',
+          attempts: '3',
+          error: 'boom',
+          deadAt: '1700000000000',
+          event: JSON.stringify({ id, type: 'order.created', source: 'x', time: 1, data: order(1) }),
+          ...fields,
+        };
+        return Object.entries(f)
+          .flat()
+          .filter((v, i, a) => i % 2 === 1 || a[i + 1] !== undefined);
       };
       for (const partition of [0, 1]) {
         await raw.xadd(streamKey(p, 'order.created', partition), '*', 'v', '1', 'data', '{}');
@@ -188,7 +239,15 @@ describe('eventlane-redis (operations CLI)', () => {
       expect(await raw.xlen(retryKey(p, 'order.created', 0, 'billing'))).toBe(0);
       expect(await raw.exists(retryKey(p, 'order.created', 1, ''), retryKey(p, 'order.created', 1, 'shipping'))).toBe(0);
       const left = JSON.parse((await cli('dlq', 'order.created', ...conn2, '--json')).out) as { id: string; partition: number }[];
-      expect(left.filter((d) => d.id.startsWith('ev-')).map((d) => [d.id, d.partition]).sort()).toEqual([['ev-gone-group', 1], ['ev-no-group', 1]]);
+      expect(
+        left
+          .filter((d) => d.id.startsWith('ev-'))
+          .map((d) => [d.id, d.partition])
+          .sort(),
+      ).toEqual([
+        ['ev-gone-group', 1],
+        ['ev-no-group', 1],
+      ]);
       expect(left).toHaveLength(3);
       // A second run replays nothing again (the letter naming the other partition does not go again on every run).
       expect((await cli('replay', 'order.created', ...conn2)).out).toMatch(/^replayed 0 dead letters; left in the DLQ: /);

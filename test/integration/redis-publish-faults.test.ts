@@ -86,7 +86,9 @@ async function partitionOneRefused(name: string) {
 async function livedAfterReject(url: string, cluster = false, connectTimeoutMs = 300): Promise<number> {
   const fixture = fileURLToPath(new URL('./fixtures/redis-unreachable.ts', import.meta.url));
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', fixture, url, cluster ? 'cluster' : 'url', String(connectTimeoutMs)], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    execFile(process.execPath, ['--import', 'tsx', fixture, url, cluster ? 'cluster' : 'url', String(connectTimeoutMs)], { encoding: 'utf8', timeout: 20_000 }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout),
+    ),
   );
   const rejected = /rejected (\d+) ConnectionError/.exec(out);
   const exited = /exit (\d+)/.exec(out);
@@ -148,13 +150,33 @@ describe('redis-streams: publish faults', () => {
 
   it('close() while the transport is still connecting: a write issued before it is stored, one issued after it rejects with ClosedError, no connection is left open', async () => {
     const s = await server();
-    const t = createRedisStreamsTransport({ type: 'redis-streams', url: s.url, commandTimeoutMs: 3000, pool: { size: 2 } }, { service: 'it-closing', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify });
-    const ev = { id: 'e1', type: 'order.created', time: Date.now(), key: undefined, data: { n: 1 }, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined };
+    const t = createRedisStreamsTransport(
+      { type: 'redis-streams', url: s.url, commandTimeoutMs: 3000, pool: { size: 2 } },
+      { service: 'it-closing', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify },
+    );
+    const ev = {
+      id: 'e1',
+      type: 'order.created',
+      time: Date.now(),
+      key: undefined,
+      data: { n: 1 },
+      json: undefined,
+      partition: 0,
+      correlationId: undefined,
+      causationId: undefined,
+      headers: undefined,
+    };
     const started = Date.now();
     const unit = { type: 'order.created', partition: 0, events: [ev], bytes: 0 };
-    const before = t.write([unit]).then(() => 'stored', (e: unknown) => e);
+    const before = t.write([unit]).then(
+      () => 'stored',
+      (e: unknown) => e,
+    );
     const closing = t.close();
-    const after = t.write([unit]).then(() => 'stored', (e: unknown) => e);
+    const after = t.write([unit]).then(
+      () => 'stored',
+      (e: unknown) => e,
+    );
     await closing;
     // close() waits for the connection, the write waiting for it goes out first, then QUIT lets its reply arrive.
     expect(await before).toBe('stored');
@@ -198,10 +220,19 @@ describe('redis-streams: publish faults', () => {
     await raw.client('PAUSE', 3000, 'WRITE'); // the XADDs wait in the server: in flight
     cleanup.push(() => void raw.client('UNPAUSE').catch(() => undefined));
     // One write on the connection that will be killed; then one write with a unit on each connection.
-    const alone = b.publish('order.created', order(1), { key: k1 }).then(() => 'ok', (e: unknown) => e);
+    const alone = b.publish('order.created', order(1), { key: k1 }).then(
+      () => 'ok',
+      (e: unknown) => e,
+    );
     await sleep(20);
-    const p0 = b.publish('order.created', order(2), { key: k0 }).then(() => 'ok', (e: unknown) => e);
-    const p1 = b.publish('order.created', order(3), { key: k1 }).then(() => 'ok', (e: unknown) => e);
+    const p0 = b.publish('order.created', order(2), { key: k0 }).then(
+      () => 'ok',
+      (e: unknown) => e,
+    );
+    const p1 = b.publish('order.created', order(3), { key: k1 }).then(
+      () => 'ok',
+      (e: unknown) => e,
+    );
     await sleep(100);
     const killed = Date.now();
     await killPublishConnection(s.port, 1);
@@ -227,7 +258,14 @@ describe('redis-streams: publish faults', () => {
     await b.publishMany('order.created', [order(0), order(0)], { key: (_, i) => (i === 0 ? k0 : k1) });
     // Redis stores both XADDs of the next write; the client sees the first reply, then the connection drops.
     proxy.cutAfterOneReply(/eventlane:publish:/);
-    const results = await Promise.all([order(1), order(2)].map((o, i) => b.publish('order.created', o, { key: i === 0 ? k0 : k1 }).then(() => 'ok', (e: unknown) => e)));
+    const results = await Promise.all(
+      [order(1), order(2)].map((o, i) =>
+        b.publish('order.created', o, { key: i === 0 ? k0 : k1 }).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
     expect(results[0]).toBe('ok');
     expect(results[1]).toBeInstanceOf(ConnectionError);
     expect((results[1] as Error).message).toMatch(/may or may not have been applied/);
@@ -251,12 +289,17 @@ describe('redis-streams: publish faults', () => {
     await b.publish('order.created', order(11), { key: 'k1' });
   });
 
-  it('an error reply for one partition rejects only that partition\'s events, with TransportError', async () => {
+  it("an error reply for one partition rejects only that partition's events, with TransportError", async () => {
     const { b, raw, prefix } = await partitionOneRefused('wrongtype');
     const k0 = keyFor(0, 2);
     const k1 = keyFor(1, 2);
     const outcomes = await Promise.all(
-      [k0, k1, k0, k1].map((k, i) => b.publish('order.created', order(i), { key: k }).then(() => 'ok', (e: unknown) => e)),
+      [k0, k1, k0, k1].map((k, i) =>
+        b.publish('order.created', order(i), { key: k }).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
     );
     expect(outcomes[0]).toBe('ok');
     expect(outcomes[2]).toBe('ok');
@@ -271,16 +314,30 @@ describe('redis-streams: publish faults', () => {
     const b = await bus(s.url, { partitions: 2 });
     await b.publish('order.created', order(0));
     await withRedis(s.port, (c) => c.config('SET', 'maxmemory', '1'));
-    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => b.publish('order.created', order(i), { key: `k${i}` }).then(() => 'ok', (e: unknown) => e)));
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        b.publish('order.created', order(i), { key: `k${i}` }).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
     for (const o of outcomes) {
       expect(o).toBeInstanceOf(TransportError);
       expect((o as Error).message).toContain('OOM');
     }
   });
 
-  it("per-event entries: Redis refusing part of a unit (OOM) rejects exactly the publishes it did not store", async () => {
+  it('per-event entries: Redis refusing part of a unit (OOM) rejects exactly the publishes it did not store', async () => {
     const { b, payloads, stored } = await perEventNearlyFull('oompart');
-    const outcomes = await Promise.all(payloads.map((d) => b.publish('order.created', d).then(() => 'ok', (e: unknown) => e)));
+    const outcomes = await Promise.all(
+      payloads.map((d) =>
+        b.publish('order.created', d).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
     const ok = outcomes.flatMap((o, i) => (o === 'ok' ? [i + 1] : []));
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.length).toBeLessThan(2000);
@@ -310,13 +367,23 @@ describe('redis-streams: publish faults', () => {
     const stored = async (p: number) => ((await raw.xrange(streamKey(prefix, 'order.created', p), '-', '+')) as [string, string[]][]).flatMap(([, f]) => seqsOf(f));
     expect(await stored(0)).toEqual(payloads.flatMap((d) => (d.seq % 3 === 0 ? [] : [d.seq])));
     await raw.del(streamKey(prefix, 'order.created', 1));
-    await b.publishMany('order.created', partial.failed.map((i) => payloads[i]!), { key: keyOf });
+    await b.publishMany(
+      'order.created',
+      partial.failed.map((i) => payloads[i]!),
+      { key: keyOf },
+    );
     expect(await stored(1)).toEqual(refused);
   });
 
   it('publishMany of which nothing was written rejects with the transport error itself', async () => {
     const { b } = await partitionOneRefused('manynone');
-    const err = await b.publishMany('order.created', Array.from({ length: 50 }, (_, i) => order(i)), { key: keyFor(1, 2) }).catch((e: unknown) => e);
+    const err = await b
+      .publishMany(
+        'order.created',
+        Array.from({ length: 50 }, (_, i) => order(i)),
+        { key: keyFor(1, 2) },
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransportError);
     expect((err as Error).message).toContain('WRONGTYPE');
   });

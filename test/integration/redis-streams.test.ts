@@ -258,7 +258,12 @@ describe('redis-streams: options', () => {
   it('topics naming an event type the bus does not declare are reported (a typo would leave the type on the defaults)', async () => {
     const logger = warningLogger();
     const warnings = logger.warnings;
-    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('topics'), topics: { 'order.cretaed': { partitions: 4 }, 'audit.logged': { partitions: 2 } } } });
+    const b = await createEventBus({
+      service: 'it',
+      events,
+      logger,
+      transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('topics'), topics: { 'order.cretaed': { partitions: 4 }, 'audit.logged': { partitions: 2 } } },
+    });
     open.push(b);
     expect(warnings).toEqual([{ obj: expect.objectContaining({ topics: ['order.cretaed'] }), msg: expect.stringMatching(/transport\.topics names event types this bus does not declare/) }]);
   });

@@ -75,7 +75,10 @@ describe('native addon loading', () => {
 describe('thread affinity', () => {
   const affinity = new URL('../../transports/native/affinity.ts', import.meta.url).href;
   const run = (code: string, env: Record<string, string> = {}) =>
-    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const m = await import(${JSON.stringify(affinity)});\n${code}`], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const m = await import(${JSON.stringify(affinity)});\n${code}`], {
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
 
   it('pins the calling thread, as the kernel reports it, and refuses bad lists with ConfigError', () => {
     const out = run(`
@@ -131,7 +134,10 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     expect(push(c, lane, 0, recs(8), PushMode.partial)).toBe(8);
     const a = popHeld(3);
     const b = popHeld(3);
-    expect([a.got, b.got]).toEqual([[0, 1, 2], [3, 4, 5]]);
+    expect([a.got, b.got]).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+    ]);
     expect(toRingStats(c.stats(lane, 0))).toMatchObject({ size: 2, held: 6 });
     // Held records keep their room: the ring is still full.
     expect(push(c, lane, 0, recs(1, 8), PushMode.partial)).toBe(0);
@@ -188,7 +194,7 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     const lane = c.createLane(1);
     const offs = new Uint32Array(17);
     for (let round = 0; round < 60; round++) {
-      const a = [`é${round}${'x'.repeat(round * 7 % 150)}`, `😀b${round}`];
+      const a = [`é${round}${'x'.repeat((round * 7) % 150)}`, `😀b${round}`];
       const b = [`c${round}日本`];
       expect(push(c, lane, 0, a, PushMode.partial)).toBe(2);
       expect(push(c, lane, 0, b, PushMode.partial)).toBe(1);
@@ -205,7 +211,11 @@ describe.each(['native', 'js'] as const)('partition core (%s)', (impl) => {
     const r = ['["é",1],', '["日本",2],', '["😀",3],'];
     expect(push(c, lane, 0, r, PushMode.partial)).toBe(3);
     const s = c.pop(lane, Uint32Array.of(0), 1, 0, 10, info, 0, 0);
-    expect(JSON.parse('[' + s!.slice(0, -1) + ']')).toEqual([['é', 1], ['日本', 2], ['😀', 3]]);
+    expect(JSON.parse('[' + s!.slice(0, -1) + ']')).toEqual([
+      ['é', 1],
+      ['日本', 2],
+      ['😀', 3],
+    ]);
   });
 
   it('tryPublish semantics: a partial push reports how many fit (0 = full)', () => {

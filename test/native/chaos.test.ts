@@ -215,7 +215,15 @@ async function mixedTicks(b: Bus, pubs: Publishers, r: () => number): Promise<vo
     for (const n of parts) {
       const mine = seqs.slice(at, (at += n));
       if (n === 1 && r() < 0.7) pubs.trackWritten(mine, b.publish('tick', { seq: mine[0]! }, { key: keyOf(mine[0]!) }));
-      else pubs.trackWritten(mine, b.publishMany('tick', mine.map((seq) => ({ seq })), { key: (d) => keyOf(d.seq) }));
+      else
+        pubs.trackWritten(
+          mine,
+          b.publishMany(
+            'tick',
+            mine.map((seq) => ({ seq })),
+            { key: (d) => keyOf(d.seq) },
+          ),
+        );
     }
     await pubs.throttle(8);
     if (r() < 0.2) await sleep(1);
@@ -307,7 +315,15 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
         if (op < 0.4) {
           const seqs = pubs.alloc(1 + Math.floor(r() * 40));
           if (!seqs) break;
-          pubs.track(seqs, publisher.publishMany('tick', seqs.map((seq) => ({ seq })), keyed ? { key: (d) => keyOf(d.seq) } : undefined), wasClosing);
+          pubs.track(
+            seqs,
+            publisher.publishMany(
+              'tick',
+              seqs.map((seq) => ({ seq })),
+              keyed ? { key: (d) => keyOf(d.seq) } : undefined,
+            ),
+            wasClosing,
+          );
         } else if (op < 0.85) {
           const seqs = pubs.alloc(1);
           if (!seqs) break;
@@ -437,7 +453,8 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     const maskOf = (n: number) => ((1 << (n + 1)) - 1) & ~1; // attempts 1..n
     const exact = (rec: Tally) => (s: number) =>
       !resolved(s) || (rec.calls[s] === planned(s) && rec.masks[s] === maskOf(planned(s)) && (poison(s) ? rec.ok[s] === 0 : rec.ok[s] === 1 && rec.okAttempt[s] === planned(s)));
-    const off = (rec: Tally) => some(N, (s) => !exact(rec)(s), 20).map((s) => `${s}: plan ${plan[s]} calls ${rec.calls[s]} attempts 0b${rec.masks[s]!.toString(2)} ok ${rec.ok[s]} at ${rec.okAttempt[s]}`);
+    const off = (rec: Tally) =>
+      some(N, (s) => !exact(rec)(s), 20).map((s) => `${s}: plan ${plan[s]} calls ${rec.calls[s]} attempts 0b${rec.masks[s]!.toString(2)} ok ${rec.ok[s]} at ${rec.okAttempt[s]}`);
     const offW = count(N, (s) => !exact(w)(s) && (plan[s]! & (EXIT | KILL)) === 0);
     console.log(`chaos block (${implementation}): ${JSON.stringify({ ...summary, workerOffPlan: offW, workerDuplicates: count(N, (s) => w.ok[s]! > 1) })}`);
     const ctx = `seed ${SEED}, ${implementation}; schedule: ${schedule.join(', ')}`;
@@ -450,17 +467,33 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     expect(R).toBeGreaterThan(1000);
 
     // Nothing handled that was not accepted.
-    for (const [g, rec] of [['w', w], ['m', m], ['late', late]] as const) {
-      expect(some(N, (s) => !resolved(s) && rec.calls[s]! > 0), `group ${g} handled events whose publish did not resolve (${ctx})`).toEqual([]);
+    for (const [g, rec] of [
+      ['w', w],
+      ['m', m],
+      ['late', late],
+    ] as const) {
+      expect(
+        some(N, (s) => !resolved(s) && rec.calls[s]! > 0),
+        `group ${g} handled events whose publish did not resolve (${ctx})`,
+      ).toEqual([]);
     }
 
     // Main-thread group: exactly once, exactly the planned attempts, dead letters exactly the poison events.
     const expectDead = some(N, (s) => resolved(s) && poison(s), N);
-    for (const [g, rec] of [['m', m], ['late', late]] as const) {
+    for (const [g, rec] of [
+      ['m', m],
+      ['late', late],
+    ] as const) {
       expect(off(rec), `main-thread group ${g}: events not handled exactly once with their planned attempts (${ctx})`).toEqual([]);
       const deadM = await dead(g);
-      expect(deadM.map((d) => d.seq).sort((a, b) => a - b), `main-thread group ${g}: dead letters (${ctx})`).toEqual(expectDead);
-      expect(deadM.filter((d) => d.attempts !== planned(d.seq) || !d.error.includes('chaos failure')), `main-thread group ${g}: dead letters' attempts (${ctx})`).toEqual([]);
+      expect(
+        deadM.map((d) => d.seq).sort((a, b) => a - b),
+        `main-thread group ${g}: dead letters (${ctx})`,
+      ).toEqual(expectDead);
+      expect(
+        deadM.filter((d) => d.attempts !== planned(d.seq) || !d.error.includes('chaos failure')),
+        `main-thread group ${g}: dead letters' attempts (${ctx})`,
+      ).toEqual([]);
     }
 
     // Worker group: at least once; anything but exactly-once-with-the-planned-attempts only around thread deaths
@@ -471,18 +504,30 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     const deadW = await dead('w');
     const expectDeadW = some(N, (s) => resolved(s) && doomed('w')(s), N);
     expect(expectDeadW, `the killer published (${ctx})`).toContain(killer);
-    expect([...new Set(deadW.map((d) => d.seq))].sort((a, b) => a - b), `worker group dead letters (${ctx})`).toEqual(expectDeadW);
+    expect(
+      [...new Set(deadW.map((d) => d.seq))].sort((a, b) => a - b),
+      `worker group dead letters (${ctx})`,
+    ).toEqual(expectDeadW);
     expect(deadW.length - expectDeadW.length, `worker group: dead letters repeated (${ctx})`).toBeLessThanOrEqual(allowance);
     const wrongDeath = (d: { seq: number; error: string }) => (d.seq === killer ? !/^ConsumerThreadDied/.test(d.error) : !d.error.includes('chaos failure'));
-    expect(deadW.filter((d) => d.attempts > MAX_DELIVERIES || wrongDeath(d)), `worker group dead letters (${ctx})`).toEqual([]);
+    expect(
+      deadW.filter((d) => d.attempts > MAX_DELIVERIES || wrongDeath(d)),
+      `worker group dead letters (${ctx})`,
+    ).toEqual([]);
     expect(w.ok[killer], `the killer handled in the worker group (${ctx})`).toBe(0);
     // Each death was logged as one, and the group went on (threads replaced, no crash loop, no fatal error).
     expect(errors.filter((e) => /consumer thread died/.test(e.msg)).length, `deaths logged (${ctx})`).toBe(deaths);
-    expect(errors.filter((e) => /not restarting|failed|crashed/.test(e.msg)).map((e) => e.msg), `thread errors (${ctx})`).toEqual([]);
+    expect(
+      errors.filter((e) => /not restarting|failed|crashed/.test(e.msg)).map((e) => e.msg),
+      `thread errors (${ctx})`,
+    ).toEqual([]);
 
     // Ring counters: each group's rings took every resolved event once, all popped, nothing dropped or held.
     for (const g of ['w', 'm', 'late']) {
-      const sum = rings(g).reduce((a, s) => ({ pushed: a.pushed + s.pushed, popped: a.popped + s.popped, dropped: a.dropped + s.droppedNewest + s.droppedOldest + s.rejected, size: a.size + s.size, held: a.held + s.held }), { pushed: 0, popped: 0, dropped: 0, size: 0, held: 0 });
+      const sum = rings(g).reduce(
+        (a, s) => ({ pushed: a.pushed + s.pushed, popped: a.popped + s.popped, dropped: a.dropped + s.droppedNewest + s.droppedOldest + s.rejected, size: a.size + s.size, held: a.held + s.held }),
+        { pushed: 0, popped: 0, dropped: 0, size: 0, held: 0 },
+      );
       expect(sum, `ring counters of group ${g} (${ctx})`).toEqual({ pushed: R, popped: R, dropped: 0, size: 0, held: 0 });
     }
     expect(t.totals('tick')).toMatchObject({ pushed: 3 * R, popped: 3 * R });
@@ -534,100 +579,149 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     const summary = { seed: SEED, implementation, written: count(N, written), timedOut: count(N, (s) => pubs.is(s, TIMED_OUT)), deaths: Atomics.load(w.flags, 0) };
     console.log(`chaos block, partial units (${implementation}): ${JSON.stringify(summary)}`);
     expect(pubs.errors.map(String), `unexpected publish failures (${ctx})`).toEqual([]);
-    expect(some(N, (s) => !written(s) && w.calls[s]! + m.calls[s]! > 0), `handled events reported not written (${ctx})`).toEqual([]);
-    expect(rings.reduce((a, st) => a + st().pushed, 0), `events the rings took = events reported written (${ctx})`).toBe(summary.written);
+    expect(
+      some(N, (s) => !written(s) && w.calls[s]! + m.calls[s]! > 0),
+      `handled events reported not written (${ctx})`,
+    ).toEqual([]);
+    expect(
+      rings.reduce((a, st) => a + st().pushed, 0),
+      `events the rings took = events reported written (${ctx})`,
+    ).toBe(summary.written);
     // The run did what it is for: the rings filled and writes timed out.
     expect(summary.timedOut, ctx).toBeGreaterThan(0);
     await b.close();
   }, 60_000);
 
-  it.each(['drop-newest', 'drop-oldest', 'error'] as const)('%s: the ring counters account for every event whose publish resolved, under publishers that outrun slow consumers', async (strategy) => {
-    const seed = derive(`${implementation}:${strategy}`);
-    const rnd = prng(seed);
-    const N = 4_000;
-    const PARTITIONS = 2;
-    const plan = sab(N);
-    for (let s = 0; s < N; s++) plan[s] = (rnd() < 0.04 ? SLOW : 0) | (rnd() < 0.5 ? ASYNC : 0);
-    const { errors, logger } = errorLog();
-    const b = await open({ partitions: PARTITIONS, capacity: 16, batchSize: 4, backpressure: strategy }, { logger });
-    const t = transportOf(b);
-    const w = new Tally(N);
-    const m = new Tally(N);
-    const order = new Map<string, number>();
-    await b.subscribe('tick', { group: 'dw', workers: 1, handler: fixture('chaos-handler.mjs'), workerData: w.workerData(plan, true) });
-    await b.subscribe('tick', { group: 'dm' }, mainHandler(plan, m, order));
+  it.each(['drop-newest', 'drop-oldest', 'error'] as const)(
+    '%s: the ring counters account for every event whose publish resolved, under publishers that outrun slow consumers',
+    async (strategy) => {
+      const seed = derive(`${implementation}:${strategy}`);
+      const rnd = prng(seed);
+      const N = 4_000;
+      const PARTITIONS = 2;
+      const plan = sab(N);
+      for (let s = 0; s < N; s++) plan[s] = (rnd() < 0.04 ? SLOW : 0) | (rnd() < 0.5 ? ASYNC : 0);
+      const { errors, logger } = errorLog();
+      const b = await open({ partitions: PARTITIONS, capacity: 16, batchSize: 4, backpressure: strategy }, { logger });
+      const t = transportOf(b);
+      const w = new Tally(N);
+      const m = new Tally(N);
+      const order = new Map<string, number>();
+      await b.subscribe('tick', { group: 'dw', workers: 1, handler: fixture('chaos-handler.mjs'), workerData: w.workerData(plan, true) });
+      await b.subscribe('tick', { group: 'dm' }, mainHandler(plan, m, order));
 
-    const pubs = new Publishers(N);
-    const loop = async (id: number): Promise<void> => {
-      const r = prng(seed + 100 + id);
-      for (;;) {
-        const op = r();
-        // 'error': single events only, so a rejection covers exactly that event (a publishMany may be half taken).
-        if (op < 0.35 && strategy !== 'error') {
-          const seqs = pubs.alloc(1 + Math.floor(r() * 30));
-          if (!seqs) break;
-          pubs.track(seqs, b.publishMany('tick', seqs.map((seq) => ({ seq })), { key: (d) => keyOf(d.seq) }), false);
-        } else if (op < 0.85) {
-          const seqs = pubs.alloc(1);
-          if (!seqs) break;
-          pubs.track(seqs, b.publish('tick', { seq: seqs[0]! }, { key: keyOf(seqs[0]!) }), false);
-        } else {
-          const seqs = pubs.alloc(1);
-          if (!seqs) break;
-          pubs.tryOne(seqs[0]!, () => b.tryPublish('tick', { seq: seqs[0]! }, { key: keyOf(seqs[0]!) }), false);
+      const pubs = new Publishers(N);
+      const loop = async (id: number): Promise<void> => {
+        const r = prng(seed + 100 + id);
+        for (;;) {
+          const op = r();
+          // 'error': single events only, so a rejection covers exactly that event (a publishMany may be half taken).
+          if (op < 0.35 && strategy !== 'error') {
+            const seqs = pubs.alloc(1 + Math.floor(r() * 30));
+            if (!seqs) break;
+            pubs.track(
+              seqs,
+              b.publishMany(
+                'tick',
+                seqs.map((seq) => ({ seq })),
+                { key: (d) => keyOf(d.seq) },
+              ),
+              false,
+            );
+          } else if (op < 0.85) {
+            const seqs = pubs.alloc(1);
+            if (!seqs) break;
+            pubs.track(seqs, b.publish('tick', { seq: seqs[0]! }, { key: keyOf(seqs[0]!) }), false);
+          } else {
+            const seqs = pubs.alloc(1);
+            if (!seqs) break;
+            pubs.tryOne(seqs[0]!, () => b.tryPublish('tick', { seq: seqs[0]! }, { key: keyOf(seqs[0]!) }), false);
+          }
+          await pubs.throttle(16);
+          if (r() < 0.05) await sleep(1);
         }
-        await pubs.throttle(16);
-        if (r() < 0.05) await sleep(1);
+      };
+      await Promise.all([0, 1, 2].map(loop));
+      await pubs.settled(10_000);
+      const ctx = `seed ${SEED}, ${implementation}, ${strategy}`;
+
+      const partitionOf = (s: number) => partitionForKey(keyOf(s), PARTITIONS);
+      const rings = (g: string) => Array.from({ length: PARTITIONS }, (_, p) => t.stats('tick', p, g)!);
+      const handled = (rec: Tally) => {
+        let c = 0;
+        for (let s = 0; s < N; s++) c += rec.ok[s]!;
+        return c;
+      };
+      try {
+        await waitFor(
+          () => ['dw', 'dm'].every((g) => rings(g).every((s) => s.size === 0 && s.held === 0)) && ['dw', 'dm'].every((g) => rings(g).reduce((a, s) => a + s.popped, 0) === handled(g === 'dw' ? w : m)),
+          15_000,
+          'the rings drained and every popped event handled',
+        );
+      } catch (err) {
+        throw new Error(`${(err as Error).message} (${ctx}): dw ${JSON.stringify(rings('dw'))} handled ${handled(w)}; dm ${JSON.stringify(rings('dm'))} handled ${handled(m)}`);
       }
-    };
-    await Promise.all([0, 1, 2].map(loop));
-    await pubs.settled(10_000);
-    const ctx = `seed ${SEED}, ${implementation}, ${strategy}`;
+      await sleep(50);
 
-    const partitionOf = (s: number) => partitionForKey(keyOf(s), PARTITIONS);
-    const rings = (g: string) => Array.from({ length: PARTITIONS }, (_, p) => t.stats('tick', p, g)!);
-    const handled = (rec: Tally) => {
-      let c = 0;
-      for (let s = 0; s < N; s++) c += rec.ok[s]!;
-      return c;
-    };
-    try {
-      await waitFor(() => ['dw', 'dm'].every((g) => rings(g).every((s) => s.size === 0 && s.held === 0)) && ['dw', 'dm'].every((g) => rings(g).reduce((a, s) => a + s.popped, 0) === handled(g === 'dw' ? w : m)), 15_000, 'the rings drained and every popped event handled');
-    } catch (err) {
-      throw new Error(`${(err as Error).message} (${ctx}): dw ${JSON.stringify(rings('dw'))} handled ${handled(w)}; dm ${JSON.stringify(rings('dm'))} handled ${handled(m)}`);
-    }
-    await sleep(50);
-
-    expect(pubs.errors.map(String), `unexpected publish failures (${ctx})`).toEqual([]);
-    if (strategy !== 'error') expect(count(N, (s) => pubs.is(s, REFUSED)), `BackpressureError under ${strategy} (${ctx})`).toBe(0);
-    const resolvedIn = (p: number) => count(N, (s) => pubs.is(s, RESOLVED) && partitionOf(s) === p);
-    const summary: Record<string, unknown> = { seed: SEED, implementation, strategy, resolved: count(N, (s) => pubs.is(s, RESOLVED)), refused: count(N, (s) => pubs.is(s, REFUSED)), tryFalse: count(N, (s) => pubs.is(s, TRY_FALSE)) };
-    let drops = 0;
-    for (const [g, rec] of [['dw', w], ['dm', m]] as const) {
-      expect(some(N, (s) => rec.ok[s]! > 1 || rec.calls[s]! > 1), `group ${g}: events handled more than once (${ctx})`).toEqual([]);
-      expect(some(N, (s) => rec.calls[s]! > 0 && !pubs.is(s, RESOLVED)), `group ${g}: handled events whose publish did not resolve (${ctx})`).toEqual([]);
-      rings(g).forEach((st, p) => {
-        const handledHere = count(N, (s) => partitionOf(s) === p && rec.ok[s] === 1);
-        const where = `group ${g}, partition ${p}: ${JSON.stringify(st)}, resolved ${resolvedIn(p)}, handled ${handledHere} (${ctx})`;
-        expect(st.pushed + st.droppedNewest, `pushed + droppedNewest = resolved; ${where}`).toBe(resolvedIn(p));
-        expect(st.pushed, `pushed = popped + droppedOldest; ${where}`).toBe(st.popped + st.droppedOldest);
-        expect(handledHere, `handled = popped; ${where}`).toBe(st.popped);
-        expect({ size: st.size, held: st.held }, where).toEqual({ size: 0, held: 0 });
-        if (strategy !== 'drop-oldest') expect(st.droppedOldest, where).toBe(0);
-        if (strategy !== 'drop-newest') expect(st.droppedNewest, where).toBe(0);
-        if (strategy !== 'error') expect(st.rejected, where).toBe(0);
-        drops += st.droppedNewest + st.droppedOldest;
-      });
-      expect(Atomics.load(rec.flags, 1), `group ${g}: events out of key order (${ctx})`).toBe(0);
-    }
-    summary['dropped'] = drops;
-    console.log(`chaos ${strategy} (${implementation}): ${JSON.stringify(summary)}`);
-    // The run did what it is for: the rings overflowed.
-    if (strategy === 'error') expect(count(N, (s) => pubs.is(s, REFUSED)), `refused publishes (${ctx})`).toBeGreaterThan(0);
-    else expect(drops, `dropped events (${ctx})`).toBeGreaterThan(0);
-    expect(errors.map((e) => e.msg), ctx).toEqual([]);
-    const c0 = Date.now();
-    await b.close();
-    expect(Date.now() - c0).toBeLessThan(10_000);
-  }, 40_000);
+      expect(pubs.errors.map(String), `unexpected publish failures (${ctx})`).toEqual([]);
+      if (strategy !== 'error')
+        expect(
+          count(N, (s) => pubs.is(s, REFUSED)),
+          `BackpressureError under ${strategy} (${ctx})`,
+        ).toBe(0);
+      const resolvedIn = (p: number) => count(N, (s) => pubs.is(s, RESOLVED) && partitionOf(s) === p);
+      const summary: Record<string, unknown> = {
+        seed: SEED,
+        implementation,
+        strategy,
+        resolved: count(N, (s) => pubs.is(s, RESOLVED)),
+        refused: count(N, (s) => pubs.is(s, REFUSED)),
+        tryFalse: count(N, (s) => pubs.is(s, TRY_FALSE)),
+      };
+      let drops = 0;
+      for (const [g, rec] of [
+        ['dw', w],
+        ['dm', m],
+      ] as const) {
+        expect(
+          some(N, (s) => rec.ok[s]! > 1 || rec.calls[s]! > 1),
+          `group ${g}: events handled more than once (${ctx})`,
+        ).toEqual([]);
+        expect(
+          some(N, (s) => rec.calls[s]! > 0 && !pubs.is(s, RESOLVED)),
+          `group ${g}: handled events whose publish did not resolve (${ctx})`,
+        ).toEqual([]);
+        rings(g).forEach((st, p) => {
+          const handledHere = count(N, (s) => partitionOf(s) === p && rec.ok[s] === 1);
+          const where = `group ${g}, partition ${p}: ${JSON.stringify(st)}, resolved ${resolvedIn(p)}, handled ${handledHere} (${ctx})`;
+          expect(st.pushed + st.droppedNewest, `pushed + droppedNewest = resolved; ${where}`).toBe(resolvedIn(p));
+          expect(st.pushed, `pushed = popped + droppedOldest; ${where}`).toBe(st.popped + st.droppedOldest);
+          expect(handledHere, `handled = popped; ${where}`).toBe(st.popped);
+          expect({ size: st.size, held: st.held }, where).toEqual({ size: 0, held: 0 });
+          if (strategy !== 'drop-oldest') expect(st.droppedOldest, where).toBe(0);
+          if (strategy !== 'drop-newest') expect(st.droppedNewest, where).toBe(0);
+          if (strategy !== 'error') expect(st.rejected, where).toBe(0);
+          drops += st.droppedNewest + st.droppedOldest;
+        });
+        expect(Atomics.load(rec.flags, 1), `group ${g}: events out of key order (${ctx})`).toBe(0);
+      }
+      summary['dropped'] = drops;
+      console.log(`chaos ${strategy} (${implementation}): ${JSON.stringify(summary)}`);
+      // The run did what it is for: the rings overflowed.
+      if (strategy === 'error')
+        expect(
+          count(N, (s) => pubs.is(s, REFUSED)),
+          `refused publishes (${ctx})`,
+        ).toBeGreaterThan(0);
+      else expect(drops, `dropped events (${ctx})`).toBeGreaterThan(0);
+      expect(
+        errors.map((e) => e.msg),
+        ctx,
+      ).toEqual([]);
+      const c0 = Date.now();
+      await b.close();
+      expect(Date.now() - c0).toBeLessThan(10_000);
+    },
+    40_000,
+  );
 });

@@ -20,7 +20,11 @@ function records(h: History): string[] {
     expect(c.lens.length).toBe(c.n);
     let off = 0;
     for (let i = 0; i < c.n; i++) {
-      out.push(Buffer.from(c.bytes.subarray(off, off + c.lens[i]!)).toString().replace(/\.+$/, ''));
+      out.push(
+        Buffer.from(c.bytes.subarray(off, off + c.lens[i]!))
+          .toString()
+          .replace(/\.+$/, ''),
+      );
       off += c.lens[i]!;
     }
     expect(off).toBe(c.bytes.length);

@@ -31,7 +31,10 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
   it('publishMany rejects with PublishPartialError naming the events not written; those written are delivered, once', async () => {
     const b = await bus(blocking);
     const slow = await stalled(b, 'slow');
-    const err = await b.publishMany('tick', ticks(10)).then(() => undefined, (e: unknown) => e);
+    const err = await b.publishMany('tick', ticks(10)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PublishPartialError);
     const e = err as PublishPartialError;
     expect(e.accepted).toBeGreaterThanOrEqual(2); // the empty ring took at least its capacity
@@ -40,7 +43,10 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     expect(e.errors[0]).toBeInstanceOf(TimeoutError);
     // The caller publishes the failed ones again, as the README shows; nothing is delivered twice.
     slow.release();
-    await b.publishMany('tick', e.failed.map((i) => ({ seq: i })));
+    await b.publishMany(
+      'tick',
+      e.failed.map((i) => ({ seq: i })),
+    );
     await b.idle({ timeoutMs: 5_000 });
     expect(sorted(slow.seen)).toEqual(range(0, 10));
   });
@@ -65,7 +71,10 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     const fast: number[] = [];
     await b.subscribe('tick', { group: 'fast' }, (e) => void fast.push(e.data.seq));
     const slow = await stalled(b, 'slow');
-    const e = (await b.publishMany('tick', ticks(10)).then(() => undefined, (x: unknown) => x)) as PublishPartialError;
+    const e = (await b.publishMany('tick', ticks(10)).then(
+      () => undefined,
+      (x: unknown) => x,
+    )) as PublishPartialError;
     expect(e).toBeInstanceOf(PublishPartialError);
     slow.release();
     await b.idle({ timeoutMs: 5_000 });
@@ -76,11 +85,17 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
   it('a group created later (startFrom 0) replays only the events written, so republishing the failed ones delivers each once', async () => {
     const b = await bus(blocking);
     const slow = await stalled(b, 'slow');
-    const before = (await b.publishMany('tick', ticks(10)).then(() => undefined, (x: unknown) => x)) as PublishPartialError;
+    const before = (await b.publishMany('tick', ticks(10)).then(
+      () => undefined,
+      (x: unknown) => x,
+    )) as PublishPartialError;
     expect(before).toBeInstanceOf(PublishPartialError);
     slow.release();
     await b.idle({ timeoutMs: 5_000 });
-    await b.publishMany('tick', before.failed.map((i) => ({ seq: i })));
+    await b.publishMany(
+      'tick',
+      before.failed.map((i) => ({ seq: i })),
+    );
     await b.publish('tick', { seq: 10 });
     await b.idle({ timeoutMs: 5_000 });
     const late: number[] = [];
@@ -97,9 +112,15 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     const key = { key: () => 'a' };
     await b.publishMany('tick', ticks(8), key); // 8 of 16 slots used
     // One tick, one lane, one unit: [call A 8..11][publish 12, 13][call B 14..23][publish 24, 25]; room for 8.
-    const a = b.publishMany('tick', ticks(4, 8), key).then(() => undefined, (e: unknown) => e);
+    const a = b.publishMany('tick', ticks(4, 8), key).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const singles = [12, 13].map((seq) => b.publish('tick', { seq }, { key: 'a' }));
-    const bCall = b.publishMany('tick', ticks(10, 14), key).then(() => undefined, (e: unknown) => e);
+    const bCall = b.publishMany('tick', ticks(10, 14), key).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const after = [24, 25].map((seq) => b.publish('tick', { seq }, { key: 'a' }));
     const single = await Promise.allSettled([...singles, ...after]);
     expect(await a).toBeUndefined();
@@ -119,7 +140,10 @@ describe.each(['native', 'js'] as const)('native block: a unit written in part (
     const b = await bus({ ...blocking, publishTimeoutMs: 30_000 }, { drainTimeoutMs: 200 });
     await b.subscribe('tick', { group: 'stuck' }, () => new Promise<void>(() => {}));
     const settled = Promise.allSettled(ticks(10).map((t) => b.publish('tick', t)));
-    const many = b.publishMany('tick', ticks(5, 10)).then(() => undefined, (e: unknown) => e);
+    const many = b.publishMany('tick', ticks(5, 10)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     await b.close();

@@ -10,7 +10,19 @@ import { EventMeta, Run } from '../../src/outgoing.js';
 import { decodeRecords, encodeEvents, encodeRun, RECORD_HEADER_BYTES } from '../../transports/native/record.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
-  return { id: String(i).padStart(26, '0'), type: 't', time: 1_700_000_000_000 + i, key: undefined, data, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined, ...extra };
+  return {
+    id: String(i).padStart(26, '0'),
+    type: 't',
+    time: 1_700_000_000_000 + i,
+    key: undefined,
+    data,
+    json: undefined,
+    partition: 0,
+    correlationId: undefined,
+    causationId: undefined,
+    headers: undefined,
+    ...extra,
+  };
 }
 
 describe('native record encoding', () => {
@@ -43,7 +55,12 @@ describe('native record encoding', () => {
     expect(bytes.length).toBe(b.lens[0]! + b.lens[1]! + b.lens[2]!);
     const second = bytes.subarray(b.lens[0]!, b.lens[0]! + b.lens[1]!).toString('utf8');
     expect(second).toBe(`${events[1]!.id}${events[1]!.time}0${JSON.stringify({ s: text })}`);
-    expect(bytes.subarray(b.lens[0]! + b.lens[1]!).toString('utf8').endsWith('{"s":"b"}')).toBe(true);
+    expect(
+      bytes
+        .subarray(b.lens[0]! + b.lens[1]!)
+        .toString('utf8')
+        .endsWith('{"s":"b"}'),
+    ).toBe(true);
   });
 
   it('writes the same records with the compiled JSON writer as with the string encoder, whatever the text', () => {
@@ -52,7 +69,11 @@ describe('native record encoding', () => {
     const writer = compileJsonWriter(schema)!;
     const texts = ['plain', 'quote"d', 'é', '😀 wide', 'x'.repeat(5000), 'y'.repeat(40), ''];
     const events = Array.from({ length: 3000 }, (_, i) =>
-      ev(i, { s: texts[i % texts.length]!, n: i % 3 === 0 ? i / 7 : -i, tags: i % 4 === 0 ? [texts[(i + 1) % texts.length]!] : undefined }, i % 11 === 0 ? { key: `k${i}` } : i % 13 === 0 ? { id: 'short-id' } : {}),
+      ev(
+        i,
+        { s: texts[i % texts.length]!, n: i % 3 === 0 ? i / 7 : -i, tags: i % 4 === 0 ? [texts[(i + 1) % texts.length]!] : undefined },
+        i % 11 === 0 ? { key: `k${i}` } : i % 13 === 0 ? { id: 'short-id' } : {},
+      ),
     );
     const copy = (b: ReturnType<typeof encodeEvents>) => ({ bytes: Buffer.from(b.bytes), lens: Array.from(b.lens.subarray(0, b.n)), chars: Array.from(b.chars.subarray(0, b.n)) });
     const viaText = copy(encodeEvents(events, serialize));

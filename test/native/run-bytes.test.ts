@@ -25,7 +25,10 @@ describe.each(['native', 'js'] as const)('publishMany written as bytes (%s)', (i
       p.pad = 'changed';
     }
     await call;
-    await b.publishMany('tick', Array.from({ length: 10 }, (_, i) => ({ seq: 5000 + i }))); // the next call reuses the buffer
+    await b.publishMany(
+      'tick',
+      Array.from({ length: 10 }, (_, i) => ({ seq: 5000 + i })),
+    ); // the next call reuses the buffer
     await waitFor(() => got.length === 5010, 5_000, 'every event');
     const bySeq = [...got].sort((x, y) => (x.data as { seq: number }).seq - (y.data as { seq: number }).seq);
     expect(bySeq.map((g) => g.data)).toEqual(Array.from({ length: 5010 }, (_, seq) => (seq < 5000 && seq % 7 === 0 ? { seq, pad: `p${seq}` } : { seq })));
@@ -98,7 +101,10 @@ describe.each(['native', 'js'] as const)('publishMany written as bytes (%s)', (i
     await b.subscribe('tick', { group: 'g' }, (e) => {
       if (e.data.seq !== n++) inOrder = false;
     });
-    await b.publishMany('tick', Array.from({ length: 20_000 }, (_, seq) => ({ seq, extra: 1 })));
+    await b.publishMany(
+      'tick',
+      Array.from({ length: 20_000 }, (_, seq) => ({ seq, extra: 1 })),
+    );
     await waitFor(() => n === 20_000, 10_000, 'every event');
     expect(inOrder).toBe(true);
   });

@@ -32,9 +32,17 @@ describe.each(['native', 'js'] as const)('native transport thread deaths (%s)', 
       (err: Error) => err.message,
     );
     const letters = await b.deadLetters('tick', { group: 'g' });
-    const state = { idle, dead: letters.map((l) => ({ seq: (l.event?.data as { seq: number }).seq, attempts: l.attempts, error: String(l.error).slice(0, 60) })), deaths: deaths[0], notHandled: [...ok].flatMap((x, s) => (s > 0 && x === 0 ? [s] : [])) };
+    const state = {
+      idle,
+      dead: letters.map((l) => ({ seq: (l.event?.data as { seq: number }).seq, attempts: l.attempts, error: String(l.error).slice(0, 60) })),
+      deaths: deaths[0],
+      notHandled: [...ok].flatMap((x, s) => (s > 0 && x === 0 ? [s] : [])),
+    };
     expect(state.idle, JSON.stringify(state)).toBe('resolved');
-    expect(state.dead.map((d) => d.seq), JSON.stringify(state)).toEqual([0]);
+    expect(
+      state.dead.map((d) => d.seq),
+      JSON.stringify(state),
+    ).toEqual([0]);
     expect(letters[0]!.error).toMatch(/^ConsumerThreadDied/);
     expect(state.notHandled, JSON.stringify(state)).toEqual([]);
     // Threads died maxDeliveries times on it (2 with maxDeliveries 1 when its first death was shared), and

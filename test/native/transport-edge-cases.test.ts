@@ -19,8 +19,11 @@ function collectGarbage(): void {
 }
 
 /** The seqs (0..199, key `k${seq}`) of each of 2 partitions. */
-const keySeqs = [0, 1].map((p) => ticks(200).map((t) => t.seq).filter((seq) => partitionForKey(`k${seq}`, 2) === p));
-
+const keySeqs = [0, 1].map((p) =>
+  ticks(200)
+    .map((t) => t.seq)
+    .filter((seq) => partitionForKey(`k${seq}`, 2) === p),
+);
 
 describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-review');
@@ -139,7 +142,9 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
     // The closed group keeps its ring (its events wait for a member): full, it stalls the publisher.
     for (let i = 0; i < 8; i++) await b.publish('tick', { seq: i });
     await expect(b.publish('tick', { seq: 8 })).rejects.toThrow(/group "audit"\) stayed full/);
-    const err = await Promise.resolve().then(() => t.deleteGroup('tick', 'live')).catch((e: unknown) => e);
+    const err = await Promise.resolve()
+      .then(() => t.deleteGroup('tick', 'live'))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).message).toMatch(/group "live" of "tick" has members/);
     // A publish waiting for room in the deleted group's ring stops waiting.
@@ -218,7 +223,10 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
     const used = () => process.memoryUsage().heapUsed + process.memoryUsage().external;
     const before = used();
     for (let r = 0; r < batches; r++) {
-      await b.publishMany('tick', ticks(1000, r * 1000).map((t) => ({ ...t, pad })));
+      await b.publishMany(
+        'tick',
+        ticks(1000, r * 1000).map((t) => ({ ...t, pad })),
+      );
       await waitFor(() => handled === (r + 1) * 1000, 5_000, 'the batch handled');
     }
     const dead = await b.deadLetters('tick', { group: 'g' });
@@ -377,7 +385,14 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
     const { errors, logger } = errorLog();
     const b = await bus({}, { logger });
     const counters = new Int32Array(new SharedArrayBuffer(8));
-    await b.subscribe('tick', { group: 'u', workers: 1, maxDeliveries: 2, retry: { backoff: { initialMs: 5, maxMs: 5 } }, handler: fixture('uncloneable-handler.mjs'), workerData: { counters: counters.buffer } });
+    await b.subscribe('tick', {
+      group: 'u',
+      workers: 1,
+      maxDeliveries: 2,
+      retry: { backoff: { initialMs: 5, maxMs: 5 } },
+      handler: fixture('uncloneable-handler.mjs'),
+      workerData: { counters: counters.buffer },
+    });
     await b.publishMany('tick', ticks(20));
     // 18 succeed on their second attempt; seq 0 and 10 fail twice and are dead-lettered.
     await waitFor(() => Atomics.load(counters, 0) === 18, 10_000, 'the retries');

@@ -151,7 +151,10 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   it('block: rejects after publishTimeoutMs when nobody consumes, naming the events the ring did not take (TimeoutError)', async () => {
     const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 100 });
     const { release } = await stuckConsumer(b);
-    const err = await b.publishMany('tick', ticks(10)).then(() => undefined, (e: unknown) => e);
+    const err = await b.publishMany('tick', ticks(10)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     release();
     // The ring (and the handler) took the first events: the call was written in part.
     expect(err).toBeInstanceOf(PublishPartialError);
@@ -407,7 +410,13 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     const b = await bus({ partitions: 1 }, { logger: errorLog().logger });
     const counters = new Int32Array(new SharedArrayBuffer(4 * 4));
     const flags = new Int32Array(new SharedArrayBuffer(4));
-    await b.subscribe('tick', { group: 'pinned-crash', workers: 1, cpus: [cpu], handler: fixture('affinity-handler.mjs'), workerData: { counters: counters.buffer, flags: flags.buffer, crashAt: 10 } });
+    await b.subscribe('tick', {
+      group: 'pinned-crash',
+      workers: 1,
+      cpus: [cpu],
+      handler: fixture('affinity-handler.mjs'),
+      workerData: { counters: counters.buffer, flags: flags.buffer, crashAt: 10 },
+    });
     await b.publishMany('tick', ticks(50));
     await waitFor(() => Atomics.load(counters, 0) === 2 && Atomics.load(counters, 1) >= 50, 10_000, 'a replacement thread delivering the rest');
     expect(Atomics.load(flags, 0)).toBeGreaterThanOrEqual(1);
@@ -419,7 +428,9 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await expect(b.subscribe('tick', { group: 'x', cpus: [0] }, () => {})).rejects.toThrow(/cpus.*workers/);
     await expect(b.subscribe('tick', { group: 'x', workers: 1, cpus: [-1], handler: fixture('count-handler.mjs') })).rejects.toBeInstanceOf(ConfigError);
     await b.publishMany('tick', ticks(50));
-    const err = await b.subscribe('tick', { group: 'x', startFrom: '0', workers: 2, cpus: [1023], handler: fixture('count-handler.mjs'), workerData: { counters: new SharedArrayBuffer(12) } }).catch((e: unknown) => e);
+    const err = await b
+      .subscribe('tick', { group: 'x', startFrom: '0', workers: 2, cpus: [1023], handler: fixture('count-handler.mjs'), workerData: { counters: new SharedArrayBuffer(12) } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues[0]!.path).toEqual(['cpus']);
     expect((err as Error).message).toMatch(/cpus: Cannot pin this thread to CPUs 1023: pthread_setaffinity_np: Invalid argument/);
@@ -451,18 +462,15 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
       expect([counters[2], counters[3]]).toEqual([mask, mask]);
     });
 
-  it.each(['throws-on-load.mjs', 'no-default.mjs', 'missing-module.mjs'])(
-    'a worker module that fails to load (%s) rejects with ConfigError and loses nothing',
-    async (mod) => {
-      const b = await bus({ partitions: 2 });
-      const seen = new Set<number>();
-      await b.publishMany('tick', ticks(50));
-      await expect(b.subscribe('tick', { group: 'x', startFrom: '0', workers: 2, handler: fixture(mod) })).rejects.toBeInstanceOf(ConfigError);
-      await b.publishMany('tick', ticks(50, 50));
-      await b.subscribe('tick', { group: 'x', startFrom: '0' }, (e) => void seen.add(e.data.seq));
-      await waitFor(() => seen.size === 100, 5000, 'all 100 events in the group');
-    },
-  );
+  it.each(['throws-on-load.mjs', 'no-default.mjs', 'missing-module.mjs'])('a worker module that fails to load (%s) rejects with ConfigError and loses nothing', async (mod) => {
+    const b = await bus({ partitions: 2 });
+    const seen = new Set<number>();
+    await b.publishMany('tick', ticks(50));
+    await expect(b.subscribe('tick', { group: 'x', startFrom: '0', workers: 2, handler: fixture(mod) })).rejects.toBeInstanceOf(ConfigError);
+    await b.publishMany('tick', ticks(50, 50));
+    await b.subscribe('tick', { group: 'x', startFrom: '0' }, (e) => void seen.add(e.data.seq));
+    await waitFor(() => seen.size === 100, 5000, 'all 100 events in the group');
+  });
 
   it('closing a worker subscription hands undelivered events back to the group', async () => {
     const b = await bus({ partitions: 1, capacity: 4096 });

@@ -6,15 +6,7 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createEventBus,
-  defineEvents,
-  type EventDeadLetter,
-  type EventEnvelope,
-  type InvalidDeadLetter,
-  type ValidationIssue,
-  type ValidDeadLetter,
-} from '../../src/index.js';
+import { createEventBus, defineEvents, type EventDeadLetter, type EventEnvelope, type InvalidDeadLetter, type ValidationIssue, type ValidDeadLetter } from '../../src/index.js';
 import type { DeadLetter } from '../../src/transport-kit.js';
 
 const events = defineEvents({
@@ -62,8 +54,7 @@ describe('typed dead letters', () => {
   });
 
   it('types letters in a function generic over the map, like EventHandler', () => {
-    const ids = <K extends 'order.placed' | 'user.deleted'>(letters: EventDeadLetter<Events, K>[]): string[] =>
-      letters.flatMap((l) => (l.valid ? [l.event.id] : []));
+    const ids = <K extends 'order.placed' | 'user.deleted'>(letters: EventDeadLetter<Events, K>[]): string[] => letters.flatMap((l) => (l.valid ? [l.event.id] : []));
     expect(ids([])).toEqual([]);
   });
 });

@@ -104,7 +104,12 @@ describe('a registered transport with partialUnits (eventlane/transport exports 
       },
     }));
     const bus = await createEventBus({ service: 's', events: defineEvents({ t: z.object({ n: z.number() }) }), transport: { type: 'half-taker' } });
-    const err = await bus.publishMany('t', Array.from({ length: 10 }, (_, n) => ({ n }))).catch((e: unknown) => e);
+    const err = await bus
+      .publishMany(
+        't',
+        Array.from({ length: 10 }, (_, n) => ({ n })),
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PublishPartialError);
     expect((err as InstanceType<typeof PublishPartialError>).failed).toEqual([5, 6, 7, 8, 9]);
     expect(taken).toEqual([0, 1, 2, 3, 4]);

@@ -132,7 +132,16 @@ describe('Batcher', () => {
     expect(w.calls[0]!.units.map((u) => u.events.length)).toEqual([1, 1, 1]);
     // Each publish settles with its own event's fate.
     w.calls[0]!.done([undefined, new Error('refused'), undefined]);
-    expect(await Promise.all(ps.map((p) => p.then(() => 'ok', (e: unknown) => (e as Error).constructor.name)))).toEqual(['ok', 'TransportError', 'ok']);
+    expect(
+      await Promise.all(
+        ps.map((p) =>
+          p.then(
+            () => 'ok',
+            (e: unknown) => (e as Error).constructor.name,
+          ),
+        ),
+      ),
+    ).toEqual(['ok', 'TransportError', 'ok']);
   });
 
   it('settles each event with the fate of its own unit', async () => {
@@ -201,9 +210,12 @@ describe('Batcher', () => {
 
   it('close() sends what is buffered, then refuses new events', async () => {
     const sent: number[] = [];
-    const b = new Batcher(async (units) => {
-      for (const u of units) sent.push(...u.events.map((e) => e.data as number));
-    }, opts({ maxWaitMs: 10_000 }));
+    const b = new Batcher(
+      async (units) => {
+        for (const u of units) sent.push(...u.events.map((e) => e.data as number));
+      },
+      opts({ maxWaitMs: 10_000 }),
+    );
     const lane = new Lane('t', 0);
     const ps = [1, 2, 3].map((i) => b.add(lane, ev(i), 0));
     await b.close();
@@ -252,8 +264,7 @@ describe('Batcher', () => {
 describe('Batcher: a write whose slot the transport frees', () => {
   it('lets the next batch out while it is still out, counts its events as pending until it settles, and frees its slot once', async () => {
     const calls: { freeSlot: () => void; done: () => void }[] = [];
-    const write = (_units: readonly PublishUnit[], freeSlot: () => void) =>
-      new Promise<WriteResult>((resolve) => calls.push({ freeSlot, done: () => resolve(undefined) }));
+    const write = (_units: readonly PublishUnit[], freeSlot: () => void) => new Promise<WriteResult>((resolve) => calls.push({ freeSlot, done: () => resolve(undefined) }));
     const b = new Batcher(write, opts({ maxInFlight: 1 }));
     const lane = new Lane('t', 0);
     const first = b.add(lane, ev(1), 0);
@@ -287,12 +298,15 @@ describe('Batcher: a write whose slot the transport frees', () => {
 describe('Batcher: a unit the transport reports written before its write settles', () => {
   it('settles that unit at once, counts it out of pending, and ignores the write result for it', async () => {
     const calls: { unitWritten: (i: number) => void; done: (r: WriteResult) => void }[] = [];
-    const write = (_units: readonly PublishUnit[], _freeSlot: () => void, unitWritten: (i: number) => void) =>
-      new Promise<WriteResult>((resolve) => calls.push({ unitWritten, done: resolve }));
+    const write = (_units: readonly PublishUnit[], _freeSlot: () => void, unitWritten: (i: number) => void) => new Promise<WriteResult>((resolve) => calls.push({ unitWritten, done: resolve }));
     const b = new Batcher(write, opts({ maxInFlight: 1, maxPendingEvents: 3 }));
     const lanes = [new Lane('t', 0), new Lane('t', 1)];
     const fates: string[] = [];
-    const track = (p: Promise<void>, name: string) => p.then(() => fates.push(`${name} ok`), (e: Error) => fates.push(`${name} ${e.message}`));
+    const track = (p: Promise<void>, name: string) =>
+      p.then(
+        () => fates.push(`${name} ok`),
+        (e: Error) => fates.push(`${name} ${e.message}`),
+      );
     const a = track(b.add(lanes[0]!, ev(1, 0), 0), 'a');
     const c = track(b.add(lanes[1]!, ev(2, 1), 0), 'c');
     const c2 = track(b.add(lanes[1]!, ev(3, 1), 0), 'c2');

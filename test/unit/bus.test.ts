@@ -25,9 +25,7 @@ describe('createEventBus config validation', () => {
       code: 'ERR_CONFIG',
       message: expect.stringContaining('service'),
     });
-    await expect(
-      createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxEvents: 0 } }),
-    ).rejects.toMatchObject({ message: expect.stringContaining('batching.maxEvents') });
+    await expect(createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxEvents: 0 } })).rejects.toMatchObject({ message: expect.stringContaining('batching.maxEvents') });
     await expect(createEventBus({ service: 's', events, transport: { type: 'memory', partitions: -1 } })).rejects.toMatchObject({
       message: expect.stringContaining('transport.partitions'),
     });
@@ -107,7 +105,7 @@ describe('publishing bad input', () => {
     await bus.close();
   });
 
-  it("counts the publish options (key, ids, headers) toward maxEventBytes with the payload, in publish, tryPublish and publishMany", async () => {
+  it('counts the publish options (key, ids, headers) toward maxEventBytes with the payload, in publish, tryPublish and publishMany', async () => {
     const small = defineEvents({ note: z.object({ text: z.string() }) });
     const bus = await createEventBus({ service: 's', events: small, transport: { type: 'memory', maxEventBytes: 1000 } });
     const seen: string[] = [];
@@ -237,7 +235,10 @@ describe('payload validation on the publish and consume paths', () => {
     expect((many as ValidationError).issues.map((i) => i.path)).toEqual([[1, 'sku']]);
     await bus.flush();
     await new Promise((r) => setTimeout(r, 20));
-    expect(got).toEqual([{ id: 1, sku: 'A' }, { id: 2, sku: 'B', note: 'n' }]);
+    expect(got).toEqual([
+      { id: 1, sku: 'A' },
+      { id: 2, sku: 'B', note: 'n' },
+    ]);
     expect(got[0]).not.toBe(payload);
     await bus.close();
   });
@@ -289,7 +290,12 @@ describe('publishMany backpressure', () => {
     registerTransport('slow-reject', async () => slowTransport(counter));
     const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-reject' }, batching: { maxEvents: 100, maxPendingEvents: 1_000, onFull: 'reject' } });
     const first = Promise.all(Array.from({ length: 800 }, (_, i) => bus.publish('n', { i }))); // 800 buffered now
-    const err = await bus.publishMany('n', Array.from({ length: 300 }, (_, i) => ({ i }))).catch((e: unknown) => e);
+    const err = await bus
+      .publishMany(
+        'n',
+        Array.from({ length: 300 }, (_, i) => ({ i })),
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect((err as { code: string }).code).toBe('ERR_BACKPRESSURE');
     expect((err as Error).message).toMatch(/300 events do not fit.*nothing was sent/);
@@ -311,7 +317,10 @@ describe('close() and a publishMany waiting for room', () => {
       }),
     );
     const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'slow-close' }, batching: { maxEvents: 100, maxPendingEvents: 200 } });
-    const call = bus.publishMany('n', Array.from({ length: 2_000 }, (_, i) => ({ i })));
+    const call = bus.publishMany(
+      'n',
+      Array.from({ length: 2_000 }, (_, i) => ({ i })),
+    );
     await bus.close();
     await call;
     expect(written).toBe(2_000);
@@ -328,7 +337,10 @@ describe('batching.maxBytes when the transport encodes at write time', () => {
       }),
     );
     const bus = await createEventBus({ service: 's', events: evs, transport: { type: 'late-encoder' }, batching: { maxEvents: 1000, maxBytes: 10_000 } });
-    await bus.publishMany('doc', Array.from({ length: 100 }, (_, n) => ({ body: 'x'.repeat(1000), n })));
+    await bus.publishMany(
+      'doc',
+      Array.from({ length: 100 }, (_, n) => ({ body: 'x'.repeat(1000), n })),
+    );
     await bus.close();
     const counts = sizes.filter((_, i) => i % 2 === 0);
     const bytes = sizes.filter((_, i) => i % 2 === 1);

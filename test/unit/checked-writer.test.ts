@@ -98,7 +98,12 @@ describe('compileCheckedWriter', () => {
       z.object({ a: z.number().refine((n) => n > 0) }),
       z.object({ a: z.union([z.string(), z.number()]) }),
       z.object({ a: z.string().email() }),
-      z.object({ a: z.number().nullable().refine((n) => n !== 0) }),
+      z.object({
+        a: z
+          .number()
+          .nullable()
+          .refine((n) => n !== 0),
+      }),
       z.object({ a: z.string().exactOptional() }),
       z.object({ a: z.coerce.number() }),
       z.object({ a: z.string() }).passthrough(),

@@ -55,7 +55,10 @@ describe('unknown config keys', () => {
     const redis = (o: Record<string, unknown>) => configError(() => createEventBus({ service: 's', events, transport: { type: 'redis-streams', ...o } } as never));
     for (const bad of ['http://127.0.0.1:7000', '127.0.0.1:70000', '127.0.0.1:', 'host name:7000', 'a/b:7000']) {
       const err = await redis({ cluster: { nodes: ['127.0.0.1:7000', bad] } });
-      expect(err.issues.map((i) => i.path.join('.')), bad).toEqual(['transport.cluster.nodes.1']);
+      expect(
+        err.issues.map((i) => i.path.join('.')),
+        bad,
+      ).toEqual(['transport.cluster.nodes.1']);
       expect(err.message).toContain('must be host:port');
     }
     for (const good of [['127.0.0.1:7000', 'localhost', 'redis-0.redis:6379', '[::1]:7000', 'redis://:pw@127.0.0.1:7000'], ['rediss://h.example:7000/']]) {

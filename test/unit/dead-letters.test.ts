@@ -98,7 +98,7 @@ describe('bus.deadLetters', () => {
     await bus.close();
   });
 
-  it('on the memory transport: a handler failure is a valid letter, a looser producer\'s payload an invalid one', async () => {
+  it("on the memory transport: a handler failure is a valid letter, a looser producer's payload an invalid one", async () => {
     const name = uniqueName('dlq-memory');
     const consumer = await createEventBus({ service: 'c', events, transport: { type: 'memory', name } });
     const loose = await createEventBus({
@@ -137,7 +137,7 @@ describe('bus.deadLetters', () => {
     await bus.close();
   });
 
-  it("on the memory transport: an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again", async () => {
+  it('on the memory transport: an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again', async () => {
     const bus = await createEventBus({ service: 'c', events, transport: { type: 'memory', name: uniqueName('dlq-drain') } });
     const log: string[] = [];
     const first = await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1, drainTimeoutMs: 50 }, (e, ctx) => {

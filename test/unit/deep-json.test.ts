@@ -5,9 +5,22 @@ import { stringifyAnyDepth, stringifyIteratively } from '../../src/deep-json.js'
 describe('stringifyAnyDepth', () => {
   it('writes what JSON.stringify writes for ordinary values', () => {
     const values: unknown[] = [
-      null, 0, -1.5, 1e21, NaN, Infinity, true, 'a"b\\c\u2028\ud800', [], {}, [1, undefined, () => 1, Symbol('s'), null],
+      null,
+      0,
+      -1.5,
+      1e21,
+      NaN,
+      Infinity,
+      true,
+      'a"b\\c\u2028\ud800',
+      [],
+      {},
+      [1, undefined, () => 1, Symbol('s'), null],
       { a: 1, b: undefined, c: () => 1, d: [{ e: 'x' }, []], f: { g: { h: null } }, '': 2, 'k"': new Date(0) },
-      new Date(86_400_000), { toJSON: () => ({ replaced: true }) }, [[[[]]]], { a: [{}, { b: [] }] },
+      new Date(86_400_000),
+      { toJSON: () => ({ replaced: true }) },
+      [[[[]]]],
+      { a: [{}, { b: [] }] },
     ];
     values.forEach((v, i) => expect(stringifyIteratively(v), `value ${i}`).toBe(JSON.stringify(v)));
     expect(stringifyIteratively(undefined)).toBe(JSON.stringify(undefined));

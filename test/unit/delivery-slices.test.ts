@@ -20,7 +20,10 @@ const transports = [
 ] as const;
 
 describe.each(transports)('delivery slices on %s', (_name, transport) => {
-  it.each([['an async handler', true], ['a sync handler', false]])('a backlog handled by %s lets the event loop turn every few ms', async (_h, isAsync) => {
+  it.each([
+    ['an async handler', true],
+    ['a sync handler', false],
+  ])('a backlog handled by %s lets the event loop turn every few ms', async (_h, isAsync) => {
     const bus = await createEventBus({ service: 'slices', events, transport: { ...transport, name: uniqueName('slices') } as never });
     try {
       let handled = 0;

@@ -46,7 +46,12 @@ describe('JSON-safety is judged per use of a sub-schema', () => {
   it('a schema used twice side by side is still proven safe (not encoded eagerly); one inside itself is not', () => {
     const address = z.object({ street: z.string(), city: z.string() });
     type Tree = { name: string; children: Tree[] };
-    const tree: z.ZodType<Tree> = z.object({ name: z.string(), get children() { return z.array(tree); } });
+    const tree: z.ZodType<Tree> = z.object({
+      name: z.string(),
+      get children() {
+        return z.array(tree);
+      },
+    });
     const events = defineEvents({ moved: z.object({ from: address, to: address }), tree });
     expect(events.needsEncodeCheck.has('moved')).toBe(false);
     expect(events.needsEncodeCheck.has('tree')).toBe(true);

@@ -27,7 +27,10 @@ describe('publish options checked at run time', () => {
   for (const [what, options, path] of bad) {
     it(`publish, tryPublish and publishMany refuse ${what} (ConfigError naming ${path.join('.')}), sending nothing`, async () => {
       const { b, seen } = await bus();
-      const err = await b.publish('a.b', { x: 1 }, options as never).then(() => undefined, (e: unknown) => e);
+      const err = await b.publish('a.b', { x: 1 }, options as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).issues[0]!.path).toEqual(path);
       expect(() => b.tryPublish('a.b', { x: 1 }, options as never)).toThrow(ConfigError);
@@ -40,7 +43,10 @@ describe('publish options checked at run time', () => {
 
   it('publishMany: a key function returning something else than a string or undefined is refused before anything is sent', async () => {
     const { b, seen } = await bus();
-    const err = await b.publishMany('a.b', [{ x: 1 }, { x: 2 }], { key: ((d: { x: number }) => (d.x === 2 ? 2 : 'k')) as never }).then(() => undefined, (e: unknown) => e);
+    const err = await b.publishMany('a.b', [{ x: 1 }, { x: 2 }], { key: ((d: { x: number }) => (d.x === 2 ? 2 : 'k')) as never }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).message).toMatch(/payload 1/);
     await b.idle();

@@ -22,7 +22,7 @@ describe('isRetryable', () => {
     expect(isRetryable('a string')).toBe(true);
   });
 
-  it("a NonRetryableError of the CommonJS build dead-letters at once on the ES module bus", async () => {
+  it('a NonRetryableError of the CommonJS build dead-letters at once on the ES module bus', async () => {
     const events = defineEvents({ 'a.b': z.object({ n: z.number() }) });
     const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
     try {

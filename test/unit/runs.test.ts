@@ -77,10 +77,30 @@ const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
 
 function runOf(n: number, from = 0): Run {
   const g = new IdGenerator();
-  return new Run(new EventMeta('t', 1_700_000_000_000, undefined), undefined, 0, g.idPrefix, g.reserve(1_700_000_000_000, n), Array.from({ length: n }, (_, i) => from + i), undefined, undefined);
+  return new Run(
+    new EventMeta('t', 1_700_000_000_000, undefined),
+    undefined,
+    0,
+    g.idPrefix,
+    g.reserve(1_700_000_000_000, n),
+    Array.from({ length: n }, (_, i) => from + i),
+    undefined,
+    undefined,
+  );
 }
 
-const single = (i: number): OutgoingEvent => ({ id: `s${i}`, type: 't', time: 0, key: undefined, data: i, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined });
+const single = (i: number): OutgoingEvent => ({
+  id: `s${i}`,
+  type: 't',
+  time: 0,
+  key: undefined,
+  data: i,
+  json: undefined,
+  partition: 0,
+  correlationId: undefined,
+  causationId: undefined,
+  headers: undefined,
+});
 
 /** What a unit carries, in order: payloads of its run or its events. */
 const carried = (u: PublishUnit): unknown[] => (u.run ? [...u.run.values] : u.events.map((e) => e.data));
@@ -136,7 +156,12 @@ describe('Batcher.addRun', () => {
     const fates: [number, number, string][] = [];
     const ps: Promise<void>[] = [];
     b.addRun(new Lane('t', 0), runOf(12), new Float64Array(12), 0, (from, to, p) =>
-      ps.push(p.then(() => void fates.push([from, to, 'ok']), (e: unknown) => void fates.push([from, to, (e as Error).constructor.name]))),
+      ps.push(
+        p.then(
+          () => void fates.push([from, to, 'ok']),
+          (e: unknown) => void fates.push([from, to, (e as Error).constructor.name]),
+        ),
+      ),
     );
     await Promise.all(ps);
     expect(fates).toEqual([
@@ -190,7 +215,11 @@ describe('publishMany through a transport that reads runs', () => {
     const rec = recording();
     const bus = await createEventBus({ service: 's', events, transport: { type: rec.type }, batching: { maxEvents: 64 } });
     await bus.publish('t', { n: -1 });
-    await bus.publishMany('t', Array.from({ length: 200 }, (_, n) => ({ n })), { correlationId: 'c' });
+    await bus.publishMany(
+      't',
+      Array.from({ length: 200 }, (_, n) => ({ n })),
+      { correlationId: 'c' },
+    );
     await bus.publish('t', { n: 200 });
     await bus.close();
     expect(rec.units.map((u) => u.run)).toEqual([false, true, true, true, true, false]);
@@ -218,7 +247,10 @@ describe('publishMany through a transport that reads runs', () => {
     const bus = await createEventBus({ service: 's', events, transport: { type: rec.type, partitions: 4 }, batching: { maxEvents: 8 } });
     const counts = (units: typeof rec.units) => [0, 1, 2, 3].map((p) => units.filter((u) => u.partition === p).reduce((n, u) => n + u.data.length, 0));
     await bus.publish('t', { n: -1 }); // partition 0: the runs start at partition 1
-    await bus.publishMany('t', Array.from({ length: 10 }, (_, n) => ({ n })));
+    await bus.publishMany(
+      't',
+      Array.from({ length: 10 }, (_, n) => ({ n })),
+    );
     const units = rec.units.splice(0);
     expect(counts(units)).toEqual([3, 3, 3, 2]); // as 11 events one by one from partition 0
     // Slices of 8: [1: 0,1] [2: 2,3] [3: 4,5] [0: 6,7], then [1: 8] [2: 9]
@@ -241,7 +273,13 @@ describe('publishMany through a transport that reads runs', () => {
     let unit = 0;
     const rec = recording(() => unit++ === 1);
     const bus = await createEventBus({ service: 's', events, transport: { type: rec.type, partitions: 3 }, batching: { maxEvents: 4 } });
-    const err = await bus.publishMany('t', Array.from({ length: 10 }, (_, n) => ({ n })), { key: 'k' }).catch((e: unknown) => e);
+    const err = await bus
+      .publishMany(
+        't',
+        Array.from({ length: 10 }, (_, n) => ({ n })),
+        { key: 'k' },
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PublishPartialError);
     expect(err).toMatchObject({ failed: [4, 5, 6, 7], accepted: 6 });
     await bus.close();

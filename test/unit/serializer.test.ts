@@ -110,7 +110,19 @@ describe('size estimate vs bound', () => {
     const estimate = compileSizeEstimate(schema)!;
     const values = [
       { s: '', n: 0, b: true, e: 'a', l: 'é', x: null, arr: [] },
-      { s: 'x'.repeat(1000), n: -1.5e300, b: false, e: 'bcd', l: 'é', o: 'é😀', x: 3, arr: [{ k: '', v: 1 }, { k: 'kk', v: 2 }] },
+      {
+        s: 'x'.repeat(1000),
+        n: -1.5e300,
+        b: false,
+        e: 'bcd',
+        l: 'é',
+        o: 'é😀',
+        x: 3,
+        arr: [
+          { k: '', v: 1 },
+          { k: 'kk', v: 2 },
+        ],
+      },
     ];
     for (const v of values) {
       expect(estimate(v)).toBeGreaterThan(0);

@@ -37,8 +37,12 @@ describe('V8: a second large publishMany runs the code the first one optimized',
   // Only deopts for missing feedback: the JIT is not deterministic, and an occasional other one ("wrong
   // map" when V8 compiled while only one shape had been seen) comes and goes from run to run. Missing
   // feedback in publishMany, enqueueMany or make (the id generator's step) is what the split loops prevent.
-  it.each(['memory', 'native'])('%s', (type) => {
-    const gaveUp = deoptsInLaterCalls(type).filter((n) => BULK_PATH.has(n.split(' ')[0]!) && n.includes('Insufficient type feedback'));
-    expect(gaveUp).toEqual([]);
-  }, 90_000);
+  it.each(['memory', 'native'])(
+    '%s',
+    (type) => {
+      const gaveUp = deoptsInLaterCalls(type).filter((n) => BULK_PATH.has(n.split(' ')[0]!) && n.includes('Insufficient type feedback'));
+      expect(gaveUp).toEqual([]);
+    },
+    90_000,
+  );
 });

@@ -41,20 +41,34 @@ let redis: RedisServer | undefined;
 afterAll(async () => redis?.stop());
 
 describe('V8 field shapes of a new bus', () => {
-  it.each(['memory', 'noop', 'redis-streams'])('%s: lifecycle flags are not constants, the id clock keeps its shape', async (type) => {
-    const args = [type];
-    if (type === 'redis-streams') {
-      redis ??= await RedisServer.start();
-      args.push(redis.url);
-    }
-    const out = run(...args);
-    const fields = [['Batcher', 'closed'], ['EventBus', 'closing'], ...(type === 'redis-streams' ? [['RedisStreamsTransport', 'closed'], ['RedisStreamsTransport', 'closing']] : []), ...(type === 'memory' ? [['MemoryTransport', 'closed']] : [])];
-    for (const [cls, field] of fields) {
-      const label = `${cls}.${field}`;
-      const line = fieldLine(out, cls!, field!);
-      expect(line, label).toContain('data field');
-      expect(line, label).not.toContain('const data field');
-    }
-    expect(out).toContain('ids-map same');
-  }, 90_000);
+  it.each(['memory', 'noop', 'redis-streams'])(
+    '%s: lifecycle flags are not constants, the id clock keeps its shape',
+    async (type) => {
+      const args = [type];
+      if (type === 'redis-streams') {
+        redis ??= await RedisServer.start();
+        args.push(redis.url);
+      }
+      const out = run(...args);
+      const fields = [
+        ['Batcher', 'closed'],
+        ['EventBus', 'closing'],
+        ...(type === 'redis-streams'
+          ? [
+              ['RedisStreamsTransport', 'closed'],
+              ['RedisStreamsTransport', 'closing'],
+            ]
+          : []),
+        ...(type === 'memory' ? [['MemoryTransport', 'closed']] : []),
+      ];
+      for (const [cls, field] of fields) {
+        const label = `${cls}.${field}`;
+        const line = fieldLine(out, cls!, field!);
+        expect(line, label).toContain('data field');
+        expect(line, label).not.toContain('const data field');
+      }
+      expect(out).toContain('ids-map same');
+    },
+    90_000,
+  );
 });

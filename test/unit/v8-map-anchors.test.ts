@@ -15,7 +15,30 @@ import { RedisServer } from '../helpers/redis-server.js';
 const fixture = fileURLToPath(new URL('./fixtures/map-anchors.ts', import.meta.url));
 
 /** Functions of the library's publish path that the GC would deoptimize without the anchors (names as V8 prints them; none shared with ioredis or Node). */
-const PUBLISH_PATH = new Set(['Outgoing', 'EventMeta', 'get time', 'get headers', 'get correlationId', 'get causationId', 'writeId', 'writeIdBytes', 'make', 'enqueue', 'enqueueMany', 'publishMany', 'Unit', 'addFitted', 'seal', 'request', 'payloads', 'RespWriter', 'reserve', 'header', 'bulk', 'crlf']);
+const PUBLISH_PATH = new Set([
+  'Outgoing',
+  'EventMeta',
+  'get time',
+  'get headers',
+  'get correlationId',
+  'get causationId',
+  'writeId',
+  'writeIdBytes',
+  'make',
+  'enqueue',
+  'enqueueMany',
+  'publishMany',
+  'Unit',
+  'addFitted',
+  'seal',
+  'request',
+  'payloads',
+  'RespWriter',
+  'reserve',
+  'header',
+  'bulk',
+  'crlf',
+]);
 
 /** With a bus per burst, also the bus's own methods and those of its batcher and id generator. */
 const BUS_PATH = new Set([...PUBLISH_PATH, 'parse', 'push', 'step']);
@@ -54,8 +77,12 @@ describe('V8: the publish path survives a full GC with nothing in flight', () =>
   // Without lastClosed, `enqueueMany` (native) and the batcher's `push` (memory) would be thrown away after each
   // burst. Redis is not checked here: a new bus opens new connections, and code that inlined the old
   // connections' socket writes still goes (their sockets are gone with them).
-  it.each(['native', 'memory'])('a new bus after a closed one keeps the code the closed one warmed (%s)', (type) => {
-    const thrownAway = weakDeopts([type, 'churn']).filter((n) => BUS_PATH.has(n));
-    expect(thrownAway).toEqual([]);
-  }, 90_000);
+  it.each(['native', 'memory'])(
+    'a new bus after a closed one keeps the code the closed one warmed (%s)',
+    (type) => {
+      const thrownAway = weakDeopts([type, 'churn']).filter((n) => BUS_PATH.has(n));
+      expect(thrownAway).toEqual([]);
+    },
+    90_000,
+  );
 });

@@ -41,10 +41,38 @@ describe('compileValidator: optional nodes that do not pass undefined through', 
 describe('compileValidator: checks on nullable, optional and null nodes', () => {
   it('runs the refinements of `.nullable()`, `.optional()` and `z.null()` (zod rejects; so must the bus)', () => {
     const cases: [z.ZodType, unknown][] = [
-      [z.string().nullable().refine((v) => v !== null, 'required'), null],
-      [z.object({ a: z.number().nullable().refine((v) => v === null || v > 0) }), { a: -1 }],
-      [z.string().optional().refine((v) => v !== 'bad'), 'bad'],
-      [z.object({ a: z.string().optional().refine((v) => v !== 'bad') }), { a: 'bad' }],
+      [
+        z
+          .string()
+          .nullable()
+          .refine((v) => v !== null, 'required'),
+        null,
+      ],
+      [
+        z.object({
+          a: z
+            .number()
+            .nullable()
+            .refine((v) => v === null || v > 0),
+        }),
+        { a: -1 },
+      ],
+      [
+        z
+          .string()
+          .optional()
+          .refine((v) => v !== 'bad'),
+        'bad',
+      ],
+      [
+        z.object({
+          a: z
+            .string()
+            .optional()
+            .refine((v) => v !== 'bad'),
+        }),
+        { a: 'bad' },
+      ],
       [z.null().refine(() => false), null],
     ];
     for (const [schema, input] of cases) {
@@ -54,7 +82,12 @@ describe('compileValidator: checks on nullable, optional and null nodes', () => 
   });
 
   it('applies their overwrites, as zod does', () => {
-    const schema = z.object({ a: z.string().nullable().overwrite((v) => v ?? 'none') });
+    const schema = z.object({
+      a: z
+        .string()
+        .nullable()
+        .overwrite((v) => v ?? 'none'),
+    });
     expect(parse(schema, { a: null })).toStrictEqual({ ok: true, data: { a: 'none' } });
   });
 });

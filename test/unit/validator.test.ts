@@ -52,10 +52,27 @@ describe('compileValidator', () => {
 
   it('never accepts what zod rejects', () => {
     const bad: unknown[] = [
-      null, undefined, 1, 'x', [], [good], new Date(),
-      { ...good, id: 1.5 }, { ...good, id: 2 ** 60 }, { ...good, px: Infinity }, { ...good, px: NaN }, { ...good, px: '1' },
-      { ...good, side: 'hold' }, { ...good, tag: 'y' }, { ...good, flags: [1] }, { ...good, flags: 'x' }, { ...good, flags: [true, , true] },
-      { ...good, note: 5 }, { ...good, nested: null }, { ...good, nested: { a: 1 } }, { ...good, sku: undefined },
+      null,
+      undefined,
+      1,
+      'x',
+      [],
+      [good],
+      new Date(),
+      { ...good, id: 1.5 },
+      { ...good, id: 2 ** 60 },
+      { ...good, px: Infinity },
+      { ...good, px: NaN },
+      { ...good, px: '1' },
+      { ...good, side: 'hold' },
+      { ...good, tag: 'y' },
+      { ...good, flags: [1] },
+      { ...good, flags: 'x' },
+      { ...good, flags: [true, , true] },
+      { ...good, note: 5 },
+      { ...good, nested: null },
+      { ...good, nested: { a: 1 } },
+      { ...good, sku: undefined },
       Object.assign(Object.create({ note: undefined }), { ...good }),
     ];
     for (const input of bad) expect(compileValidator(order)!(input), JSON.stringify(input)).toBe(INVALID);
@@ -63,19 +80,21 @@ describe('compileValidator', () => {
   });
 
   it('delegates what it does not model (formats, refinements, transforms, defaults, unions) to zod, with the same result', () => {
-    const schema = z.object({
-      email: z.email(),
-      short: z.string().max(3),
-      n: z.number().min(0),
-      when: z.string().transform((s) => s.length),
-      d: z.string().default('dflt'),
-      u: z.union([z.string(), z.number()]),
-      rec: z.record(z.string(), z.number()),
-      list: z.array(z.string()).min(1),
-      strict: z.strictObject({ a: z.string() }),
-      loose: z.looseObject({ a: z.string() }),
-      any: z.unknown(),
-    }).refine((v) => v.n !== 13);
+    const schema = z
+      .object({
+        email: z.email(),
+        short: z.string().max(3),
+        n: z.number().min(0),
+        when: z.string().transform((s) => s.length),
+        d: z.string().default('dflt'),
+        u: z.union([z.string(), z.number()]),
+        rec: z.record(z.string(), z.number()),
+        list: z.array(z.string()).min(1),
+        strict: z.strictObject({ a: z.string() }),
+        loose: z.looseObject({ a: z.string() }),
+        any: z.unknown(),
+      })
+      .refine((v) => v.n !== 13);
     const base = { email: 'a@b.co', short: 'abc', n: 1, when: 'four', d: 'x', u: 2, rec: { a: 1 }, list: ['x'], strict: { a: 'y' }, loose: { a: 'y', b: 1 }, any: { z: 1 } };
     agree(schema, [
       base,
@@ -131,7 +150,11 @@ describe('compileValidator', () => {
   it('string lengths as this zod counts them (code points since zod 4.6, UTF-16 units before): never accepts what zod rejects', () => {
     const schema = z.object({ code: z.string().length(2), name: z.string().min(2), short: z.string().max(2).optional() });
     const strings = ['ab', '😀', '𝒜', 'a😀', '😀😀', '\uD800', '\uD800\uD800', 'é', 'abc', '😀😀😀', 'a\uDC00'];
-    const inputs = strings.flatMap((x) => [{ code: x, name: 'nn' }, { code: 'cc', name: x }, { code: 'cc', name: 'nn', short: x }]);
+    const inputs = strings.flatMap((x) => [
+      { code: x, name: 'nn' },
+      { code: 'cc', name: x },
+      { code: 'cc', name: 'nn', short: x },
+    ]);
     // With zod 4.6 (code points) '😀' fails length(2) and '𝒜' min(2): the compiled validator refuses them too.
     const { accepted } = agree(schema, inputs);
     expect(accepted).toBeGreaterThan(3);
@@ -146,7 +169,12 @@ describe('compileValidator', () => {
     agree(z.number().int().nullable().optional(), [1, null, undefined, 1.5]);
     type Tree = { v: number; kids: Tree[] };
     const tree: z.ZodType<Tree> = z.object({ v: z.number(), kids: z.array(z.lazy(() => tree)) });
-    expect(agree(tree, [{ v: 1, kids: [{ v: 2, kids: [] }] }, { v: 1, kids: [{ v: 'x', kids: [] }] }]).accepted).toBe(1);
+    expect(
+      agree(tree, [
+        { v: 1, kids: [{ v: 2, kids: [] }] },
+        { v: 1, kids: [{ v: 'x', kids: [] }] },
+      ]).accepted,
+    ).toBe(1);
   });
 });
 

@@ -207,21 +207,16 @@ export class ConsumerGroup {
     m.active.add(active);
     this.holder[partition] = m;
     this.held[partition]!++;
-    runHandler(
-      m.handler,
-      toEnvelope(event, source),
-      { attempt, group: this.name, consumer: m.spec.consumer, partition },
-      (err, failed) => {
-        if (active.settled) return; // returned to the group after a drain timeout
-        active.settled = true;
-        m.active.delete(active);
-        m.inFlight--;
-        this.release(partition);
-        if (failed) this.fail(m.spec, event, source, partition, attempt, err);
-        if (m.inFlight === 0 && m.onIdle) m.onIdle();
-        this.pump();
-      },
-    );
+    runHandler(m.handler, toEnvelope(event, source), { attempt, group: this.name, consumer: m.spec.consumer, partition }, (err, failed) => {
+      if (active.settled) return; // returned to the group after a drain timeout
+      active.settled = true;
+      m.active.delete(active);
+      m.inFlight--;
+      this.release(partition);
+      if (failed) this.fail(m.spec, event, source, partition, attempt, err);
+      if (m.inFlight === 0 && m.onIdle) m.onIdle();
+      this.pump();
+    });
   }
 
   private release(partition: number): void {
@@ -248,11 +243,14 @@ export class ConsumerGroup {
       });
       return;
     }
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.queues[partition]!.push(new Tagged(event, source, attempt + 1));
-      this.pump();
-    }, backoffDelay(spec.backoff, attempt));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        this.queues[partition]!.push(new Tagged(event, source, attempt + 1));
+        this.pump();
+      },
+      backoffDelay(spec.backoff, attempt),
+    );
     this.timers.add(timer);
   }
 

@@ -77,7 +77,11 @@ describe('memory transport', () => {
     await b.subscribe('o.made', { group: 'g', consumer: 'a', concurrency: 1 }, handler('a'));
     // Every key on the partition that the second member takes over (partition 1 of 2).
     const key = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'x', 'y'].find((k) => partitionForKey(k, 2) === 1)!;
-    await b.publishMany('o.made', [1, 2, 3, 4].map((seq) => ({ seq })), { key });
+    await b.publishMany(
+      'o.made',
+      [1, 2, 3, 4].map((seq) => ({ seq })),
+      { key },
+    );
     await waitFor(() => starts.length === 1, 5000, 'the first event to start');
     await b.subscribe('o.made', { group: 'g', consumer: 'b', concurrency: 1 }, handler('b'));
     await waitFor(() => starts.length === 4 && running === 0, 5000, 'all four events');
@@ -93,13 +97,22 @@ describe('memory transport', () => {
       first.push(e.data.seq);
       await sleep(2000);
     });
-    await b.publishMany('o.made', [1, 2, 3, 4, 5].map((seq) => ({ seq })));
+    await b.publishMany(
+      'o.made',
+      [1, 2, 3, 4, 5].map((seq) => ({ seq })),
+    );
     await waitFor(() => first.length === 4, 5000, 'four handlers to start');
     await sub.close();
     const again: [number, number][] = [];
     await b.subscribe('o.made', { group: 'g', consumer: 'b', concurrency: 1 }, (e, ctx) => void again.push([e.data.seq, ctx.attempt]));
     await waitFor(() => again.length === 5, 5000, 'the five events on the other member');
-    expect(again).toEqual([[1, 2], [2, 2], [3, 2], [4, 2], [5, 1]]);
+    expect(again).toEqual([
+      [1, 2],
+      [2, 2],
+      [3, 2],
+      [4, 2],
+      [5, 1],
+    ]);
   });
 
   it("does not let one group's handler change the headers another group sees", async () => {
@@ -138,8 +151,16 @@ describe('memory transport', () => {
 
 function spec(o: Partial<SubscriptionSpec> = {}): SubscriptionSpec {
   return {
-    type: 't', group: 'g', consumer: 'c', concurrency: 1, startFrom: '$', maxDeliveries: 5,
-    backoff: { initialMs: 10, maxMs: 100, multiplier: 2, jitter: 0 }, drainTimeoutMs: 1000, options: {}, ...o,
+    type: 't',
+    group: 'g',
+    consumer: 'c',
+    concurrency: 1,
+    startFrom: '$',
+    maxDeliveries: 5,
+    backoff: { initialMs: 10, maxMs: 100, multiplier: 2, jitter: 0 },
+    drainTimeoutMs: 1000,
+    options: {},
+    ...o,
   };
 }
 

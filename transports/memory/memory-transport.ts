@@ -8,17 +8,7 @@
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
 import { ClosedError, ConfigError } from '../../src/errors.js';
-import type {
-  DeadLetter,
-  DeliveryHandler,
-  PublishUnit,
-  SubscriptionSpec,
-  Transport,
-  TransportCapabilities,
-  TransportContext,
-  TransportSubscription,
-  WriteResult,
-} from '../../src/transport.js';
+import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
 import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
 import { ConsumerGroup, Tagged, type Item } from './consumer-group.js';
@@ -38,7 +28,11 @@ export const memoryConfigSchema = z
     /** Dead letters kept per group. @default 10000 */
     maxDeadLetters: z.number().int().min(0).default(10_000),
     /** Largest event accepted (bytes, JSON). @default 16 MiB */
-    maxEventBytes: z.number().int().min(1).default(16 * 1024 * 1024),
+    maxEventBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(16 * 1024 * 1024),
   })
   .strict();
 

@@ -82,7 +82,6 @@ const ACK_EVERY = 64;
 
 const yieldMacrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-
 export class PartitionConsumer {
   private parts = new Uint32Array(0);
   private nParts = 0;
@@ -376,7 +375,7 @@ export class PartitionConsumer {
       this.core.ack(this.lane, b.partition, (b.first + b.acked) >>> 0, b.next - b.acked);
       b.acked = b.next;
     } else {
-      for (let i = b.acked; i < b.count; ) {
+      for (let i = b.acked; i < b.count;) {
         if (d[i] !== 1) {
           i++;
           continue;
@@ -424,11 +423,14 @@ export class PartitionConsumer {
     // Its record leaves the ring; the main thread keeps a copy until the retries end.
     this.onPark?.(item);
     if (batch !== undefined) this.release(batch, index);
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.redo.push(item);
-      this.wake();
-    }, backoffDelay(this.s.backoff, attempt));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        this.redo.push(item);
+        this.wake();
+      },
+      backoffDelay(this.s.backoff, attempt),
+    );
     this.timers.set(timer, item);
     this.publishHeld();
   }
@@ -534,7 +536,8 @@ export class PartitionConsumer {
         continue;
       }
       if (this.inFlight > 0) await Promise.race([this.slot(), new Promise((r) => setTimeout(r, 1))]);
-      else if (this.nParts === 0) await new Promise((r) => setTimeout(r, 5)); // nothing assigned yet
+      else if (this.nParts === 0)
+        await new Promise((r) => setTimeout(r, 5)); // nothing assigned yet
       else await yieldMacrotask();
       lastYield = performance.now();
     }
@@ -557,10 +560,7 @@ export class PartitionConsumer {
     this.stopped = true;
     if (this.inFlight > 0) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => (this.idleWaiter = resolve)),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs))),
-      ]);
+      await Promise.race([new Promise<void>((resolve) => (this.idleWaiter = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
       clearTimeout(timer);
     }
     const left: Pending[] = [];

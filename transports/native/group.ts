@@ -253,7 +253,14 @@ export class NativeGroup {
    * once and the subscribe rejects with ClosedError: a setup that takes long (or never ends) must neither hold
    * up close() nor leave threads running (and consuming) for a subscription nobody can close.
    */
-  async joinWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
+  async joinWorkers(
+    spec: SubscriptionSpec,
+    workers: number,
+    handlerModule: string,
+    userData: unknown,
+    cpus: readonly number[] | undefined,
+    transportClosing: AbortSignal,
+  ): Promise<TransportSubscription> {
     if (transportClosing.aborted) throw new ClosedError('native transport');
     this.joins++;
     try {
@@ -264,7 +271,14 @@ export class NativeGroup {
     }
   }
 
-  private async startWorkers(spec: SubscriptionSpec, workers: number, handlerModule: string, userData: unknown, cpus: readonly number[] | undefined, transportClosing: AbortSignal): Promise<TransportSubscription> {
+  private async startWorkers(
+    spec: SubscriptionSpec,
+    workers: number,
+    handlerModule: string,
+    userData: unknown,
+    cpus: readonly number[] | undefined,
+    transportClosing: AbortSignal,
+  ): Promise<TransportSubscription> {
     const started: { thread: ConsumerThread; ready: Promise<void> }[] = [];
     try {
       for (let k = 0; k < workers; k++) started.push(this.startThread(spec, handlerModule, userData, cpuOf(cpus, k)));
@@ -347,7 +361,10 @@ export class NativeGroup {
     const held = (to: string): string => (lost > 0 ? `up to ${lost} event(s) it held are lost (backpressure 'drop-oldest' does not hold them)` : `the ${recovered} event(s) it held go to ${to}`);
     if (member === undefined) {
       // Ready, then dead while the subscription's other threads still load: joinWorkers starts its replacement.
-      this.o.logger.error({ group, recovered, lost }, `native consumer thread died while its subscription was starting; ${held("the group's other members")}; replaced once the subscription has started`);
+      this.o.logger.error(
+        { group, recovered, lost },
+        `native consumer thread died while its subscription was starting; ${held("the group's other members")}; replaced once the subscription has started`,
+      );
       return;
     }
     if (!this.members.includes(member)) {
@@ -366,7 +383,10 @@ export class NativeGroup {
     const now = Date.now();
     while (member.restarts.length > 0 && now - member.restarts[0]! > 60_000) member.restarts.shift();
     if (member.restarts.length >= MAX_RESTARTS_PER_MINUTE) {
-      this.o.logger.error({ group: this.name, ...fields, restarts: member.restarts.length }, 'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads');
+      this.o.logger.error(
+        { group: this.name, ...fields, restarts: member.restarts.length },
+        'native consumer thread died again; not restarting it (crash loop); its partitions go to the remaining threads',
+      );
       return false;
     }
     member.restarts.push(now);

@@ -382,7 +382,8 @@ export class NativeTransport implements Transport {
     if (this.closed) throw new ClosedError('native transport');
     const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
     const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
-    if (useWorkers && opts.handler === undefined) throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
+    if (useWorkers && opts.handler === undefined)
+      throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
     if (typeof opts.handler === 'string' && /^\.\.?[\\/]/.test(opts.handler)) {
       const message = `a relative path ("${opts.handler}") would resolve against eventlane's own folder: pass new URL('${opts.handler}', import.meta.url) or an absolute path`;
       throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
@@ -391,7 +392,8 @@ export class NativeTransport implements Transport {
       const message = 'a handler module runs in worker threads: pass it or a handler function, not both';
       throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
     }
-    if (!useWorkers && opts.cpus !== undefined) throw new ConfigError('subscribe options: `cpus` pins worker threads: it needs `workers` and `handler`.', [{ path: ['cpus'], message: 'only with workers' }]);
+    if (!useWorkers && opts.cpus !== undefined)
+      throw new ConfigError('subscribe options: `cpus` pins worker threads: it needs `workers` and `handler`.', [{ path: ['cpus'], message: 'only with workers' }]);
     if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
@@ -444,7 +446,10 @@ export class NativeTransport implements Transport {
       if (code !== 'ERR_NATIVE_ALLOC' && !(err instanceof RangeError && /allocation failed/i.test(err.message))) throw this.mapError(err);
       const perRing = ringBytes(this.core.capacity, this.core.arenaBytes);
       const total = ((perRing * this.config.partitions) / 2 ** 20).toFixed(0);
-      throw new NativeError(`Cannot allocate the rings of group "${group}": ${this.config.partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`, { cause: err });
+      throw new NativeError(
+        `Cannot allocate the rings of group "${group}": ${this.config.partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 
@@ -521,7 +526,10 @@ export class NativeTransport implements Transport {
 
   /** Exact ring counters of one partition of a (type, group). */
   stats(type: string, partition: number, group: string): RingStats | undefined {
-    return this.topics.get(type)?.groups.get(group ?? '')?.ringStats(partition);
+    return this.topics
+      .get(type)
+      ?.groups.get(group ?? '')
+      ?.ringStats(partition);
   }
 
   /** Counters summed over every ring of a type (all groups and partitions). */

@@ -438,16 +438,7 @@ export function detached<T>(v: T): T {
  * `out`, payloads parsed with `read` (the type's compiled reader, or JSON.parse); `lazy` leaves each payload,
  * and a plain record's id and time, unread until asked for.
  */
-export function decodeRecords(
-  text: string,
-  offs: Uint32Array,
-  k: number,
-  type: string,
-  source: string,
-  lazy: boolean,
-  read: JsonReader,
-  out: EventEnvelope[],
-): void {
+export function decodeRecords(text: string, offs: Uint32Array, k: number, type: string, source: string, lazy: boolean, read: JsonReader, out: EventEnvelope[]): void {
   for (let i = 0; i < k; i++) {
     const s = offs[i]!;
     const end = offs[i + 1]!;

@@ -27,7 +27,11 @@ export function spawnConsumerThread(init: WorkerInit, handlerModule: string): Wo
 /** tsx's ESM API where tsx is installed, else undefined. */
 function tsxApi(): string | undefined {
   try {
-    return pathToFileURL(createRequire(selfUrl).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+    return pathToFileURL(
+      createRequire(selfUrl)
+        .resolve('tsx/esm/api')
+        .replace(/\.cjs$/, '.mjs'),
+    ).href;
   } catch {
     return undefined;
   }

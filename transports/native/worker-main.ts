@@ -90,9 +90,7 @@ async function main(): Promise<void> {
   }
   const core = attachCore(init.core);
   const stopFlag = new Int32Array(init.stop);
-  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) =>
-    post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } })),
-  );
+  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) => post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } })));
   // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
   // for bus.idle() (the group's `unfinished`).
   consumer.heldCell = new Int32Array(init.held);
@@ -131,7 +129,7 @@ function post(port: MessagePort | NonNullable<typeof parentPort>, make: (clone: 
 }
 
 main().catch((err: unknown) => {
-  parentPort?.postMessage({ t: 'fatal', message: err instanceof Error ? err.stack ?? err.message : String(err) });
+  parentPort?.postMessage({ t: 'fatal', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   // Ends this thread (not the process): its exit hands what it held back to the group and starts a new
   // thread in its place. Left alive, it held its events while consuming nothing.
   process.exit(1);

@@ -88,10 +88,13 @@ export class AckBatcher {
   /** Sends the acks gathered again after a wait (TRANSIENT_RETRY), unless a flush is scheduled already. */
   private retryLater(): void {
     if (this.retryTimer !== undefined) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      if (!this.ctx.closing) this.flush();
-    }, backoffDelay(TRANSIENT_RETRY, ++this.retries));
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = undefined;
+        if (!this.ctx.closing) this.flush();
+      },
+      backoffDelay(TRANSIENT_RETRY, ++this.retries),
+    );
   }
 
   /**

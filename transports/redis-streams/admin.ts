@@ -331,7 +331,6 @@ function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
-
 export function decodeDeadLetter(dlqId: string, fields: string[], type: string, partition: number): RedisDeadLetter {
   const f = pairs(fields) as Record<string, string | undefined>;
   let event: EventEnvelope | undefined;

@@ -60,9 +60,7 @@ function entryFields(request: Buffer): string[] {
 
 describe('redis-streams codec', () => {
   it('batch entries round-trip: payloads, ids, time runs, meta, non-ASCII', () => {
-    const events = Array.from({ length: 95 }, (_, i) =>
-      ev(i, i === 5 ? { key: 'k-ü', correlationId: 'c', causationId: 'd', headers: { traceparent: 'tp' } } : {}),
-    );
+    const events = Array.from({ length: 95 }, (_, i) => ev(i, i === 5 ? { key: 'k-ü', correlationId: 'c', causationId: 'd', headers: { traceparent: 'tp' } } : {}));
     const unencoded = events.map((e) => ({ ...e, json: undefined }));
     for (const [batch, bytes] of [
       [events, 0],
@@ -148,7 +146,7 @@ describe('redis-streams codec', () => {
     expect(foreign.events[0]).toEqual({ id: '1700000000123-4', type: 'orders', source: '', time: 1700000000123, data: { x: 1 } });
   });
 
-  it('reads attempt and due only in a retry stream: in a partition stream they are another producer\'s fields', () => {
+  it("reads attempt and due only in a retry stream: in a partition stream they are another producer's fields", () => {
     const fields = ['v', '1', 'kind', 'event', 'attempt', '7', 'due', '99999999999999', 'data', '1'];
     expect(decodeEntry('1-0', fields, 't')).toMatchObject({ attempt: 1, due: 0 });
     expect(decodeEntry('1-0', fields, 't', undefined, true)).toMatchObject({ attempt: 7, due: 99999999999999 });

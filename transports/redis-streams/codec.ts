@@ -81,7 +81,18 @@ export class BatchEncoder {
   }
 
   /** The request around the payloads, which `payloads` writes at its place. */
-  private assemble(head: readonly WireArg[], type: string, source: string, n: number, ids: WireArg, fixed: boolean, times: string, meta: string | undefined, bytes: number, payloads: (w: RespWriter) => void): Buffer {
+  private assemble(
+    head: readonly WireArg[],
+    type: string,
+    source: string,
+    n: number,
+    ids: WireArg,
+    fixed: boolean,
+    times: string,
+    meta: string | undefined,
+    bytes: number,
+    payloads: (w: RespWriter) => void,
+  ): Buffer {
     const idsLen = argBytes(ids);
     const fields: WireArg[] = ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n, 'idw', fixed ? ID_WIDTH : 0];
     const more: WireArg[] = ['times', times];
@@ -240,13 +251,7 @@ export function idTime(streamId: string): number {
  * them: in a partition stream they are another producer's fields (its own "attempt" must not dead-letter
  * the event at once, nor a "due" hold it back).
  */
-export function decodeEntry(
-  streamId: string,
-  fields: readonly string[] | null,
-  fallbackType: string,
-  readData: JsonReader = parseJsonSlice,
-  retryStream = false,
-): DecodedEntry | Malformed {
+export function decodeEntry(streamId: string, fields: readonly string[] | null, fallbackType: string, readData: JsonReader = parseJsonSlice, retryStream = false): DecodedEntry | Malformed {
   if (fields === null || fields === undefined) return new Malformed('entry has no fields');
   let v: string | undefined;
   let kind: string | undefined;
@@ -270,26 +275,65 @@ export function decodeEntry(
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const val = fields[i + 1]!;
     switch (fields[i]) {
-      case 'v': v = val; break;
-      case 'kind': kind = val; break;
-      case 'type': type = val; break;
-      case 'source': source = val; break;
-      case 'payloads': payloads = val; break;
-      case 'count': count = val; break;
-      case 'idw': idw = val; break;
-      case 'ids': ids = val; break;
-      case 'times': times = val; break;
-      case 'meta': meta = val; break;
-      case 'id': id = val; break;
-      case 'time': time = val; break;
-      case 'data': data = val; break;
-      case 'key': key = val; break;
-      case 'correlationId': correlationId = val; break;
-      case 'causationId': causationId = val; break;
-      case 'headers': headers = val; break;
-      case 'attempt': if (retryStream) attempt = val; break;
-      case 'due': if (retryStream) due = val; break;
-      default: break;
+      case 'v':
+        v = val;
+        break;
+      case 'kind':
+        kind = val;
+        break;
+      case 'type':
+        type = val;
+        break;
+      case 'source':
+        source = val;
+        break;
+      case 'payloads':
+        payloads = val;
+        break;
+      case 'count':
+        count = val;
+        break;
+      case 'idw':
+        idw = val;
+        break;
+      case 'ids':
+        ids = val;
+        break;
+      case 'times':
+        times = val;
+        break;
+      case 'meta':
+        meta = val;
+        break;
+      case 'id':
+        id = val;
+        break;
+      case 'time':
+        time = val;
+        break;
+      case 'data':
+        data = val;
+        break;
+      case 'key':
+        key = val;
+        break;
+      case 'correlationId':
+        correlationId = val;
+        break;
+      case 'causationId':
+        causationId = val;
+        break;
+      case 'headers':
+        headers = val;
+        break;
+      case 'attempt':
+        if (retryStream) attempt = val;
+        break;
+      case 'due':
+        if (retryStream) due = val;
+        break;
+      default:
+        break;
     }
   }
   if (v !== undefined && v !== WIRE_VERSION) return new Malformed(`unsupported wire version "${v}" (this reader knows ${WIRE_VERSION})`);

@@ -113,7 +113,12 @@ export const redisStreamsConfigSchema = z
     /** How long a write (or any non-blocking command) may wait, also while Redis is unreachable. */
     commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     /** Largest encoded event accepted, bytes. */
-    maxEventBytes: z.number().int().min(1).max(512 * 1024 * 1024).default(16 * 1024 * 1024),
+    maxEventBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(512 * 1024 * 1024)
+      .default(16 * 1024 * 1024),
     /**
      * Replicas that must hold a write before its publishes resolve: `WAIT <count> <timeoutMs>` follows the
      * writes on their connection. Unset: a publish resolves once the master stored it (a master that dies

@@ -383,11 +383,5 @@ export function isConnectionProblem(err: unknown): boolean {
 export function neverApplied(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const m = err.message;
-  return (
-    m.includes("Stream isn't writeable") ||
-    m.includes('enableOfflineQueue') ||
-    m.includes("isn't ready") ||
-    m.includes('ECONNREFUSED') ||
-    /^(CLUSTERDOWN|MASTERDOWN)\b/.test(m)
-  );
+  return m.includes("Stream isn't writeable") || m.includes('enableOfflineQueue') || m.includes("isn't ready") || m.includes('ECONNREFUSED') || /^(CLUSTERDOWN|MASTERDOWN)\b/.test(m);
 }

@@ -200,10 +200,7 @@ export class Deliveries {
   /** Resolves when nothing is busy any more, or after drainTimeoutMs (warning of handlers still running). */
   async drain(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.spec.drainTimeoutMs))),
-    ]);
+    await Promise.race([new Promise<void>((resolve) => this.idleWaiters.push(resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.spec.drainTimeoutMs)))]);
     clearTimeout(timer);
     if (this.running > 0) this.ctx.logger.warn({ group: this.ctx.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
   }
@@ -307,11 +304,14 @@ export class Deliveries {
    */
   private holdUntilDue(entry: Entry, ms: number): void {
     if (entry.deliveries !== undefined) this.heldRedeliveries[entry.stream]!.push(entry);
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      this.queue.push(entry);
-      this.pump();
-    }, Math.min(ms, this.longestBackoff));
+    const t = setTimeout(
+      () => {
+        this.timers.delete(t);
+        this.queue.push(entry);
+        this.pump();
+      },
+      Math.min(ms, this.longestBackoff),
+    );
     this.timers.add(t);
   }
 
@@ -402,7 +402,11 @@ export class Deliveries {
     // again there, so no retry entry or dead letter from here.
     if (entry.abandoned) return;
     this.sideOps++;
-    void this.persist(() => this.reroute.failed(entry, i, err), () => !entry.abandoned, entry.id).then((written) => {
+    void this.persist(
+      () => this.reroute.failed(entry, i, err),
+      () => !entry.abandoned,
+      entry.id,
+    ).then((written) => {
       this.sideOps--;
       if (written) {
         if (--entry.remaining === 0) this.complete(entry);
@@ -443,7 +447,7 @@ export class Deliveries {
     let endProbe: (() => void) | undefined;
     let written = false;
     try {
-      for (let probes = 0; ; ) {
+      for (let probes = 0; ;) {
         let waited = true;
         if (endProbe !== undefined) await Promise.race([new Promise((resolve) => setTimeout(resolve, backoffDelay(TRANSIENT_RETRY, ++probes))), this.ctx.closeSignal]);
         else if (this.probing !== undefined) await this.probing;
@@ -459,7 +463,10 @@ export class Deliveries {
             return false;
           }
           if (endProbe === undefined && this.probing === undefined) {
-            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)');
+            this.ctx.logger.warn(
+              { group: this.ctx.spec.group, err: describeError(e), id },
+              'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)',
+            );
             this.probing = new Promise<void>((resolve) => (endProbe = resolve));
           }
         }

@@ -126,7 +126,10 @@ async function pruneStream(ctx: ConsumerContext, key: string, limit: number, onN
     const res = await deleteIfNothingPending(ctx.command, key, spec.group, name, onNoScripts);
     if (res === 'deleted') ctx.logger.info({ group: spec.group, stream: key, consumer: name }, 'deleted an idle consumer with no pending entries');
     else if (res !== 'busy') {
-      ctx.logger.warn({ group: spec.group, stream: key, consumer: name, dropped: res.dropped }, 'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered');
+      ctx.logger.warn(
+        { group: spec.group, stream: key, consumer: name, dropped: res.dropped },
+        'deleted an idle consumer that had read entries since it was found idle (Redis refuses scripts, so the check was not atomic): they are no longer pending and will not be redelivered',
+      );
     }
   }
 }

@@ -69,7 +69,10 @@ export class Keepalive {
       this.deliveries.abandon(e);
     }
     if (entries > 0) {
-      this.ctx.logger.warn({ group: this.ctx.spec.group, stream: this.ctx.streams[idx]!.key, entries, skipped: events }, 'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group');
+      this.ctx.logger.warn(
+        { group: this.ctx.spec.group, stream: this.ctx.streams[idx]!.key, entries, skipped: events },
+        'entries no longer pending on this consumer (it stalled past minIdleMs and another reclaimed them, or a failover lost their delivery); their remaining events are left to the group',
+      );
     }
   }
 

@@ -97,7 +97,12 @@ function transportConfig(flags: Flags, env: CliIo['env']): Record<string, unknow
   if (flags.cluster !== undefined) {
     if (flags.url !== undefined) throw new ConfigError('Give --url or --cluster, not both.');
     // Seed URLs' credentials and TLS apply to every node (the transport's config lifts them).
-    config['cluster'] = { nodes: flags.cluster.split(',').map((s) => s.trim()).filter(Boolean) };
+    config['cluster'] = {
+      nodes: flags.cluster
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    };
   } else {
     config['url'] = flags.url ?? env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
   }
@@ -127,7 +132,14 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const cells = [columns, ...rows.map((r) => columns.map((c) => (r[c] === undefined ? '-' : String(r[c]))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
-  return cells.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function letterRow(d: RedisDeadLetter): Record<string, unknown> {
@@ -187,7 +199,14 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       const type = need(positionals, 1, 'an event type');
       const group = need(positionals, 2, 'a group');
       const p = await withTypeAdmin(flags, io.env, type, (a) => a.pending(type, group));
-      print(p, () => `${p.total} pending\n${table(Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })), ['consumer', 'pending'])}`);
+      print(
+        p,
+        () =>
+          `${p.total} pending\n${table(
+            Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })),
+            ['consumer', 'pending'],
+          )}`,
+      );
       return 0;
     }
     case 'dlq': {

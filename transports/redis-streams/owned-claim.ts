@@ -37,15 +37,7 @@ const CHUNK = 256;
  * another consumer. Where the server refuses scripts, falls back to a plain `XCLAIM ... JUSTID` (no owner
  * check, nothing reported lost), calling `onNoScripts` the first time for that client.
  */
-export async function claimOwned(
-  client: Client,
-  stream: string,
-  group: string,
-  consumer: string,
-  ids: readonly string[],
-  retryCount?: number,
-  onNoScripts?: (err: Error) => void,
-): Promise<string[]> {
+export async function claimOwned(client: Client, stream: string, group: string, consumer: string, ids: readonly string[], retryCount?: number, onNoScripts?: (err: Error) => void): Promise<string[]> {
   const lost: string[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);

@@ -100,7 +100,12 @@ export class PartitionTurns {
       };
       const ms = this.host.config.commandTimeoutMs;
       const timer = setTimeout(
-        () => stop(new ConnectionError(`Write to ${this.host.address} not sent within ${ms} ms (transport.commandTimeoutMs): earlier writes to its partitions are still out, or a connection is down; nothing was written`)),
+        () =>
+          stop(
+            new ConnectionError(
+              `Write to ${this.host.address} not sent within ${ms} ms (transport.commandTimeoutMs): earlier writes to its partitions are still out, or a connection is down; nothing was written`,
+            ),
+          ),
         Math.max(0, deadline - Date.now()),
       );
       this.unsent.add(stop);

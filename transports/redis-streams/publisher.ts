@@ -135,7 +135,12 @@ export class Publisher {
 
   write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
     if (!this.connector.isCluster) return this.turns.sendable(units) ? this.send(units) : this.turns.queued(units, () => this.send(units));
-    return writePerMaster(units, (unit) => this.masterOf(unit), (part) => this.writePart(part, freeSlot), unitWritten);
+    return writePerMaster(
+      units,
+      (unit) => this.masterOf(unit),
+      (part) => this.writePart(part, freeSlot),
+      unitWritten,
+    );
   }
 
   /** Cluster: the master of a unit's slot, as its pool client's slot map says now (undefined: none known). */

@@ -109,7 +109,10 @@ export class Reclaimer {
       s.cursor = reply[0];
       // Redis 7 drops entries trimmed while pending from the PEL and names them here.
       if (!s.retry && reply[2] !== undefined) s.trimmedUnreported += reply[2].length;
-      const entries = this.deliveries.notHere(idx, reply[1].filter((e) => e !== null));
+      const entries = this.deliveries.notHere(
+        idx,
+        reply[1].filter((e) => e !== null),
+      );
       if (entries.length === 0) return reply[0] === '0-0' ? 'next' : 'again';
       const deliveries = await this.deliveryCounts(idx, entries);
       this.claimed.set(idx, (this.claimed.get(idx) ?? 0) + entries.length);

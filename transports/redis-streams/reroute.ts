@@ -68,19 +68,29 @@ export class Reroute {
     return this.ctx.cmd.xadd(retryKey(config.prefix, spec.type, partition, spec.group), '*', ...fields);
   }
 
-  private deadLetter(
-    partition: number,
-    origin: string,
-    stream: string,
-    attempts: number,
-    error: string,
-    event: EventEnvelope | undefined,
-    raw: Record<string, string> | undefined,
-  ): Promise<unknown> {
+  private deadLetter(partition: number, origin: string, stream: string, attempts: number, error: string, event: EventEnvelope | undefined, raw: Record<string, string> | undefined): Promise<unknown> {
     const { config, spec } = this.ctx;
     const fields: (string | number)[] = [
-      'v', WIRE_VERSION, 'kind', 'dead', 'group', spec.group, 'type', spec.type, 'partition', partition,
-      'attempts', attempts, 'error', error, 'origin', origin, 'stream', stream, 'deadAt', Date.now(),
+      'v',
+      WIRE_VERSION,
+      'kind',
+      'dead',
+      'group',
+      spec.group,
+      'type',
+      spec.type,
+      'partition',
+      partition,
+      'attempts',
+      attempts,
+      'error',
+      error,
+      'origin',
+      origin,
+      'stream',
+      stream,
+      'deadAt',
+      Date.now(),
     ];
     // At any depth: an event another producer nested deeper than JSON.stringify recurses must not stay pending forever.
     if (event !== undefined) fields.push('event', stringifyAnyDepth(event));

@@ -18,12 +18,7 @@ export interface SuspectClaim {
 }
 
 export async function claimSuspect(client: Client, stream: string, group: string, consumer: string, minIdleMs: number, id: string): Promise<SuspectClaim> {
-  const replies = await client
-    .multi()
-    .xpending(stream, group, id, id, 1)
-    .xclaim(stream, group, consumer, minIdleMs, id)
-    .xpending(stream, group, id, id, 1)
-    .exec();
+  const replies = await client.multi().xpending(stream, group, id, id, 1).xclaim(stream, group, consumer, minIdleMs, id).xpending(stream, group, id, id, 1).exec();
   if (replies === null) return { entries: [], trimmed: false };
   for (const [err] of replies) if (err) throw err;
   const [before, claimed, after] = replies.map((r) => r[1]) as [unknown[], (RawEntry | null)[], unknown[]];

@@ -4,16 +4,7 @@
 import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
-import type {
-  DeliveryHandler,
-  PublishUnit,
-  SubscriptionSpec,
-  Transport,
-  TransportCapabilities,
-  TransportContext,
-  TransportSubscription,
-  WriteResult,
-} from '../../src/transport.js';
+import type { DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
 import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
 import { redisStreamsConfigSchema, redisSubscribeSchema, type ResolvedConfig } from './config.js';
 import { Connector, type Client } from './connection.js';
@@ -70,7 +61,9 @@ export class RedisStreamsTransport implements Transport {
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
     try {
       if (failed) {
-        throw failed.reason instanceof ConnectionError || failed.reason instanceof ConfigError ? failed.reason : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
+        throw failed.reason instanceof ConnectionError || failed.reason instanceof ConfigError
+          ? failed.reason
+          : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
       }
       await this.connector.checkNotClusterNode(clients[clients.length - 1]!);
     } catch (err) {
@@ -83,7 +76,15 @@ export class RedisStreamsTransport implements Transport {
     const clock = new ServerClock(this.command, this.ctx.logger);
     // Trimming by age needs Redis's clock before the first write (server-clock.ts).
     if (this.config.minIdAgeMs !== undefined || Object.values(this.config.topics).some((t) => t.minIdAgeMs !== undefined)) await clock.sync();
-    this.publisher = new Publisher(this.config, this.connector, this.pool, this.ctx.service, clock, (type) => this.ctx.serializer(type), (type) => this.ctx.jsonWriter?.(type));
+    this.publisher = new Publisher(
+      this.config,
+      this.connector,
+      this.pool,
+      this.ctx.service,
+      clock,
+      (type) => this.ctx.serializer(type),
+      (type) => this.ctx.jsonWriter?.(type),
+    );
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
   }
 
@@ -186,7 +187,10 @@ export function createRedisStreamsTransport(config: Record<string, unknown>, ctx
  * @example const { admin, close } = await openRedisStreamsAdmin({ type: 'redis-streams', url, partitions: 4 });
  */
 export async function openRedisStreamsAdmin(config: Record<string, unknown>): Promise<{ admin: RedisStreamsAdmin; close: () => Promise<void> }> {
-  const t = createRedisStreamsTransport({ type: 'redis-streams', ...config, pool: { size: 1 } }, { service: 'eventlane-admin', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify });
+  const t = createRedisStreamsTransport(
+    { type: 'redis-streams', ...config, pool: { size: 1 } },
+    { service: 'eventlane-admin', logger: silentLogger, eventTypes: [], serializer: () => JSON.stringify },
+  );
   await t.connect();
   return { admin: await t.admin(), close: () => t.close() };
 }

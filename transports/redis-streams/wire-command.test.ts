@@ -11,7 +11,10 @@ function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer 
 }
 
 function ours(name: string, args: (string | number | Buffer)[]): Buffer {
-  return encodeCommand(name, args.map((a) => (typeof a === 'number' ? String(a) : a)));
+  return encodeCommand(
+    name,
+    args.map((a) => (typeof a === 'number' ? String(a) : a)),
+  );
 }
 
 describe('encodeCommand (RESP request bytes)', () => {
@@ -43,7 +46,7 @@ describe('encodeCommand (RESP request bytes)', () => {
 });
 
 describe('waitCommand and slotOf', () => {
-  it('writes WAIT; a stream key\'s slot is the one ioredis routes its XADD to', () => {
+  it("writes WAIT; a stream key's slot is the one ioredis routes its XADD to", () => {
     const key = 'el:{order.created:3}';
     const cmd = waitCommand(2, 500);
     void cmd.promise;
@@ -56,7 +59,7 @@ describe('waitCommand and slotOf', () => {
 });
 
 describe('redirectedNode', () => {
-  it('notes the node of an ASK passed to a reject assigned over the command\'s own, and passes every error on', async () => {
+  it("notes the node of an ASK passed to a reject assigned over the command's own, and passes every error on", async () => {
     const cmd = wireCommand('xadd', ['k', '*', 'f', 'v'], ['k']);
     const seen: string[] = [];
     // What ioredis's Cluster does: replace reject with its redirect handler.
