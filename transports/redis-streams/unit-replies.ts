@@ -1,8 +1,8 @@
 /**
  * A Cluster write's replies per unit: a unit learns from its own commands when it is through, while the rest
- * of its write may still wait (an ASK or MOVED sent some of them elsewhere). Used to end a unit's hold on its
- * partition (partition-turns.ts, PartitionTurns.hold), and to learn when a write queued behind earlier turns is
- * sent.
+ * of its write may still wait (an ASK or MOVED sent some of them elsewhere). It tells when a unit's hold on
+ * its partition ends (partition-turns.ts, PartitionTurns.hold) and when a write queued behind earlier turns
+ * was sent.
  */
 export class UnitReplies {
   /** Per unit, a promise that settles once every command of the unit has its reply (never rejects). */
