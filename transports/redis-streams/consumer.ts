@@ -179,39 +179,29 @@ export class RedisConsumer implements TransportSubscription {
   }
 
   /**
-   * One step of the serial pending drain: one entry per stream, read into handler slots reserved for it (as
-   * many streams as slots granted, `Deliveries.reserve`) so it starts at once, and finished before the next is
-   * read, so an entry that kills the process is redelivered alone and only its own delivery count grows.
-   * False at close.
+   * One step of the serial pending drain: one entry per stream of this consumer's own pending list, each
+   * started ahead of the read-ahead (`Deliveries.accept` queues redeliveries first) and finished before the
+   * next is read, so an entry that kills the process is redelivered alone and only its own delivery count
+   * grows. It reserves no handler slots: its read may wait out a stalled master, and a reservation held
+   * meanwhile would keep the reclaim of the other masters' partitions from claiming. False at close.
    */
   private async drainStep(r: Reader): Promise<boolean> {
     const open = r.streams.map((_, k) => k).filter((k) => !r.drained[k]);
-    const slots = await this.deliveries.reserve(open.length);
-    let reserved = slots;
     const started: Entry[] = [];
-    try {
-      if (this.ctx.closing) return false;
-      if (slots === 0) return true; // every slot still busy: asked again
-      const only = open.slice(0, slots);
-      const reply = await this.reads.read(r, r.lastIds, false, 1, only);
-      if (this.ctx.closing) return false;
-      const got = new Set<number>();
-      for (const [key, entries] of reply ?? []) {
-        if (entries.length === 0) continue;
-        const idx = this.keyIndex.get(key)!;
-        got.add(r.streams.indexOf(idx));
-        r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
-        // Redeliveries: their delivery counts give the attempt and stop crash loops.
-        const fresh = this.deliveries.notHere(idx, entries);
-        if (fresh.length > 0) this.deliveries.accept(idx, fresh, await this.reclaimer.deliveryCounts(idx, fresh), started);
-      }
-      for (const k of only) if (!got.has(k)) r.drained[k] = true;
-      this.deliveries.release(reserved);
-      reserved = 0;
-      for (const k of got) await this.reclaimer.withdrawHeld(r.streams[k]!);
-    } finally {
-      this.deliveries.release(reserved);
+    const reply = await this.reads.read(r, r.lastIds, false, 1, open);
+    if (this.ctx.closing) return false;
+    const got = new Set<number>();
+    for (const [key, entries] of reply ?? []) {
+      if (entries.length === 0) continue;
+      const idx = this.keyIndex.get(key)!;
+      got.add(r.streams.indexOf(idx));
+      r.lastIds[r.streams.indexOf(idx)] = entries[entries.length - 1]![0];
+      // Redeliveries: their delivery counts give the attempt and stop crash loops.
+      const fresh = this.deliveries.notHere(idx, entries);
+      if (fresh.length > 0) this.deliveries.accept(idx, fresh, await this.reclaimer.deliveryCounts(idx, fresh), started);
     }
+    for (const k of open) if (!got.has(k)) r.drained[k] = true;
+    for (const k of got) await this.reclaimer.withdrawHeld(r.streams[k]!);
     await this.deliveries.finished(started);
     if (r.drained.every(Boolean)) {
       r.drainPending = false;
