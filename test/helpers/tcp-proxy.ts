@@ -14,6 +14,8 @@ class Link {
   holding = false;
   /** Set by `cutAfterOneReply`: forward the server's next reply alone, then drop the connection. */
   cutting = false;
+  /** Set by `holdReplies`: what the server sends is kept here, never forwarded (the client waits on it). */
+  heldReplies: Buffer[] | undefined;
   constructor(
     readonly client: Socket,
     readonly upstream: Socket,
@@ -58,6 +60,10 @@ export class TcpProxy {
       else upstream.write(b);
     });
     upstream.on('data', (b: Buffer) => {
+      if (link.heldReplies !== undefined) {
+        link.heldReplies.push(b);
+        return;
+      }
       if (!link.cutting) {
         client.write(b);
         return;
@@ -91,6 +97,28 @@ export class TcpProxy {
    */
   cutAfterOneReply(pattern: RegExp): void {
     for (const l of this.links) if (pattern.test(l.sent)) l.cutting = true;
+  }
+
+  /**
+   * From now on, replies to connections whose traffic matches `pattern` are kept from them: the server executes
+   * what they send (a blocking read delivers its entries) and the client never hears of it.
+   */
+  holdReplies(pattern: RegExp): void {
+    for (const l of this.links) if (pattern.test(l.sent)) l.heldReplies ??= [];
+  }
+
+  /** What the connections whose traffic matches `pattern` have sent so far (the first 4 KiB of each), as text. */
+  sentText(pattern: RegExp): string {
+    let t = '';
+    for (const l of this.links) if (pattern.test(l.sent)) t += l.sent;
+    return t;
+  }
+
+  /** Replies held by `holdReplies` so far, as text. */
+  get heldReplyText(): string {
+    let t = '';
+    for (const l of this.links) for (const b of l.heldReplies ?? []) t += b.toString('latin1');
+    return t;
   }
 
   /** Stops holding: what was held goes to the server, in order. */

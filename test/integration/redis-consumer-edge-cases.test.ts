@@ -1,6 +1,6 @@
 /**
  * Edge cases of the Redis Streams consumer, each against a real redis-server: close() during read errors,
- * read-ahead entries that reclaim must not steal, retry counting, idle consumers, admin and error types.
+ * read-ahead entries that reclaim must not steal, idle consumers, admin and error types.
  */
 import { describe, expect, it } from 'vitest';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
@@ -193,46 +193,6 @@ describe('redis-streams consumer: reclaim', () => {
     } finally {
       release = true;
     }
-  });
-});
-
-describe('redis-streams consumer: retry counting', () => {
-  it('a retry left waiting for its due time by close() keeps its attempt number for the next consumer', async () => {
-    const prefix = uniquePrefix('closeretry');
-    const a = await bus(prefix);
-    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000, multiplier: 2, jitter: 0 } } };
-    const seen: string[] = [];
-    const subA = await a.subscribe('order.created', { ...opts, consumer: 'a' }, (e, ctx) => {
-      seen.push(`a:${ctx.attempt}`);
-      throw new Error('not yet');
-    });
-    await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
-    // The failed event is in the retry stream, read by A, held until due.
-    const rk = retryKey(prefix, 'order.created', 0, 'g');
-    await waitFor(async () => ((await r.raw.xpending(rk, 'g')) as [number])[0] === 1, 5000, 'the retry entry held by a');
-    await subA.close();
-    expect(seen).toEqual(['a:1']);
-    // Another member takes it over: attempt 2 runs (the first retry), instead of it being counted as
-    // delivered twice and dead-lettered before it ran.
-    const b = await bus(prefix);
-    await b.subscribe('order.created', { ...opts, consumer: 'b' }, (e, ctx) => void seen.push(`b:${ctx.attempt}`));
-    const t = b.transport as RedisStreamsTransport;
-    await waitFor(async () => seen.length === 2 || (await t.deadLetters('order.created', 'g')).length > 0, 10_000, 'the retry to run or be dead-lettered');
-    expect(seen).toEqual(['a:1', 'b:2']);
-    expect(await t.deadLetters('order.created', 'g')).toEqual([]);
-  });
-
-  it('a retry due by a clock far ahead of ours waits no longer than our backoff.maxMs (plus jitter)', async () => {
-    const prefix = uniquePrefix('skewdue');
-    const b = await bus(prefix);
-    const seen: number[] = [];
-    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 100, maxMs: 300, multiplier: 2, jitter: 0 } } }, (e, ctx) => void seen.push(ctx.attempt));
-    // A retry written by a consumer on a host whose clock runs an hour ahead.
-    const fields = ['v', '1', 'kind', 'event', 'id', 'e-skew', 'type', 'order.created', 'source', 'other', 'time', String(Date.now()), 'data', JSON.stringify({ orderId: 'o-0', amount: 0, seq: 0 })];
-    await r.raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');
-    // Not held for the hour: the due time is capped at our backoff.maxMs.
-    await waitFor(() => seen.length === 1, 5000, 'the retry to run');
-    expect(seen).toEqual([2]);
   });
 });
 

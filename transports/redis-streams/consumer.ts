@@ -255,7 +255,7 @@ export class RedisConsumer implements TransportSubscription {
     this.ctx.closing = true;
     this.signalClose();
     clearInterval(this.reclaimTimer);
-    this.reads.stop();
+    const cutReads = this.reads.stop();
     // Readers waiting for room wake; retries held until due are not started: they stay pending for a later consumer.
     this.deliveries.stop();
     for (const t of this.timers) clearTimeout(t);
@@ -266,5 +266,6 @@ export class RedisConsumer implements TransportSubscription {
     await this.keepalive.releaseUnstarted();
     await this.acks.drain();
     await Promise.allSettled(this.loops);
+    await this.keepalive.releaseUnread(cutReads);
   }
 }

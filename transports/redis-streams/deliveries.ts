@@ -215,7 +215,7 @@ export class Deliveries {
    * Whether entry `id` of stream `idx` is already here (a pending re-read after a reconnect, a reclaim): held,
    * its retry/DLQ write outstanding, or finished with its XACK not through yet.
    */
-  private here(idx: number, id: string): boolean {
+  here(idx: number, id: string): boolean {
     return this.held[idx]!.has(id) || this.pinned[idx]!.has(id) || this.acks.acking(this.ctx.streams[idx]!, id);
   }
 

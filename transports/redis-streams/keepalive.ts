@@ -3,7 +3,8 @@
  * for now and is tried again): on an interval, entries held past a third
  * of minIdleMs have their idle time reset (XCLAIM JUSTID, where still this consumer's: owned-claim.ts) so
  * no other consumer reclaims them while their handlers run; those found taken by another are abandoned
- * here. At close, entries never started get back the delivery count they came with.
+ * here. At close, entries never started get back the delivery count they came with, and so do entries Redis
+ * delivered to a read whose reply close() cut off.
  */
 import { describeError } from '../../src/errors.js';
 import type { ConsumerContext } from './consumer-records.js';
@@ -100,4 +101,39 @@ export class Keepalive {
       ),
     );
   }
+
+  /**
+   * Entries Redis delivered to a read that close() cut off (or whose reply came too late to be taken): pending
+   * on this consumer, not here, and delivered since that read was sent (`since`, ms). No handler saw them, so
+   * their delivery count goes back by one, as for `releaseUnstarted`.
+   */
+  async releaseUnread(reads: readonly { streams: readonly number[]; since: number }[]): Promise<void> {
+    const now = Date.now();
+    const work = reads.filter((r) => r.since > 0).flatMap((r) => r.streams.map((idx) => this.releaseUnreadOf(idx, now - r.since)));
+    await Promise.allSettled(work);
+  }
+
+  private async releaseUnreadOf(idx: number, maxIdle: number): Promise<void> {
+    const key = this.ctx.streams[idx]!.key;
+    const byCount = new Map<number, string[]>();
+    try {
+      for (let from = '-'; ;) {
+        const rows = (await this.ctx.cmd.xpending(key, this.ctx.spec.group, from, '+', UNREAD_PAGE, this.ctx.spec.consumer)) as [string, string, number, number][];
+        for (const [id, , idle, count] of rows) {
+          if (Number(idle) > maxIdle || Number(count) < 1 || this.deliveries.here(idx, id)) continue;
+          const ids = byCount.get(Number(count) - 1) ?? [];
+          byCount.set(Number(count) - 1, ids);
+          ids.push(id);
+        }
+        if (rows.length < UNREAD_PAGE) break;
+        from = '(' + rows[rows.length - 1]![0];
+      }
+      for (const [count, ids] of byCount) await claimOwned(this.ctx.command, key, this.ctx.spec.group, this.ctx.spec.consumer, ids, count, this.noScripts);
+    } catch (err) {
+      this.ctx.logger.debug({ err: describeError(err), stream: key }, 'could not reset the delivery count of entries delivered to a read cut off at close');
+    }
+  }
 }
+
+/** Rows per XPENDING page when looking for entries delivered to a read cut off at close. */
+const UNREAD_PAGE = 500;

@@ -98,8 +98,11 @@ export class ReadConnections {
     this.watchdogTimer.unref();
   }
 
-  /** At close: no more watchdog, and blocking reads are aborted (what Redis delivered meanwhile stays pending and is reclaimed later). */
-  stop(): void {
+  /**
+   * At close: no more watchdog, and blocking reads are aborted. What Redis delivered to the reads cut off (or to
+   * a last reply not taken) stays pending: the result names, per reader, its streams and when its last read was sent.
+   */
+  stop(): { streams: readonly number[]; since: number }[] {
     clearInterval(this.watchdogTimer);
     for (const r of this.readers) {
       // Not a plain disconnect(): a connection between reconnects would never settle its read, and the read loop,
@@ -107,6 +110,7 @@ export class ReadConnections {
       if (r.conn !== undefined) disconnectNow(r.conn);
       r.conn = undefined;
     }
+    return this.readers.map((r) => ({ streams: r.streams, since: r.readSince }));
   }
 
   private openOne(): Promise<Client> {
