@@ -4,7 +4,7 @@
  * optimized code gives up there and runs on in the interpreter until compiled again. A process that
  * publishes one large array per bus (a benchmark's measured round, a batch job) would hit that in
  * publishMany, enqueueMany, the id generator's clock step and the unit tracking of every second call: so the
- * loops are in functions of their own (src/bus.ts `parseAll`, `queueSlice`; src/bulk-call.ts), and every
+ * loops are in functions of their own (src/bulk-publish.ts `parseAll`, `queueSlice`; src/bulk-call.ts), and every
  * store of the id generator's head runs on one path. This runs such a process with `--trace-deopt` and checks that
  * none of the library's bulk publish functions gives up during the second and third calls.
  */

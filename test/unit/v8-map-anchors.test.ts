@@ -5,7 +5,7 @@
  * src/outgoing.ts, src/batcher.ts and wire-command.ts such a GC would send the publish path back to the interpreter. This runs a
  * child with `--trace-deopt` that publishes in bursts with a full GC between them and checks that none of the
  * library's publish functions is among those thrown away. The same with a bus per burst, closed before the GC
- * (a bus per job or per invocation: `lastClosed` in src/bus.ts).
+ * (a bus per job or per invocation: `lastClosed` in src/bus-close.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

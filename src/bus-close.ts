@@ -1,0 +1,78 @@
+/**
+ * `bus.close()`'s sequence: send what was published before it (up to `drainTimeoutMs`), drain the
+ * subscriptions (their handlers may still publish, and those events are sent), refuse publishes from then on,
+ * send what is left, close the transport (which rejects writes still waiting for it) and keep the bus as the
+ * process's last closed one (`lastClosed`). The bus calls it once.
+ */
+import type { Subscription } from './bus-types.js';
+import type { Logger } from './logger.js';
+import type { Publisher } from './publisher.js';
+import type { Transport } from './transport.js';
+
+/**
+ * The last bus closed in this process, kept until another one closes: its objects (the bus, its type states,
+ * lanes, publisher, batcher and id generator) keep their hidden classes alive. Optimized code holds the maps it
+ * checks weakly: a full GC between one bus's close and the next bus's creation (a bus per test, per job or per
+ * serverless invocation; each benchmark iteration) that found no object of those maps would throw away the
+ * publish path compiled against them ("weak objects" in `--trace-deopt`: `publishMany`, `parse`, `make`,
+ * `enqueueMany`, `addFitted`, `step`...), and the next bus would run it in the interpreter until V8 compiled
+ * it again. At most one closed bus is kept. Anchors built at load time (as `MAP_ANCHORS` in outgoing.ts) do
+ * not work here: these maps depend on the options and transport each bus is built with. A closed bus holds no
+ * connection, thread or core memory (its transport released them); what its in-process transport retained for
+ * `startFrom: '0'` replays (memory `maxLen`, native `retain`) and its dead letters stay with it until the next
+ * bus closes.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- written only: holding the bus is its purpose
+let lastClosed: object | undefined;
+
+/** What close() works on: the bus (kept in `lastClosed` once closed) and the parts it drains and closes. */
+export interface ClosingBus {
+  readonly bus: object;
+  readonly publisher: Publisher;
+  readonly subscriptions: ReadonlySet<Subscription>;
+  readonly transport: Transport;
+  readonly drainTimeoutMs: number;
+  readonly logger: Logger;
+}
+
+export async function closeBus(c: ClosingBus): Promise<void> {
+  const { publisher, drainTimeoutMs: drainMs } = c;
+  const batcher = publisher.batcher;
+  // What was published before close() goes first, while the subscriptions still consume (in-process: their
+  // handlers may take it before they stop).
+  const stuck = await late(
+    Promise.allSettled([...publisher.bulkCalls]).then(() => batcher.flushAll()),
+    drainMs,
+  );
+  // The handlers still running are drained, and may publish meanwhile: a handler's next event is sent, not
+  // refused with ClosedError (which would fail the handler, and lose its event with the bus's retry timers).
+  await Promise.allSettled([...c.subscriptions].map((s) => s.close()));
+  publisher.closed = true;
+  const sent = sendAccepted(publisher);
+  // Publishes already stuck for drainTimeoutMs get no second wait.
+  if (stuck || (await late(sent, drainMs))) {
+    c.logger.warn({ drainTimeoutMs: drainMs }, 'close(): publishes still waiting for the transport after drainTimeoutMs; closing it rejects them');
+  }
+  await c.transport.close();
+  await sent;
+  c.logger.debug({}, 'event bus closed'); // the bus's logger names the service already
+  lastClosed = c.bus;
+}
+
+/** Publishes accepted before close (bulk calls' slices, buffered and waiting events), sent and settled. */
+async function sendAccepted(publisher: Publisher): Promise<void> {
+  await Promise.allSettled([...publisher.bulkCalls]);
+  await publisher.batcher.close();
+}
+
+/**
+ * Waits up to `ms` for `sending`; true when it had not settled by then. A write waiting for room that only
+ * this bus's own stuck consumers could make (native `block`) would hold close() for the transport's
+ * publishTimeoutMs (30 s); closing the transport ends such writes: their publishes reject with ClosedError.
+ */
+async function late(sending: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = await Promise.race([sending.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, true)))]);
+  clearTimeout(timer);
+  return late;
+}

@@ -1,0 +1,129 @@
+/**
+ * What the bus compiles once per event type when it is made (`TypeState`): the schema's validator, JSON
+ * encoder, size bound and estimate, checking writer, and one write lane per partition the transport reports;
+ * and the steps that run those plans on a payload: `validated` (the compiled validator, with zod deciding
+ * whatever it rejects, on the publish and the consume side) and `encodeJson`. A `TypeState` is shared by the
+ * publish paths, the subscriptions and the dead-letter check; only its round-robin cursor and shared meta change
+ * after it is built.
+ */
+import type { z } from 'zod';
+import { Lane } from './batcher.js';
+import { compileCheckedWriter } from './checked-writer.js';
+import { formatIssues, toIssues } from './config.js';
+import { ConfigError, SerializationError, ValidationError } from './errors.js';
+import type { EventMap } from './events.js';
+import { compileJsonWriter, type JsonWriter } from './json-writer.js';
+import { EventMeta } from './outgoing.js';
+import { compileSizeBound, compileSizeEstimate, type Serializer } from './serializer.js';
+import type { Transport } from './transport.js';
+import { compileValidator, INVALID, type Validator } from './validator.js';
+
+export interface TypeState {
+  readonly name: string;
+  readonly schema: z.ZodType;
+  /** Schema-compiled validator (zod decides whatever it returns INVALID for). */
+  readonly validate: Validator;
+  /** Schema-compiled JSON encoder, or JSON.stringify for schemas it cannot prove. */
+  readonly serialize: Serializer;
+  /** Compiled upper bound of the encoded size, when the transport encodes later and has a limit. */
+  readonly sizeBound: ((value: unknown) => number) | undefined;
+  /** Compiled estimate of the encoded size, counted toward `batching.maxBytes` when not encoded at publish. */
+  readonly sizeEstimate: ((value: unknown) => number) | undefined;
+  readonly partitions: number;
+  readonly lanes: Lane[];
+  readonly encode: boolean;
+  /**
+   * For a transport that takes runs as bytes (`capabilities.runBytes`): the schema's checking writer (checks
+   * and writes a payload in one pass, `compileCheckedWriter`) and its JSON writer (for zod's output where the
+   * checking writer is unsure), with which `publishMany` writes payloads as bytes at publish; undefined when
+   * either is missing.
+   */
+  readonly bytes: { readonly check: JsonWriter; readonly writer: JsonWriter } | undefined;
+  rr: number;
+  /** What single `publish()` calls without options share while the clock stays on one millisecond. */
+  meta: EventMeta;
+}
+
+/**
+ * The plans of every type of `events`, in `events.names` order. `runBytes`: the transport takes runs as bytes
+ * (each type then gets its writers, `TypeState.bytes`). Throws a ConfigError when the transport reports a
+ * partition count that is not a positive integer.
+ */
+export function compileTypeStates(events: EventMap, transport: Transport, serializers: Map<string, Serializer>, runBytes: boolean): Map<string, TypeState> {
+  const types = new Map<string, TypeState>();
+  for (const name of events.names) types.set(name, compileTypeState(events, transport, serializers, runBytes, name));
+  return types;
+}
+
+function compileTypeState(events: EventMap, transport: Transport, serializers: Map<string, Serializer>, runBytes: boolean, name: string): TypeState {
+  const caps = transport.capabilities;
+  const limited = caps.maxEventBytes < Number.MAX_SAFE_INTEGER;
+  const partitions = transport.partitionsFor(name);
+  if (!Number.isInteger(partitions) || partitions < 1) {
+    throw new ConfigError(`Transport "${transport.type}" reported ${partitions} partitions for "${name}".`);
+  }
+  const sendNow = transport.sendNowProbe?.(name);
+  const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p, sendNow));
+  const schema = events.schemas[name]!;
+  const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
+  const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;
+  const check = runBytes ? compileCheckedWriter(schema) : undefined;
+  const writer = check !== undefined ? compileJsonWriter(schema) : undefined;
+  const bytes = check !== undefined && writer !== undefined ? { check, writer } : undefined;
+  return {
+    name,
+    schema,
+    validate: compileValidator(schema) ?? invalidAlways,
+    serialize: serializers.get(name)!,
+    sizeBound,
+    sizeEstimate: eager ? undefined : compileSizeEstimate(schema),
+    partitions,
+    lanes,
+    // Encode at publish when the transport wants JSON, when only encoding proves the payload
+    // encodable, or when a size limit must be checked and no compiled bound exists.
+    encode: eager || (limited && sizeBound === undefined),
+    bytes,
+    rr: 0,
+    meta: new EventMeta(name, 0, undefined),
+  };
+}
+
+function invalidAlways(): typeof INVALID {
+  return INVALID;
+}
+
+/**
+ * The parsed output of `data`: the compiled validator's, or zod's where it answers INVALID. Throws a
+ * ValidationError naming zod's issues when the payload is invalid: a published one (`index` in a
+ * publishMany call, or -1), or a consumed event (`eventId`). Nothing is allocated unless it fails.
+ */
+export function validated(t: TypeState, data: unknown, index: number, eventId: string | undefined): unknown {
+  const value = t.validate(data);
+  if (value !== INVALID) return value;
+  let parsed: ReturnType<z.ZodType['safeParse']>;
+  try {
+    parsed = t.schema.safeParse(data);
+  } catch (err) {
+    // zod throws instead of reporting for schemas it cannot run synchronously (async refinements) and
+    // for intersections whose sides disagree.
+    const message = `Schema of "${t.name}" could not validate ${eventId !== undefined ? `event ${eventId}` : 'the payload'}: ${(err as Error)?.message}`;
+    throw new ValidationError(message, [{ path: [], message: String((err as Error)?.message), code: 'custom' }], { cause: err });
+  }
+  if (parsed.success) return parsed.data;
+  // In a publishMany call, each issue's path starts with the payload's index, as zod's own for an array.
+  const issues = index >= 0 ? toIssues(parsed.error).map((i) => ({ ...i, path: [index, ...i.path] })) : toIssues(parsed.error);
+  const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
+  throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
+}
+
+/** The payload's JSON by the type's encoder; a SerializationError when it cannot be encoded or encodes to nothing. */
+export function encodeJson(t: TypeState, value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = t.serialize(value);
+  } catch (err) {
+    throw new SerializationError(`Payload of "${t.name}" cannot be encoded as JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (json === undefined) throw new SerializationError(`Payload of "${t.name}" encodes to nothing (undefined, a function or a symbol).`);
+  return json;
+}
