@@ -7,7 +7,7 @@
  * after it is built.
  */
 import type { z } from 'zod';
-import { Lane } from './batcher.js';
+import { Lane } from './batch-units.js';
 import { compileCheckedWriter } from './checked-writer.js';
 import { formatIssues, toIssues } from './config.js';
 import { ConfigError, SerializationError, ValidationError } from './errors.js';

@@ -2,7 +2,7 @@
  * Optimized code checks the maps (hidden classes) of the objects it handles and holds them weakly: a full GC
  * that finds no live object of such a map throws the code away. A bus's events, metas, units, batches and request
  * writers all die when nothing is in flight (a quiet service between bursts), so without the anchors in
- * src/outgoing.ts, src/batcher.ts and wire-command.ts such a GC would send the publish path back to the interpreter. This runs a
+ * src/outgoing.ts, src/batch-units.ts and wire-command.ts such a GC would send the publish path back to the interpreter. This runs a
  * child with `--trace-deopt` that publishes in bursts with a full GC between them and checks that none of the
  * library's publish functions is among those thrown away. The same with a bus per burst, closed before the GC
  * (a bus per job or per invocation: `lastClosed` in src/bus-close.ts).

@@ -1,0 +1,110 @@
+/**
+ * What a batch is made of: a `Batch` holds one `Unit` per (type, partition) `Lane` it carries events of, and a
+ * unit settles the publishes of its events with its fate, through its own promise or, per event, through
+ * promises of their own (`partialUnits`). A `Lane` remembers the unit it fills in the open batch. These objects
+ * die with each batch; `BATCH_ANCHORS` keeps one of each alive so their maps survive full GCs.
+ */
+import { emptyArray } from './arrays.js';
+import { writtenCount, type EventRun, type OutgoingEvent, type PublishUnit } from './transport.js';
+
+/** A run the batcher can split where it crosses a batch or unit bound (`Run` of outgoing.ts). */
+export interface SplittableRun extends EventRun {
+  slice(from: number, to: number): SplittableRun;
+}
+
+/** A (type, partition) write lane. The bus keeps one per partition of each event type. */
+export class Lane {
+  /** The unit this lane is filling in the open batch, valid while `gen` matches the batcher's. */
+  unit: Unit | undefined = undefined;
+  gen = -1;
+  constructor(
+    readonly type: string,
+    readonly partition: number,
+    /** Whether a consumer now waits for this lane's events (`Transport.sendNowProbe`). */
+    readonly sendNow: ((partition: number) => boolean) | undefined = undefined,
+  ) {}
+}
+
+const RELEASED: OutgoingEvent[] = Object.freeze([]) as unknown as OutgoingEvent[];
+
+function noop(): void {}
+
+/** Settles one event's own promise: with no error it resolves. */
+type Settle = (err: Error | undefined) => void;
+
+export class Unit implements PublishUnit {
+  events: OutgoingEvent[] = emptyArray();
+  run: EventRun | undefined = undefined;
+  /** Events carried (kept after `release`). */
+  count = 0;
+  bytes = 0;
+  readonly promise: Promise<void>;
+  resolve!: () => void;
+  reject!: (err: Error) => void;
+  constructor(
+    readonly type: string,
+    readonly partition: number,
+  ) {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  /**
+   * Per event, the settle of its own promise (`add` with `partialUnits`), or undefined for an event that
+   * settles with `promise` only; undefined while no event has one.
+   */
+  own: (Settle | undefined)[] | undefined = undefined;
+
+  /** A promise of its own for event `index` (the last added), settled by `settle`. */
+  ownPromise(index: number): Promise<void> {
+    let own = this.own;
+    if (own === undefined) {
+      own = this.own = [];
+      void this.promise.catch(noop); // its events may all have promises of their own: none awaits it
+    }
+    while (own.length < index) own.push(undefined);
+    return new Promise<void>((resolve, reject) => own.push((err) => (err === undefined ? resolve() : reject(err))));
+  }
+
+  /**
+   * The unit's fate: written (`err` undefined), or failed after its first `writtenCount(err)` events were
+   * written. Returns how many of its events failed.
+   */
+  settle(err: Error | undefined): number {
+    const own = this.own;
+    if (err === undefined) {
+      this.resolve();
+      if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(undefined);
+      return 0;
+    }
+    const written = Math.min(writtenCount(err), this.count);
+    this.reject(err);
+    if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(i < written ? undefined : err);
+    return this.count - written;
+  }
+
+  release(): void {
+    this.events = RELEASED;
+    this.run = undefined;
+  }
+}
+
+export class Batch {
+  readonly units: Unit[] = emptyArray();
+  events = 0;
+  bytes = 0;
+  /** Sent, and no longer counted in `inFlight` (the transport freed its slot, or it settled). */
+  slotFreed = false;
+  /** Units the transport reported written before the write settled (`unitWritten`), and their events. */
+  early: Uint8Array | undefined = undefined;
+  earlyEvents = 0;
+  settled = false;
+}
+
+/**
+ * A unit and a batch kept for the life of the process, so their maps survive full GCs while nothing
+ * is in flight (see `MAP_ANCHORS` in outgoing.ts: the publish path is optimized against them).
+ */
+export const BATCH_ANCHORS: readonly object[] = [new Unit('', 0), new Batch()];
