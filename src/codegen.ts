@@ -5,6 +5,8 @@
  */
 import type { z } from 'zod';
 
+/** A zod v4 node definition: zod's internals are untyped, and each compiler reads the fields of the node kinds it handles. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- zod's internal definitions have no public type
 export type Def = Record<string, any>;
 
 /** Wrapper nodes whose parsed output, once present, is the inner schema's (encoders and size bounds see through them). */
