@@ -28,6 +28,14 @@ function checkHeaders(call: Call, headers: unknown): number {
   return bytes;
 }
 
+/** The key's UTF-8 bytes (none for a publishMany key function); ConfigError when it is neither a string nor, for publishMany, a function. */
+function keyBytes(call: Call, value: unknown): number {
+  if (typeof value !== 'string' && !(call === 'publishMany' && typeof value === 'function')) {
+    fail(call, ['key'], call === 'publishMany' ? 'must be a string or a function returning one' : `must be a string (got ${kind(value)})`);
+  }
+  return typeof value === 'string' ? Buffer.byteLength(value) : 0;
+}
+
 /**
  * Throws ConfigError when `options` (not undefined) is not what `call` takes. Returns the UTF-8 bytes of its
  * strings (key, ids, header names and values), which count toward each event's `maxEventBytes`.
@@ -43,10 +51,7 @@ export function checkPublishOptions(call: Call, options: object): number {
     if (value === undefined) continue;
     switch (name) {
       case 'key':
-        if (typeof value !== 'string' && !(call === 'publishMany' && typeof value === 'function')) {
-          fail(call, ['key'], call === 'publishMany' ? 'must be a string or a function returning one' : `must be a string (got ${kind(value)})`);
-        }
-        if (typeof value === 'string') bytes += Buffer.byteLength(value);
+        bytes += keyBytes(call, value);
         break;
       case 'correlationId':
       case 'causationId':
