@@ -203,12 +203,6 @@ function debt() {
       rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
     },
     {
-      name: 'debt/src/deep-json.ts',
-      // complexity: arrow fn@25 16
-      files: ['src/deep-json.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/src/events.ts',
       // complexity: hasTransform 19, judgeJsonSafe 23; no-explicit-any: 1
       files: ['src/events.ts'],

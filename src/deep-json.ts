@@ -21,6 +21,18 @@ export function stringifyIteratively(root: unknown): string {
   const out: string[] = [];
   const stack: Frame[] = [];
   const seen = new Set<object>();
+  /** Writes the opening bracket of an array or object and pushes its frame; TypeError for a cycle. */
+  const openContainer = (v: object): void => {
+    if (seen.has(v)) throw new TypeError('Converting circular structure to JSON');
+    seen.add(v);
+    if (Array.isArray(v)) {
+      out.push('[');
+      stack.push({ kind: 'array', items: v, i: 0 });
+    } else {
+      out.push('{');
+      stack.push({ kind: 'object', obj: v as Record<string, unknown>, keys: Object.keys(v), i: 0, wrote: false });
+    }
+  };
   /** Writes a scalar, or opens a container (pushed on the stack). False when the value is skipped in an object (undefined, functions, symbols). */
   const open = (raw: unknown, inArray: boolean): boolean => {
     let v = raw;
@@ -33,17 +45,7 @@ export function stringifyIteratively(root: unknown): string {
     else if (typeof v === 'number') out.push(Number.isFinite(v) ? String(v) : 'null');
     else if (typeof v === 'boolean' || typeof v === 'string') out.push(JSON.stringify(v));
     else if (typeof v === 'bigint') throw new TypeError('Do not know how to serialize a BigInt');
-    else {
-      if (seen.has(v)) throw new TypeError('Converting circular structure to JSON');
-      seen.add(v);
-      if (Array.isArray(v)) {
-        out.push('[');
-        stack.push({ kind: 'array', items: v, i: 0 });
-      } else {
-        out.push('{');
-        stack.push({ kind: 'object', obj: v as Record<string, unknown>, keys: Object.keys(v), i: 0, wrote: false });
-      }
-    }
+    else openContainer(v);
     return true;
   };
   if (!open(root, false)) return undefined as unknown as string; // as JSON.stringify(undefined)
