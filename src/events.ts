@@ -3,6 +3,7 @@
  * against, plus the runtime schemas used to validate before anything is sent.
  */
 import type { z } from 'zod';
+import { defOf, type Def } from './codegen.js';
 import { ConfigError } from './errors.js';
 
 /** A map from event name to the zod schema of its payload. */
@@ -74,19 +75,28 @@ function hasTransform(schema: unknown, seen: Set<unknown>): boolean {
   if (seen.has(schema)) return false;
   seen.add(schema);
   const def = (schema as { _zod: { def: Record<string, unknown> } })._zod.def;
+  if (changesValues(def)) return true;
+  if (def.type === 'lazy' && typeof def.getter === 'function') return hasTransform((def.getter as () => unknown)(), seen);
+  for (const v of Object.values(def)) {
+    if (childSchemas(v).some((c) => hasTransform(c, seen))) return true;
+  }
+  return false;
+}
+
+/** Whether the node itself changes values (see `hasTransform`), not counting the schemas it holds. */
+function changesValues(def: Record<string, unknown>): boolean {
   if (def.type === 'transform' || (def.type === 'pipe' && typeof def.transform === 'function')) return true;
   // A pipe into a coercion (`z.string().pipe(z.coerce.number())`): its output is not of its input's type. (A
   // coercion alone is not counted: `z.coerce.date()` is what a consumer should read a JSON date with.)
   if (def.type === 'pipe' && (def.out as { _zod?: { def: { coerce?: boolean } } })?._zod?.def.coerce === true) return true;
-  if (def.check === 'overwrite' && !IDEMPOTENT_OVERWRITE.test(String(def.tx))) return true;
-  if (def.type === 'lazy' && typeof def.getter === 'function') return hasTransform((def.getter as () => unknown)(), seen);
-  // Every schema the node holds: inner types, elements, options, an object's shape (its getters too).
-  const isSchema = (v: unknown): boolean => typeof v === 'object' && v !== null && '_zod' in v;
-  for (const v of Object.values(def)) {
-    const children = isSchema(v) ? [v] : Array.isArray(v) ? v.filter(isSchema) : typeof v === 'object' && v !== null ? Object.values(v).filter(isSchema) : [];
-    if (children.some((c) => hasTransform(c, seen))) return true;
-  }
-  return false;
+  return def.check === 'overwrite' && !IDEMPOTENT_OVERWRITE.test(String(def.tx));
+}
+
+const isSchema = (v: unknown): boolean => typeof v === 'object' && v !== null && '_zod' in v;
+
+/** The schemas a node's field `v` holds: inner types, elements, options, an object's shape (its getters too). */
+function childSchemas(v: unknown): unknown[] {
+  return isSchema(v) ? [v] : Array.isArray(v) ? v.filter(isSchema) : typeof v === 'object' && v !== null ? Object.values(v).filter(isSchema) : [];
 }
 
 /** zod v4 def types whose parsed output always survives JSON.stringify → JSON.parse unchanged. */
@@ -109,20 +119,21 @@ function isJsonSafe(schema: z.ZodType, seen: Set<unknown>, top = false): boolean
   }
 }
 
+/** Wrappers whose output is their inner schema's, or null. */
+const SAFE_AS_INNER = new Set(['nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);
+
 function judgeJsonSafe(schema: z.ZodType, seen: Set<unknown>, top: boolean): boolean {
-  const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
+  const def = defOf(schema);
   const type: string = def.type;
   if (SAFE_LEAVES.has(type)) return type !== 'literal' || (def.values as unknown[]).every((v) => typeof v !== 'bigint' && v !== undefined);
+  if (type === 'optional') return !top && isJsonSafe(def.innerType, seen);
+  if (SAFE_AS_INNER.has(type)) return isJsonSafe(def.innerType, seen, top);
+  return containerJsonSafe(type, def, seen, top);
+}
+
+/** `judgeJsonSafe` for the nodes that hold other schemas (and false for whatever else is left). */
+function containerJsonSafe(type: string, def: Def, seen: Set<unknown>, top: boolean): boolean {
   switch (type) {
-    case 'optional':
-      return !top && isJsonSafe(def.innerType, seen);
-    case 'nullable':
-    case 'default':
-    case 'prefault':
-    case 'readonly':
-    case 'catch':
-    case 'nonoptional':
-      return isJsonSafe(def.innerType, seen, top);
     case 'array':
       return isJsonSafe(def.element, seen);
     case 'object':
