@@ -221,12 +221,6 @@ function debt() {
       rules: { complexity: 'off' },
     },
     {
-      name: 'debt/src/validator.ts',
-      // complexity: stringCondition 16, expr 18; no-explicit-any: 1
-      files: ['src/validator.ts'],
-      rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
-    },
-    {
       name: 'debt/transports/native/consumer.ts',
       // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
       files: ['transports/native/consumer.ts'],

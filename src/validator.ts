@@ -57,7 +57,7 @@ export function plainOptional(schema: z.ZodType): boolean {
   return def.type === 'optional' && !(def.checks?.length > 0) && zi.optin === 'optional' && !zi.traits.has('$ZodExactOptional');
 }
 
-type CheckDef = Record<string, any>;
+type CheckDef = Def;
 
 function checksOf(def: Def): CheckDef[] {
   return ((def.checks ?? []) as { _zod: { def: CheckDef } }[]).map((c) => c._zod.def);
@@ -101,21 +101,27 @@ const CODE_POINTS = z.string().length(1).safeParse('\u{1F600}').success;
 function stringCondition(def: Def, v: string): string | undefined {
   if (def.coerce || def.format !== undefined) return undefined;
   const parts = [`typeof ${v} === 'string'`];
-  // With code points, a string without a surrogate has as many of them as UTF-16 units.
-  const plain = `!/[\\uD800-\\uDFFF]/.test(${v})`;
   for (const c of checksOf(def)) {
     if (c.when !== undefined && c.when !== HAS_LENGTH) return undefined;
-    if (c.check === 'min_length' && Number.isInteger(c.minimum)) {
-      const min = c.minimum as number;
-      parts.push(`${v}.length >= ${min}`);
-      if (CODE_POINTS && min > 0) parts.push(`(${v}.length >= ${2 * min} || ${plain})`);
-    } else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
-    else if (c.check === 'length_equals' && Number.isInteger(c.length)) {
-      parts.push(`${v}.length === ${c.length}`);
-      if (CODE_POINTS && (c.length as number) > 0) parts.push(plain);
-    } else return undefined;
+    if (!lengthCondition(c, v, parts)) return undefined;
   }
   return parts.join(' && ');
+}
+
+/** Adds the condition of length check `c` on `v` to `parts`; false when `c` is not a length bound modelled exactly. */
+function lengthCondition(c: CheckDef, v: string, parts: string[]): boolean {
+  // With code points, a string without a surrogate has as many of them as UTF-16 units.
+  const plain = `!/[\\uD800-\\uDFFF]/.test(${v})`;
+  if (c.check === 'min_length' && Number.isInteger(c.minimum)) {
+    const min = c.minimum as number;
+    parts.push(`${v}.length >= ${min}`);
+    if (CODE_POINTS && min > 0) parts.push(`(${v}.length >= ${2 * min} || ${plain})`);
+  } else if (c.check === 'max_length' && Number.isInteger(c.maximum)) parts.push(`${v}.length <= ${c.maximum}`);
+  else if (c.check === 'length_equals' && Number.isInteger(c.length)) {
+    parts.push(`${v}.length === ${c.length}`);
+    if (CODE_POINTS && (c.length as number) > 0) parts.push(plain);
+  } else return false;
+  return true;
 }
 
 /**
@@ -178,13 +184,8 @@ class ValidatorCompiler extends CodeGen<Validator> {
     if (leaf !== null) return leaf === undefined ? this.delegate(schema, v) : `(${leaf} ? ${v} : X)`;
     switch (def.type) {
       case 'nullable':
-      case 'optional': {
-        // Refinements or overwrites on the node itself, and optionals that do not pass undefined through: zod.
-        if (!plain || (def.type === 'optional' && !plainOptional(schema))) return this.delegate(schema, v);
-        const inner = this.fn(def.innerType);
-        const none = def.type === 'nullable' ? 'null' : 'undefined';
-        return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;
-      }
+      case 'optional':
+        return this.nullish(schema, def, plain, v);
       case 'array': {
         const e = plain ? this.arrayExpr(def, v) : undefined;
         return e === undefined ? this.delegate(schema, v) : e;
@@ -196,6 +197,15 @@ class ValidatorCompiler extends CodeGen<Validator> {
       default:
         return this.delegate(schema, v);
     }
+  }
+
+  /** A nullable or optional node: `v` itself when null (undefined), else its inner schema's check. */
+  private nullish(schema: z.ZodType, def: Def, plain: boolean, v: string): string {
+    // Refinements or overwrites on the node itself, and optionals that do not pass undefined through: zod.
+    if (!plain || (def.type === 'optional' && !plainOptional(schema))) return this.delegate(schema, v);
+    const inner = this.fn(def.innerType);
+    const none = def.type === 'nullable' ? 'null' : 'undefined';
+    return inner === undefined ? this.delegate(schema, v) : `(${v} === ${none} ? ${none} : f[${inner}](${v}))`;
   }
 
   private object(def: Def): number | undefined {
