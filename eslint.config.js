@@ -215,12 +215,6 @@ function debt() {
       rules: { complexity: 'off' },
     },
     {
-      name: 'debt/src/serializer.ts',
-      // complexity: expr 20
-      files: ['src/serializer.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/transports/native/consumer.ts',
       // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
       files: ['transports/native/consumer.ts'],

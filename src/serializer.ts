@@ -122,12 +122,8 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
     const def = defOf(schema);
     if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
     switch (def.type) {
-      case 'enum': {
-        const { values, strings } = enumValues(def);
-        // A TypeScript enum's numbers (and strings): the longest value's JSON, known at compile time.
-        if (!strings) return String(Math.max(...values.map((x) => Buffer.byteLength(JSON.stringify(x)) * (this.mode === 'bound' ? 6 : 1))));
-        return this.stringSize(v);
-      }
+      case 'enum':
+        return this.enumSize(def, v);
       case 'string':
         return this.stringSize(v);
       case 'number':
@@ -145,20 +141,31 @@ class SizeCompiler extends CodeGen<(v: unknown) => number> {
       }
       case 'array':
         return this.arrayExpr(def, v);
-      case 'object': {
-        if ((def.catchall && def.catchall._zod.def.type !== 'never') || hasProtoKey(def)) return undefined;
-        const parts = ['2'];
-        for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) {
-          const e = this.expr(field, `d[${JSON.stringify(key)}]`);
-          if (e === undefined) return undefined;
-          parts.push(`${Buffer.byteLength(JSON.stringify(key)) + 2} + ${e}`);
-        }
-        const idx = this.add(`var d = v; return ${parts.join(' + ')};`);
-        return `f[${idx}](${v})`;
-      }
+      case 'object':
+        return this.objectSize(def, v);
       default:
         return undefined;
     }
+  }
+
+  private enumSize(def: Def, v: string): string {
+    const { values, strings } = enumValues(def);
+    // A TypeScript enum's numbers (and strings): the longest value's JSON, known at compile time.
+    if (!strings) return String(Math.max(...values.map((x) => Buffer.byteLength(JSON.stringify(x)) * (this.mode === 'bound' ? 6 : 1))));
+    return this.stringSize(v);
+  }
+
+  /** Braces, then per field its quoted key, colon, comma and value; undefined for loose objects and a `__proto__` key. */
+  private objectSize(def: Def, v: string): string | undefined {
+    if ((def.catchall && def.catchall._zod.def.type !== 'never') || hasProtoKey(def)) return undefined;
+    const parts = ['2'];
+    for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+      const e = this.expr(field, `d[${JSON.stringify(key)}]`);
+      if (e === undefined) return undefined;
+      parts.push(`${Buffer.byteLength(JSON.stringify(key)) + 2} + ${e}`);
+    }
+    const idx = this.add(`var d = v; return ${parts.join(' + ')};`);
+    return `f[${idx}](${v})`;
   }
 }
 
