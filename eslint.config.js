@@ -209,12 +209,6 @@ function debt() {
       rules: { complexity: 'off' },
     },
     {
-      name: 'debt/src/json-writer.ts',
-      // complexity: expr 16
-      files: ['src/json-writer.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/transports/native/consumer.ts',
       // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
       files: ['transports/native/consumer.ts'],

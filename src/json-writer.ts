@@ -248,19 +248,9 @@ export class WriterCompiler extends CodeGen<JsonWriter> {
   protected expr(schema: z.ZodType, v: string): string | undefined {
     const def = defOf(schema);
     if (TRANSPARENT_WRAPPERS.has(def.type)) return this.expr(def.innerType, v);
+    const leaf = leafWrite(def, v);
+    if (leaf !== null) return leaf;
     switch (def.type) {
-      case 'string':
-        return `S(${v}, b, o)`;
-      case 'enum': // string values, or a TypeScript enum's numbers
-        return enumValues(def).strings ? `S(${v}, b, o)` : `L(${v}, b, o)`;
-      case 'number':
-        return `N(${v}, b, o)`;
-      case 'boolean':
-        return `B(${v}, b, o)`;
-      case 'null':
-        return 'W(Z, b, o)';
-      case 'literal':
-        return jsonLiteral(def) ? `L(${v}, b, o)` : undefined;
       case 'nullable': {
         const inner = this.fn(def.innerType);
         return inner === undefined ? undefined : `(${v} === null ? W(Z, b, o) : f[${inner}](${v}, b, o))`;
@@ -292,6 +282,26 @@ export class WriterCompiler extends CodeGen<JsonWriter> {
     }
     body += 'if (o + 1 > b.length) return -2;\nb[o++] = 125;\nreturn o;';
     return this.add(body);
+  }
+}
+
+/** The write of a leaf node's value `v` (string, enum, number, boolean, null, literal); undefined when it has none, null when not a leaf. */
+function leafWrite(def: Def, v: string): string | undefined | null {
+  switch (def.type) {
+    case 'string':
+      return `S(${v}, b, o)`;
+    case 'enum': // string values, or a TypeScript enum's numbers
+      return enumValues(def).strings ? `S(${v}, b, o)` : `L(${v}, b, o)`;
+    case 'number':
+      return `N(${v}, b, o)`;
+    case 'boolean':
+      return `B(${v}, b, o)`;
+    case 'null':
+      return 'W(Z, b, o)';
+    case 'literal':
+      return jsonLiteral(def) ? `L(${v}, b, o)` : undefined;
+    default:
+      return null;
   }
 }
 
