@@ -203,12 +203,6 @@ function debt() {
       rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
     },
     {
-      name: 'debt/src/json-reader.ts',
-      // complexity: readerPlan 20
-      files: ['src/json-reader.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/transports/native/consumer.ts',
       // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
       files: ['transports/native/consumer.ts'],

@@ -42,31 +42,39 @@ export function readerPlan(schema: z.ZodType, seen = new Set<unknown>()): Reader
     case 'literal':
       return jsonLiteral(def) ? { t: 'primitive' } : undefined;
     case 'nullable':
-    case 'array': {
-      seen.add(schema);
-      const of = readerPlan(def.type === 'array' ? def.element : def.innerType, seen);
-      seen.delete(schema);
-      return of === undefined ? undefined : { t: def.type, of };
-    }
-    case 'object': {
-      const fields = shapeFields(def); // none for a `__proto__` key, which JSON.parse makes an own property
-      if (fields === undefined) return undefined;
-      seen.add(schema);
-      const out: { key: string; optional: boolean; of: ReaderPlan }[] = [];
-      for (const f of fields) {
-        const of = readerPlan(f.schema, seen);
-        if (of === undefined) {
-          seen.delete(schema);
-          return undefined;
-        }
-        out.push({ key: f.key, optional: f.optional, of });
-      }
-      seen.delete(schema);
-      return { t: 'object', fields: out };
-    }
+    case 'array':
+      return nestedPlan(schema, def, seen);
+    case 'object':
+      return objectPlan(schema, def, seen);
     default:
       return undefined;
   }
+}
+
+/** The plan of a nullable or array node: its inner schema's or element's plan, inside. */
+function nestedPlan(schema: z.ZodType, def: Def, seen: Set<unknown>): ReaderPlan | undefined {
+  seen.add(schema);
+  const of = readerPlan(def.type === 'array' ? def.element : def.innerType, seen);
+  seen.delete(schema);
+  return of === undefined ? undefined : { t: def.type, of };
+}
+
+/** The plan of an object node: its fields' plans, in the order the writers write them. */
+function objectPlan(schema: z.ZodType, def: Def, seen: Set<unknown>): ReaderPlan | undefined {
+  const fields = shapeFields(def); // none for a `__proto__` key, which JSON.parse makes an own property
+  if (fields === undefined) return undefined;
+  seen.add(schema);
+  const out: { key: string; optional: boolean; of: ReaderPlan }[] = [];
+  for (const f of fields) {
+    const of = readerPlan(f.schema, seen);
+    if (of === undefined) {
+      seen.delete(schema);
+      return undefined;
+    }
+    out.push({ key: f.key, optional: f.optional, of });
+  }
+  seen.delete(schema);
+  return { t: 'object', fields: out };
 }
 
 /**
