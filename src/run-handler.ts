@@ -1,4 +1,4 @@
-import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
+import type { DeliveryContext, DeliveryHandler } from './transport.js';
 import type { EventEnvelope } from './envelope.js';
 
 /**
@@ -30,21 +30,4 @@ export function delay(ms: number): { promise: Promise<void>; cancel: () => void 
     timer = setTimeout(resolve, ms);
   });
   return { promise, cancel: () => clearTimeout(timer) };
-}
-
-/**
- * The dead letter of an event whose handler, on its last allowed delivery, was still running when its
- * subscription closed and the drain timeout ran out: that delivery counts, so the event is not run again.
- */
-export function outlivedDrain(event: EventEnvelope, group: string, partition: number, attempts: number, drainMs: number): DeadLetter {
-  return {
-    id: event.id,
-    type: event.type,
-    group,
-    partition,
-    attempts,
-    error: `TimeoutError: the handler was still running when its subscription closed (drainTimeoutMs ${drainMs}) on the last delivery maxDeliveries allows`,
-    event,
-    deadAt: Date.now(),
-  };
 }

@@ -2,7 +2,8 @@
 // The contract's declarations use Node's types (Buffer): found where the consumer's tsconfig lists none.
 /**
  * `eventlane/transport`: what a transport author needs, apart from what an application uses (`eventlane`).
- * The contract a transport implements (src/transport.ts), how to register it, the payload encoders and
+ * The contract a transport implements (src/transport.ts), how to register it, the delivery rules every
+ * transport applies (src/delivery-rules.ts), the payload encoders and
  * decoders the bus compiles per schema, versioned batch codecs a transport may store events with, and the
  * typed errors a transport throws. `docs/writing-a-transport.md` builds a transport from these.
  */
@@ -25,6 +26,8 @@ export type {
 } from './transport.js';
 export { withWritten, writtenCount } from './transport.js';
 export { registerTransport } from './registry.js';
+export { afterFailure, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
+export { runHandler } from './run-handler.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';

@@ -6,13 +6,12 @@
  * the handlers the previous owner runs on it have finished (or were given up at the drain timeout), so
  * per-key order holds with `concurrency: 1` while members join and leave.
  */
-import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
 import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
-import { describeError, isRetryable } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
-import { delay, outlivedDrain, runHandler } from '../../src/run-handler.js';
+import { delay, runHandler } from '../../src/run-handler.js';
+import { afterFailure, deadLetterOf, outlivedDrain } from '../../src/delivery-rules.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
 /**
@@ -230,27 +229,16 @@ export class ConsumerGroup {
   }
 
   private fail(spec: SubscriptionSpec, event: OutgoingEvent, source: string, partition: number, attempt: number, err: unknown): void {
-    if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
-      this.addDead({
-        id: event.id,
-        type: event.type,
-        group: this.name,
-        partition,
-        attempts: attempt,
-        error: describeError(err),
-        event: toEnvelope(event, source),
-        deadAt: Date.now(),
-      });
+    const verdict = afterFailure(spec, attempt, err);
+    if (!verdict.retry) {
+      this.addDead(deadLetterOf(toEnvelope(event, source), this.name, partition, attempt, verdict.error));
       return;
     }
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(timer);
-        this.queues[partition]!.push(new Tagged(event, source, attempt + 1));
-        this.pump();
-      },
-      backoffDelay(spec.backoff, attempt),
-    );
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.queues[partition]!.push(new Tagged(event, source, verdict.attempt));
+      this.pump();
+    }, verdict.delayMs);
     this.timers.add(timer);
   }
 

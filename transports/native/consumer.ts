@@ -4,17 +4,15 @@
  * runs on the main thread (`pump()`, never blocking) and in a worker thread (`run()`, waiting in the core
  * with a bounded spin-then-sleep so `close()` and `worker.terminate()` never hang).
  */
-import { backoffDelay } from '../../src/backoff.js';
 import { Deque } from '../../src/deque.js';
 import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
-import { describeError, isRetryable } from '../../src/errors.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record.js';
 import type { InFlightTable } from './in-flight.js';
-import { outlivedDrain } from '../../src/run-handler.js';
+import { afterFailure, deadLetterOf, outlivedDrain } from '../../src/delivery-rules.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -404,33 +402,22 @@ export class PartitionConsumer {
   }
 
   private failed(env: EventEnvelope, attempt: number, partition: number, err: unknown, batch: HeldBatch | undefined, index: number): void {
-    if (attempt >= this.s.maxDeliveries || !isRetryable(err)) {
-      this.onDead({
-        id: env.id,
-        type: env.type,
-        group: this.s.group,
-        partition,
-        attempts: attempt,
-        error: describeError(err),
-        event: env,
-        deadAt: Date.now(),
-      });
+    const verdict = afterFailure(this.s, attempt, err);
+    if (!verdict.retry) {
+      this.onDead(deadLetterOf(env, this.s.group, partition, attempt, verdict.error));
       this.finished(env, batch, index);
       return;
     }
-    const item: Pending = { env, attempt: attempt + 1, partition };
+    const item: Pending = { env, attempt: verdict.attempt, partition };
     if (this.soloIds.size > 0 && this.soloIds.has(env.id)) item.alone = true;
     // Its record leaves the ring; the main thread keeps a copy until the retries end.
     this.onPark?.(item);
     if (batch !== undefined) this.release(batch, index);
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(timer);
-        this.redo.push(item);
-        this.wake();
-      },
-      backoffDelay(this.s.backoff, attempt),
-    );
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.redo.push(item);
+      this.wake();
+    }, verdict.delayMs);
     this.timers.set(timer, item);
     this.publishHeld();
   }

@@ -5,10 +5,10 @@
  * group; the raw fields of a malformed entry). Each call sends the XADDs and returns their promise; what
  * it did is logged once they succeeded (Deliveries may call it again after a failure).
  */
-import { backoffDelay } from '../../src/backoff.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import { stringifyAnyDepth } from '../../src/deep-json.js';
-import { describeError, isRetryable } from '../../src/errors.js';
+import { describeError } from '../../src/errors.js';
+import { afterFailure } from '../../src/delivery-rules.js';
 import { envelopeFields, fieldsToObject, WIRE_VERSION } from './codec.js';
 import type { ConsumerContext, Entry } from './consumer-records.js';
 import { dlqKey, retryKey } from './keys.js';
@@ -22,13 +22,13 @@ export class Reroute {
     const ev = entry.events[i]!;
     const attempt = entry.attempt;
     const s = this.ctx.streams[entry.stream]!;
-    const error = describeError(err);
-    if (attempt >= spec.maxDeliveries || !isRetryable(err)) {
-      return this.deadLetter(s.partition, entry.id, s.key, attempt, error, ev, undefined).then(() =>
-        this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: error }, 'event dead-lettered'),
+    const verdict = afterFailure(spec, attempt, err);
+    if (!verdict.retry) {
+      return this.deadLetter(s.partition, entry.id, s.key, attempt, verdict.error, ev, undefined).then(() =>
+        this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: verdict.error }, 'event dead-lettered'),
       );
     }
-    return this.retry(s.partition, ev, attempt + 1, Date.now() + backoffDelay(spec.backoff, attempt), entry.id, error);
+    return this.retry(s.partition, ev, verdict.attempt, Date.now() + verdict.delayMs, entry.id, describeError(err));
   }
 
   /** A malformed entry: DLQ with the reason and the raw fields. */
