@@ -5,13 +5,9 @@
  * module that fails to load rejecting with ConfigError.
  * Run: npx tsx examples/native-workers.ts
  */
-import { z } from 'zod';
-import { ConfigError, createEventBus, defineEvents } from '../src/index.js';
+import { ConfigError, createEventBus } from '../src/index.js';
 import { currentThreadCpus, pinCurrentThread, type NativeTransport } from '../transports/native/index.js';
-
-const events = defineEvents({
-  'trade.executed': z.object({ id: z.number().int(), sym: z.string(), px: z.number(), qty: z.number().int() }),
-});
+import { events } from './trade-events.js';
 
 const bus = await createEventBus({
   service: 'pricing',

@@ -24,7 +24,8 @@ import { serializersFor, type Serializer } from './serializer.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeliveryHandler, Transport, TransportSubscription } from './transport.js';
-import { compileTypeStates, validated, type TypeState } from './type-plans.js';
+import { compileTypeStates, type TypeState } from './type-plans.js';
+import { consumeCheck } from './schema-check.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 import type { EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, PublishManyOptions, SubscribeOptionsFor, Subscription } from './bus-types.js';
 
@@ -131,10 +132,10 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
     const taken = takeConsumerName(this.service, type, group, consumer, this.logger);
     const consumerName = taken.name;
-    // A transforming schema published its output, which it cannot check again as input.
-    const validate = this.config.validateOnConsume && !this.events.transforming.has(type);
+    // Undefined for a transforming schema: it published its output, which it cannot check again as input.
+    const check = this.config.validateOnConsume ? consumeCheck(this.events, type) : undefined;
     const wrapped: DeliveryHandler = (event, ctx) => {
-      if (validate) (event as { data: unknown }).data = validated(t, event.data, -1, event.id);
+      if (check !== undefined) check(event);
       return (handler as DeliveryHandler)(event, ctx);
     };
     let inner: TransportSubscription;
@@ -149,6 +150,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
           maxDeliveries,
           backoff: retry.backoff,
           drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
+          validateOnConsume: this.config.validateOnConsume,
           options: rest,
         },
         typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),

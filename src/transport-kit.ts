@@ -28,6 +28,8 @@ export { withWritten, writtenCount } from './transport.js';
 export { registerTransport } from './registry.js';
 export { afterFailure, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 export { runHandler } from './run-handler.js';
+export { handlerEvent, type HandlerEvent } from './handler-module.js';
+export { consumeCheck } from './schema-check.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';

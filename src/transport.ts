@@ -154,6 +154,13 @@ export interface SubscriptionSpec {
   readonly backoff: BackoffOptions;
   /** How long `close()` waits for in-flight handlers. */
   readonly drainTimeoutMs: number;
+  /**
+   * The application's `validateOnConsume`: events are checked against their schema before a handler runs.
+   * The bus wraps the handler functions it passes with the check; a transport that loads handlers itself
+   * (native worker threads) applies it where they run, with the schema the handler module carries
+   * (`defineHandler`).
+   */
+  readonly validateOnConsume: boolean;
   /** Transport-specific options (`minIdleMs`, `blockMs`, `workers`, `handler`...), validated by the transport. */
   readonly options: Readonly<Record<string, unknown>>;
 }

@@ -9,14 +9,14 @@
 import type { z } from 'zod';
 import { Lane } from './batch-units.js';
 import { compileCheckedWriter } from './checked-writer.js';
-import { formatIssues, toIssues } from './config.js';
-import { ConfigError, SerializationError, ValidationError } from './errors.js';
+import { ConfigError, SerializationError } from './errors.js';
 import type { EventMap } from './events.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { EventMeta } from './outgoing.js';
 import { compileSizeBound, compileSizeEstimate, type Serializer } from './serializer.js';
 import type { Transport } from './transport.js';
-import { compileValidator, INVALID, type Validator } from './validator.js';
+import { compileValidator, type Validator } from './validator.js';
+import { checkedData, invalidAlways } from './schema-check.js';
 
 export interface TypeState {
   readonly name: string;
@@ -88,33 +88,8 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
   };
 }
 
-function invalidAlways(): typeof INVALID {
-  return INVALID;
-}
-
-/**
- * The parsed output of `data`: the compiled validator's, or zod's where it answers INVALID. Throws a
- * ValidationError naming zod's issues when the payload is invalid: a published one (`index` in a
- * publishMany call, or -1), or a consumed event (`eventId`). Nothing is allocated unless it fails.
- */
-export function validated(t: TypeState, data: unknown, index: number, eventId: string | undefined): unknown {
-  const value = t.validate(data);
-  if (value !== INVALID) return value;
-  let parsed: ReturnType<z.ZodType['safeParse']>;
-  try {
-    parsed = t.schema.safeParse(data);
-  } catch (err) {
-    // zod throws instead of reporting for schemas it cannot run synchronously (async refinements) and
-    // for intersections whose sides disagree.
-    const message = `Schema of "${t.name}" could not validate ${eventId !== undefined ? `event ${eventId}` : 'the payload'}: ${(err as Error)?.message}`;
-    throw new ValidationError(message, [{ path: [], message: String((err as Error)?.message), code: 'custom' }], { cause: err });
-  }
-  if (parsed.success) return parsed.data;
-  // In a publishMany call, each issue's path starts with the payload's index, as zod's own for an array.
-  const issues = index >= 0 ? toIssues(parsed.error).map((i) => ({ ...i, path: [index, ...i.path] })) : toIssues(parsed.error);
-  const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
-  throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
-}
+/** The parsed output of `data`, or a ValidationError (src/schema-check.ts: publish and consume share it). */
+export const validated: (t: TypeState, data: unknown, index: number, eventId: string | undefined) => unknown = checkedData;
 
 /** The payload's JSON by the type's encoder; a SerializationError when it cannot be encoded or encodes to nothing. */
 export function encodeJson(t: TypeState, value: unknown): string {

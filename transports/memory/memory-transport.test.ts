@@ -159,6 +159,7 @@ function spec(o: Partial<SubscriptionSpec> = {}): SubscriptionSpec {
     maxDeliveries: 5,
     backoff: { initialMs: 10, maxMs: 100, multiplier: 2, jitter: 0 },
     drainTimeoutMs: 1000,
+    validateOnConsume: true,
     options: {},
     ...o,
   };

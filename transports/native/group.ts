@@ -340,6 +340,7 @@ export class NativeGroup {
       spinUs: this.o.spinUs,
       drainMs: spec.drainTimeoutMs,
       cpu,
+      validateOnConsume: spec.validateOnConsume,
     };
     const thread = new ConsumerThread(spawnConsumerThread(init, handlerModule), new Int32Array(stop), new Int32Array(held), new Int32Array(inFlight), new Int32Array(mine), this.nextHolder);
     this.running++; // until its 'exit' (watch)
@@ -484,10 +485,21 @@ export class NativeGroup {
   private warnedUnpinned = false;
 
   /** `cpus` without the addon, or on a platform that cannot pin threads: they run unpinned (said once per group). */
+  private warnedUnchecked = false;
+
   private warnUnpinned(): void {
     if (this.warnedUnpinned) return;
     this.warnedUnpinned = true;
     this.o.logger.warn({ group: this.name }, 'subscribe option cpus ignored: threads cannot be pinned here (the native addon is not loaded, or this platform has no thread affinity)');
+  }
+
+  private warnUnchecked(handlerModule: string): void {
+    if (this.warnedUnchecked) return;
+    this.warnedUnchecked = true;
+    this.o.logger.warn(
+      { group: this.name, handler: handlerModule },
+      'validateOnConsume is on, but the handler module exports a plain function: worker threads cannot check its events against the schema. Export defineHandler(events, type, fn) to have them checked, or set validateOnConsume: false',
+    );
   }
 
   /** How many threads died on each event (the newest MAX_TRACKED_DEATHS events). */
@@ -500,6 +512,7 @@ export class NativeGroup {
         if (m.t === 'ready') {
           started = true;
           if (m.pinned === false) this.warnUnpinned();
+          if (m.unchecked === true) this.warnUnchecked(handlerModule);
           resolve();
         } else if (m.t === 'load-error') {
           // A replacement thread may have been handed events already (rebalance runs before it is ready).

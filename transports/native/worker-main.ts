@@ -11,6 +11,7 @@ import { pinCurrentThread } from './affinity.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { toPlainEnvelope } from './record.js';
 import { InFlightTable } from './in-flight.js';
+import { handlerEvent } from '../../src/handler-module.js';
 
 export interface WorkerInit {
   core: SharedCoreHandle;
@@ -35,11 +36,13 @@ export interface WorkerInit {
   drainMs: number;
   /** The CPU to pin this thread to (subscribe option `cpus`). */
   cpu: number | undefined;
+  /** The application's `validateOnConsume` (SubscriptionSpec): check events against the schema the handler module carries. */
+  validateOnConsume: boolean;
 }
 
 export type WorkerMessage =
   /** `pinned: false`: a CPU was asked for and the thread could not be pinned (no addon here, or not Linux). */
-  | { t: 'ready'; pinned?: boolean }
+  | { t: 'ready'; pinned?: boolean; unchecked?: boolean }
   | { t: 'load-error'; message: string; field?: 'cpus' }
   | { t: 'dead'; dl: unknown }
   | { t: 'park'; item: Pending }
@@ -71,15 +74,7 @@ async function main(): Promise<void> {
   }
   let handler: DeliveryHandler;
   try {
-    const ns = (await importModule(init.handler)) as HandlerModule;
-    // A CommonJS module (TypeScript's `export default` compiled to CJS: `exports.default = fn`) is imported
-    // as { default: module.exports }: its exports are one level down.
-    const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as HandlerModule) : undefined;
-    const fn = [ns.default, ns.handler, cjs?.default, cjs?.handler].find((f) => typeof f === 'function');
-    if (typeof fn !== 'function') throw new TypeError(`module ${init.handler} exports no default (or "handler") function`);
-    const setup = [ns.setup, cjs?.setup].find((f) => typeof f === 'function') as ((data: unknown) => unknown) | undefined;
-    if (setup !== undefined) await setup(init.userData);
-    handler = fn as DeliveryHandler;
+    handler = await loadHandler(init);
   } catch (err) {
     let message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     if (/\.[cm]?ts$/.test(init.handler) && (err as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
@@ -105,12 +100,49 @@ async function main(): Promise<void> {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
     else if (m.t === 'give') consumer.give(m.items!);
   });
-  port.postMessage({ t: 'ready', pinned } satisfies WorkerMessage);
+  port.postMessage({ t: 'ready', pinned, unchecked: init.validateOnConsume && handlerEvent(handler) === undefined && !checked.has(handler) } satisfies WorkerMessage);
   await consumer.run(() => Atomics.load(stopFlag, 0) === 1 || core.closed, init.waitUs, init.spinUs);
   const left = (await consumer.stop(init.drainMs)).map((p) => ({ ...p, env: toPlainEnvelope(p.env) }));
   core.release();
   port.postMessage({ t: 'stopped', left } satisfies WorkerMessage);
   port.close();
+}
+
+/** The handler of the module `init.handler` names (its `setup` awaited), checked where it carries its schema. */
+async function loadHandler(init: WorkerInit): Promise<DeliveryHandler> {
+  const ns = (await importModule(init.handler)) as HandlerModule;
+  // A CommonJS module (TypeScript's `export default` compiled to CJS: `exports.default = fn`) is imported
+  // as { default: module.exports }: its exports are one level down.
+  const cjs = typeof ns.default === 'object' && ns.default !== null ? (ns.default as HandlerModule) : undefined;
+  const fn = [ns.default, ns.handler, cjs?.default, cjs?.handler].find((f) => typeof f === 'function');
+  if (typeof fn !== 'function') throw new TypeError(`module ${init.handler} exports no default (or "handler") function`);
+  const setup = [ns.setup, cjs?.setup].find((f) => typeof f === 'function') as ((data: unknown) => unknown) | undefined;
+  if (setup !== undefined) await setup(init.userData);
+  return checkedHandler(fn as DeliveryHandler, init);
+}
+
+/** Handlers wrapped with the consumer-side check of the schema their module carries. */
+const checked = new WeakSet<DeliveryHandler>();
+
+/**
+ * The handler of the module, with the consumer-side check when `validateOnConsume` is on and the module's
+ * handler carries its schema (`defineHandler`); throws when it was defined for another event type.
+ */
+async function checkedHandler(fn: DeliveryHandler, init: WorkerInit): Promise<DeliveryHandler> {
+  const marked = handlerEvent(fn);
+  if (marked === undefined || !init.validateOnConsume) return fn;
+  if (marked.type !== init.settings.type) throw new TypeError(`module ${init.handler} handles "${marked.type}" (defineHandler), but it is subscribed to "${init.settings.type}"`);
+  // Loaded here, not imported at the top: the checks need zod, which a thread whose handler carries no schema
+  // does not load (the module that defined the schema has loaded it already).
+  const { consumeCheck } = await import('../../src/schema-check.js');
+  const check = consumeCheck(marked.events, marked.type);
+  if (check === undefined) return fn; // a transforming schema: its events carry its output, not checkable as input
+  const wrapped: DeliveryHandler = (event, ctx) => {
+    check(event);
+    return fn(event, ctx);
+  };
+  checked.add(wrapped);
+  return wrapped;
 }
 
 /**
