@@ -6,8 +6,21 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ClosedError, createEventBus, defineEvents, NonRetryableError, TimeoutError, UnknownEventError, ValidationError, type EventBus, type EventEnvelope } from '../../src/index.js';
+import {
+  ClosedError,
+  createEventBus,
+  defineEvents,
+  NonRetryableError,
+  TimeoutError,
+  UnknownEventError,
+  ValidationError,
+  type DeliveryContext,
+  type EventBus,
+  type EventEnvelope,
+  type Subscription,
+} from '../../src/index.js';
 import { sleep, uniqueName, waitFor } from '../helpers/wait.js';
+import { conformanceEvents } from './events.js';
 
 export interface ConformanceTarget {
   name: string;
@@ -24,12 +37,14 @@ export interface ConformanceTarget {
    * a group created later. Runs the test of members that subscribe together sharing that backlog.
    */
   partitionOwners?: { retain: Record<string, unknown> };
+  /**
+   * How a test's handler is subscribed, when not with `bus.subscribe` itself: native worker threads run a
+   * bridge module that calls the handler on the main thread (worker-bridge.ts).
+   */
+  subscribeVia?: (bus: Bus, type: 'order.created', options: Record<string, unknown>, handler: (e: EventEnvelope<Order>, ctx: DeliveryContext) => unknown) => Promise<Subscription>;
 }
 
-export const conformanceEvents = defineEvents({
-  'order.created': z.object({ orderId: z.string(), amount: z.number(), seq: z.number().int() }),
-  'order.cancelled': z.object({ orderId: z.string() }),
-});
+export { conformanceEvents };
 
 type Bus = EventBus<typeof conformanceEvents>;
 type Order = { orderId: string; amount: number; seq: number };
@@ -40,6 +55,8 @@ export function describeConformance(target: ConformanceTarget): void {
     const open: Bus[] = [];
     const fast = { retry: { backoff: { initialMs: 20, maxMs: 100, multiplier: 2, jitter: 0 } } };
     const subOpts = (o: { group: string } & Record<string, unknown>) => ({ ...target.subscribeOptions, ...fast, ...o });
+    const subscribe = (b: Bus, type: 'order.created', options: Record<string, unknown>, handler: (e: EventEnvelope<Order>, ctx: DeliveryContext) => unknown): Promise<Subscription> =>
+      target.subscribeVia ? target.subscribeVia(b, type, options, handler) : b.subscribe(type, options as never, handler);
 
     async function bus(transport?: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<Bus> {
       const b = await createEventBus({
@@ -66,7 +83,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('delivers every published event at least once', async () => {
       const b = await bus();
       const seen = new Set<number>();
-      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 8 }), (e) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', concurrency: 8 }), (e) => {
         seen.add(e.data.seq);
       });
       await Promise.all(orders(500).map((o) => b.publish('order.created', o)));
@@ -78,7 +95,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('hands handlers a complete envelope', async () => {
       const b = await bus();
       let got: EventEnvelope<Order> | undefined;
-      await b.subscribe('order.created', subOpts({ group: 'g' }), (e) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g' }), (e) => {
         got = e;
       });
       await b.publish(
@@ -108,7 +125,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('keeps per-key order within a partition', async () => {
       const b = await bus();
       const byKey = new Map<string, number[]>();
-      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 1 }), (e) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', concurrency: 1 }), (e) => {
         const list = byKey.get(e.key!) ?? [];
         list.push(e.data.seq);
         byKey.set(e.key!, list);
@@ -129,8 +146,8 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       const a = new Set<number>();
       const c = new Set<number>();
-      await b.subscribe('order.created', subOpts({ group: 'billing' }), (e) => void a.add(e.data.seq));
-      await b.subscribe('order.created', subOpts({ group: 'shipping' }), (e) => void c.add(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: 'billing' }), (e) => void a.add(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: 'shipping' }), (e) => void c.add(e.data.seq));
       await b.publishMany('order.created', orders(200));
       await waitFor(() => a.size === 200 && c.size === 200, timeout, 'both groups to get 200 events');
     });
@@ -146,8 +163,8 @@ export function describeConformance(target: ConformanceTarget): void {
         seen.add(e.data.seq);
         await sleep(1);
       };
-      await b1.subscribe('order.created', subOpts({ group: 'workers', consumer: 'c1', concurrency: 4 }), handler(0));
-      await b2.subscribe('order.created', subOpts({ group: 'workers', consumer: 'c2', concurrency: 4 }), handler(1));
+      await subscribe(b1, 'order.created', subOpts({ group: 'workers', consumer: 'c1', concurrency: 4 }), handler(0));
+      await subscribe(b2, 'order.created', subOpts({ group: 'workers', consumer: 'c2', concurrency: 4 }), handler(1));
       const keys = Array.from({ length: 16 }, (_, i) => `k${i}`);
       // In four rounds, each handled before the next: a member that had not started reading when a round
       // came (a loaded machine) may leave all of it to the other, but not every round.
@@ -166,7 +183,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       const attempts: number[] = [];
       let ok = false;
-      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e, ctx) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e, ctx) => {
         if (e.data.seq !== 7) return;
         attempts.push(ctx.attempt);
         if (ctx.attempt < 3) throw new Error('flaky');
@@ -180,7 +197,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('dead-letters an event after maxDeliveries while the rest flow', async () => {
       const b = await bus();
       const good = new Set<number>();
-      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 3, concurrency: 4 }), (e) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 3, concurrency: 4 }), (e) => {
         if (e.data.seq === 13) throw new Error('poison');
         good.add(e.data.seq);
       });
@@ -196,7 +213,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('dead-letters a NonRetryableError at once', async () => {
       const b = await bus();
       const attempts: number[] = [];
-      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (_e, ctx) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (_e, ctx) => {
         attempts.push(ctx.attempt);
         throw new NonRetryableError('bad order');
       });
@@ -209,7 +226,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       let started = 0;
       let finished = 0;
-      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 4 }), async () => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', concurrency: 4 }), async () => {
         started++;
         await sleep(150);
         finished++;
@@ -223,7 +240,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('rejects invalid events before sending, and keeps working', async () => {
       const b = await bus();
       const seen: unknown[] = [];
-      await b.subscribe('order.created', subOpts({ group: 'g' }), (e) => void seen.push(e.data));
+      await subscribe(b, 'order.created', subOpts({ group: 'g' }), (e) => void seen.push(e.data));
       // @ts-expect-error unknown event name is a compile error too
       await expect(b.publish('order.unknown', {})).rejects.toBeInstanceOf(UnknownEventError);
       // @ts-expect-error wrong payload type is a compile error too
@@ -245,17 +262,17 @@ export function describeConformance(target: ConformanceTarget): void {
 
     it('a group that starts from 0 gets events published before it existed', async () => {
       const b = await bus();
-      await b.subscribe('order.created', subOpts({ group: 'early' }), () => {});
+      await subscribe(b, 'order.created', subOpts({ group: 'early' }), () => {});
       await b.publishMany('order.created', orders(20));
       const seen = new Set<number>();
-      await b.subscribe('order.created', subOpts({ group: uniqueName('late'), startFrom: '0' }), (e) => void seen.add(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: uniqueName('late'), startFrom: '0' }), (e) => void seen.add(e.data.seq));
       await waitFor(() => seen.size === 20, timeout, 'the late group to read history');
     });
 
     it('retries a handler that throws synchronously like one that rejects, with ctx naming group, consumer and partition', async () => {
       const b = await bus();
       const calls: { how: string; seq: number; attempt: number; group: string; consumer: string; partition: number }[] = [];
-      await b.subscribe('order.created', subOpts({ group: 'g', consumer: 'c-1', maxDeliveries: 5, concurrency: 2 }), (e, ctx) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', consumer: 'c-1', maxDeliveries: 5, concurrency: 2 }), (e, ctx) => {
         const how = e.data.seq === 1 ? 'throws' : 'rejects';
         calls.push({ how, seq: e.data.seq, attempt: ctx.attempt, group: ctx.group, consumer: ctx.consumer, partition: ctx.partition });
         if (ctx.attempt < 3) {
@@ -285,7 +302,7 @@ export function describeConformance(target: ConformanceTarget): void {
       let running = 0;
       let peak = 0;
       let done = 0;
-      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 3 }), async () => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', concurrency: 3 }), async () => {
         peak = Math.max(peak, ++running);
         await sleep(30);
         running--;
@@ -299,7 +316,7 @@ export function describeConformance(target: ConformanceTarget): void {
     it('dead-letters with the original event, its id and partition, the error and the attempts', async () => {
       const b = await bus();
       let first: { id: string; partition: number } | undefined;
-      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 2 }), (e, ctx) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 2 }), (e, ctx) => {
         first ??= { id: e.id, partition: ctx.partition };
         throw new TypeError('cannot charge o-9');
       });
@@ -333,7 +350,7 @@ export function describeConformance(target: ConformanceTarget): void {
       open.push(loose as unknown as Bus);
       const b = await bus(transport);
       const seen: number[] = [];
-      await b.subscribe('order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e) => void seen.push(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e) => void seen.push(e.data.seq));
       await loose.publish('order.created', { orderId: 'o-1', amount: 'ten', seq: 1 });
       await loose.publish('order.created', { orderId: 'o-2', amount: '2', seq: 2 } as never);
       await b.publish('order.created', { orderId: 'o-3', amount: 3, seq: 3 });
@@ -351,7 +368,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const publisher = (await createEventBus({ service: 'other-service', events: conformanceEvents, transport: transport as { type: string } })) as Bus;
       open.push(publisher);
       const sources = new Map<number, string>();
-      await consumer.subscribe('order.created', subOpts({ group: 'g' }), (e) => void sources.set(e.data.seq, e.source));
+      await subscribe(consumer, 'order.created', subOpts({ group: 'g' }), (e) => void sources.set(e.data.seq, e.source));
       await publisher.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
       await consumer.publish('order.created', { orderId: 'o-2', amount: 2, seq: 2 });
       await waitFor(() => sources.size === 2, timeout, 'both events');
@@ -362,7 +379,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       await b.publishMany('order.created', orders(10));
       const seen = new Set<number>();
-      await b.subscribe('order.created', subOpts({ group: 'new', startFrom: '$' }), (e) => void seen.add(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: 'new', startFrom: '$' }), (e) => void seen.add(e.data.seq));
       await b.publishMany('order.created', orders(10, 10));
       await waitFor(() => seen.size >= 10, timeout, 'the 10 later events');
       await sleep(300);
@@ -373,8 +390,8 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       const closedOnes: number[] = [];
       const other = new Set<number>();
-      const sub = await b.subscribe('order.created', subOpts({ group: 'leaving' }), (e) => void closedOnes.push(e.data.seq));
-      await b.subscribe('order.created', subOpts({ group: 'staying' }), (e) => void other.add(e.data.seq));
+      const sub = await subscribe(b, 'order.created', subOpts({ group: 'leaving' }), (e) => void closedOnes.push(e.data.seq));
+      await subscribe(b, 'order.created', subOpts({ group: 'staying' }), (e) => void other.add(e.data.seq));
       await b.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
       await waitFor(() => closedOnes.length === 1 && other.size === 1, timeout, 'the first event in both groups');
       await sub.close();
@@ -389,7 +406,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       const finished: number[] = [];
       let started = 0;
-      await b.subscribe('order.created', subOpts({ group: 'g', concurrency: 4 }), async (e) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'g', concurrency: 4 }), async (e) => {
         started++;
         await sleep(200);
         finished.push(e.data.seq);
@@ -400,7 +417,7 @@ export function describeConformance(target: ConformanceTarget): void {
       expect(finished.sort()).toEqual([0, 1, 2, 3]);
       await expect(b.publish('order.created', orders(1)[0]!)).rejects.toBeInstanceOf(ClosedError);
       await expect(b.publishMany('order.created', orders(2))).rejects.toBeInstanceOf(ClosedError);
-      await expect(b.subscribe('order.created', subOpts({ group: 'g2' }), () => {})).rejects.toBeInstanceOf(ClosedError);
+      await expect(subscribe(b, 'order.created', subOpts({ group: 'g2' }), () => {})).rejects.toBeInstanceOf(ClosedError);
       await b.close(); // idempotent
     });
 
@@ -411,14 +428,14 @@ export function describeConformance(target: ConformanceTarget): void {
       const attempts: [string, number][] = [];
       let release: () => void = () => {};
       const stuck = new Promise<void>((resolve) => (release = resolve));
-      const sub = await b1.subscribe('order.created', subOpts({ group: 'g', consumer: 'stuck', drainTimeoutMs: 200 }), async (_e, ctx) => {
+      const sub = await subscribe(b1, 'order.created', subOpts({ group: 'g', consumer: 'stuck', drainTimeoutMs: 200 }), async (_e, ctx) => {
         attempts.push(['stuck', ctx.attempt]);
         await stuck;
       });
       await b1.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
       await waitFor(() => attempts.length === 1, timeout, 'the handler to start');
       await sub.close(); // resolves although the handler still runs
-      await b2.subscribe('order.created', subOpts({ group: 'g', consumer: 'other' }), (_e, ctx) => void attempts.push(['other', ctx.attempt]));
+      await subscribe(b2, 'order.created', subOpts({ group: 'g', consumer: 'other' }), (_e, ctx) => void attempts.push(['other', ctx.attempt]));
       await waitFor(() => attempts.length === 2, timeout, 'the event on the other member');
       release();
       expect(attempts[1]![0]).toBe('other');
@@ -429,7 +446,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus();
       const done = new Set<number>();
       let poisonCalls = 0;
-      await b.subscribe('order.created', subOpts({ group: 'idle-a', concurrency: 4, maxDeliveries: 3 }), async (e, ctx) => {
+      await subscribe(b, 'order.created', subOpts({ group: 'idle-a', concurrency: 4, maxDeliveries: 3 }), async (e, ctx) => {
         if (e.data.seq % 50 === 7) {
           poisonCalls++;
           throw new Error('poison');
@@ -439,7 +456,7 @@ export function describeConformance(target: ConformanceTarget): void {
         done.add(e.data.seq);
       });
       let other = 0;
-      await b.subscribe('order.created', subOpts({ group: 'idle-b' }), () => void other++);
+      await subscribe(b, 'order.created', subOpts({ group: 'idle-b' }), () => void other++);
       await b.publishMany('order.created', orders(300));
       await b.idle({ timeoutMs: timeout });
       // Read at once, with no waiting: idle() resolved only after all of it.
@@ -454,7 +471,7 @@ export function describeConformance(target: ConformanceTarget): void {
       const b = await bus(undefined, { drainTimeoutMs: 200 });
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
-      await b.subscribe('order.created', subOpts({ group: 'idle-stuck' }), () => gate);
+      await subscribe(b, 'order.created', subOpts({ group: 'idle-stuck' }), () => gate);
       await b.publish('order.created', orders(1)[0]!);
       const err = await b.idle({ timeoutMs: 300 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TimeoutError);
@@ -472,7 +489,7 @@ export function describeConformance(target: ConformanceTarget): void {
         const seen = new Set<number>();
         await Promise.all(
           per.map((_, k) =>
-            b.subscribe('order.created', subOpts({ group: 'together', consumer: `m${k}`, startFrom: '0' }), (e) => {
+            subscribe(b, 'order.created', subOpts({ group: 'together', consumer: `m${k}`, startFrom: '0' }), (e) => {
               per[k]!++;
               seen.add(e.data.seq);
             }),
