@@ -5,7 +5,8 @@ import { IdGenerator, type EventEnvelope } from '../../src/envelope.js';
 import { EventMeta, Run } from '../../src/outgoing.js';
 import { compileSerializer } from '../../src/serializer.js';
 import type { OutgoingEvent } from '../../src/transport.js';
-import { BatchEncoder, decodeEntry, Malformed, pushEventFields } from './codec.js';
+import { BatchEncoder, pushEventFields } from './codec.js';
+import { decodeEntry, Malformed } from './decode-entry.js';
 import { encodeCommand } from './wire-command.js';
 
 function ev(i: number, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {

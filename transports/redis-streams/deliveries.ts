@@ -9,7 +9,7 @@ import { describeError } from '../../src/errors.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { AckBatcher } from './ack-batch.js';
-import { decodeEntry, Malformed } from './codec.js';
+import { decodeEntry, Malformed } from './decode-entry.js';
 import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
 import { trimmedPending } from './housekeeping.js';
 import type { Reroute } from './reroute.js';

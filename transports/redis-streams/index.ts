@@ -5,4 +5,5 @@ export { createRedisStreamsTransport, openRedisStreamsAdmin, RedisStreamsTranspo
 export { RedisStreamsAdmin, decodeDeadLetter, type RedisDeadLetter, type StreamInfo, type GroupInfo, type PendingInfo, type ReplaySkipReason } from './admin.js';
 export { redisStreamsConfigSchema, redisSubscribeSchema, type RedisStreamsConfig, type RedisSubscribeOptions } from './config.js';
 export { streamKey, dlqKey, retryKey } from './keys.js';
-export { WIRE_VERSION, decodeEntry } from './codec.js';
+export { WIRE_VERSION } from './codec.js';
+export { decodeEntry } from './decode-entry.js';
