@@ -233,12 +233,6 @@ function debt() {
       rules: { 'max-lines-per-function': 'off' },
     },
     {
-      name: 'debt/transports/redis-streams/consumer.ts',
-      // max-lines-per-function: readLoop 76; complexity: readLoop 29; max-depth: 6 block(s) nested 5/6 deep
-      files: ['transports/redis-streams/consumer.ts'],
-      rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
-    },
-    {
       name: 'debt/transports/redis-streams/deliveries.ts',
       // max-lines-per-function: accept 67; complexity: accept 20
       files: ['transports/redis-streams/deliveries.ts'],

@@ -39,6 +39,17 @@ import { ReadConnections, type Reader } from './reader.js';
 import { checkUnreadPartitions, ensureGroups, reportTrimmed } from './housekeeping.js';
 import { noop, type Cmd, type ConsumerContext, type Entry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
+/** A read loop's state between its steps. */
+interface ReadLoopState {
+  /**
+   * A read issued before the previous reply is processed, so Redis prepares the next batch while handlers
+   * run (prefetch may be exceeded by one read).
+   */
+  ahead: Promise<ReadReply> | undefined;
+  /** Failed steps in a row: the wait before the next grows with them. */
+  failures: number;
+}
+
 export class RedisConsumer implements TransportSubscription {
   private readonly streams: StreamInfo[] = [];
   private readonly keyIndex = new Map<string, number>();
@@ -120,62 +131,81 @@ export class RedisConsumer implements TransportSubscription {
 
   // ---------------------------------------------------------------- reading
 
+  /**
+   * Reads for reader `r` until close, one step at a time in its reader's mode: the pending drain
+   * (`drainStep`) while `r.drainPending`, else new entries (`readNew`); a failed step goes to `recover`.
+   */
   private async readLoop(r: Reader): Promise<void> {
-    let failures = 0;
-    // A read issued before the previous reply is processed, so Redis prepares the next batch while
-    // handlers run (prefetch may be exceeded by one read).
-    let ahead: Promise<ReadReply> | undefined;
+    const loop: ReadLoopState = { ahead: undefined, failures: 0 };
     while (!this.ctx.closing) {
       // A read already sent is taken in first: Redis has delivered its entries to this consumer, and
       // only entries held here are kept alive (left waiting, they could be reclaimed by another consumer).
-      if (this.deliveries.full && ahead === undefined) {
+      if (this.deliveries.full && loop.ahead === undefined) {
         await this.deliveries.waitForRoom();
         continue;
       }
       try {
         // No connection (the watchdog dropped one and could not open another yet): open it here.
-        if (r.conn === undefined) {
-          const conn = await this.reads.openUnlessClosed();
-          if (conn === undefined) break;
-          this.reads.attach(r, conn);
-        }
-        if (r.drainPending) {
-          if (!(await this.drainStep(r))) break;
-        } else {
-          const next = ahead ?? this.reads.read(r, undefined, true);
-          ahead = undefined;
-          const reply = await next;
-          if (this.ctx.closing) break;
-          ahead = this.takeNew(r, reply);
-        }
-        failures = 0;
+        if (r.conn === undefined && !(await this.reconnect(r))) break;
+        if (!(await (r.drainPending ? this.drainStep(r) : this.readNew(r, loop)))) break;
+        loop.failures = 0;
       } catch (err) {
         if (this.ctx.closing) break;
-        ahead = undefined;
-        const msg = err instanceof Error ? err.message : String(err);
-        if (!r.drainPending && msg.startsWith('UNBLOCKED')) {
-          // The blocking read was ended with an error reply (CLIENT UNBLOCK ... ERROR; Redis does it too when the key
-          // is deleted or the server turns replica): it delivered nothing and the connection is fine, so no pending
-          // drain and no backoff. Whatever caused it, if it lasts, shows at the next read (NOGROUP, READONLY).
-          this.logger.debug({ err: msg, group: this.spec.group }, 'blocking read interrupted (CLIENT UNBLOCK); reading again');
-          continue;
-        }
-        r.redrain();
-        if (msg.includes('NOGROUP')) {
-          this.logger.warn({ group: this.spec.group, type: this.spec.type }, 'consumer group or stream missing (NOGROUP); recreating it');
-          try {
-            await ensureGroups(this.ctx, '0');
-          } catch (e) {
-            this.logger.warn({ err: describeError(e) }, 'recreating consumer group failed');
-          }
-        } else {
-          this.logger.warn({ err: msg, group: this.spec.group }, 'redis read failed; retrying');
-        }
-        failures++;
-        await this.sleep(Math.min(1000, 50 * failures));
+        loop.ahead = undefined;
+        await this.recover(r, err, loop);
       }
     }
     reportTrimmed(this.ctx, r.streams);
+  }
+
+  /** Opens a read connection for `r`, which has none; false at close. */
+  private async reconnect(r: Reader): Promise<boolean> {
+    const conn = await this.reads.openUnlessClosed();
+    if (conn === undefined) return false;
+    this.reads.attach(r, conn);
+    return true;
+  }
+
+  /**
+   * One read of new entries (`>`): the read sent ahead of the last reply, else a new one; its reply is taken
+   * (`takeNew`), which may send the next read ahead. False at close.
+   */
+  private async readNew(r: Reader, loop: ReadLoopState): Promise<boolean> {
+    const next = loop.ahead ?? this.reads.read(r, undefined, true);
+    loop.ahead = undefined;
+    const reply = await next;
+    if (this.ctx.closing) return false;
+    loop.ahead = this.takeNew(r, reply);
+    return true;
+  }
+
+  /**
+   * After a failed read (not at close): an interrupted blocking read is simply read again; any other failure
+   * starts a pending drain (what the read delivered may be lost), recreates the groups on NOGROUP, and
+   * waits longer with each failure in a row.
+   */
+  private async recover(r: Reader, err: unknown, loop: ReadLoopState): Promise<void> {
+    const msg = err instanceof Error ? err.message : String(err);
+    if (!r.drainPending && msg.startsWith('UNBLOCKED')) {
+      // The blocking read was ended with an error reply (CLIENT UNBLOCK ... ERROR; Redis does it too when the key
+      // is deleted or the server turns replica): it delivered nothing and the connection is fine, so no pending
+      // drain and no backoff. Whatever caused it, if it lasts, shows at the next read (NOGROUP, READONLY).
+      this.logger.debug({ err: msg, group: this.spec.group }, 'blocking read interrupted (CLIENT UNBLOCK); reading again');
+      return;
+    }
+    r.redrain();
+    if (msg.includes('NOGROUP')) {
+      this.logger.warn({ group: this.spec.group, type: this.spec.type }, 'consumer group or stream missing (NOGROUP); recreating it');
+      try {
+        await ensureGroups(this.ctx, '0');
+      } catch (e) {
+        this.logger.warn({ err: describeError(e) }, 'recreating consumer group failed');
+      }
+    } else {
+      this.logger.warn({ err: msg, group: this.spec.group }, 'redis read failed; retrying');
+    }
+    loop.failures++;
+    await this.sleep(Math.min(1000, 50 * loop.failures));
   }
 
   /**
