@@ -233,12 +233,6 @@ function debt() {
       rules: { 'max-lines-per-function': 'off' },
     },
     {
-      name: 'debt/transports/redis-streams/deliveries.ts',
-      // max-lines-per-function: accept 67; complexity: accept 20
-      files: ['transports/redis-streams/deliveries.ts'],
-      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
-    },
-    {
       name: 'debt/transports/redis-streams/ops-cli.ts',
       // max-lines-per-function: run 72; complexity: run 20
       files: ['transports/redis-streams/ops-cli.ts'],

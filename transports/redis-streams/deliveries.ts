@@ -2,31 +2,18 @@
  * The entries a Redis Streams subscription holds and the running of their events' handlers: entries read
  * or claimed are decoded and held (retries until due), their events run `concurrency` at once, and an entry
  * is acked when all its events are done (succeeded, re-routed to retry or DLQ) or abandoned when it is no
- * longer this consumer's. Counts what is held, for the readers' prefetch and for close.
+ * longer this consumer's. Counts what is held, for the readers' prefetch and for close. The slots and the
+ * order events start in are handler-slots.ts's; the retry/DLQ writes' retries are reroute-writes.ts's.
  */
-import { Deque } from '../../src/deque.js';
-import { describeError } from '../../src/errors.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { AckBatcher } from './ack-batch.js';
-import { decodeEntry, Malformed } from './decode-entry.js';
+import { decodeEntry, Malformed, type DecodedEntry } from './decode-entry.js';
 import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
 import { trimmedPending } from './housekeeping.js';
+import { HandlerSlots } from './handler-slots.js';
 import type { Reroute } from './reroute.js';
-import { isTransientWriteError, TRANSIENT_RETRY } from './connection.js';
-import { backoffDelay } from '../../src/backoff.js';
-
-/** How long a slot reservation waits for all the slots it asks for before it takes those free (`reserve`). */
-const RESERVE_WAIT_MS = 100;
-
-/** A redelivery's request for handler slots (`reserve`), granted in order. */
-interface SlotRequest {
-  want: number;
-  /** Waited RESERVE_WAIT_MS: granted the slots free now, however few. */
-  expired: boolean;
-  timer: NodeJS.Timeout | undefined;
-  grant: (slots: number) => void;
-}
+import { RerouteWrites } from './reroute-writes.js';
 
 /** An entry not held for its handlers whose retry/DLQ write is outstanding (`sideOp`): kept this consumer's by the keepalive. */
 export interface Pinned {
@@ -35,35 +22,16 @@ export interface Pinned {
   lost: boolean;
 }
 
-export class Deliveries {
+export class Deliveries extends HandlerSlots {
   /** Entries read and not yet acked, per stream index, by entry id. */
   readonly held: Map<string, Entry>[] = [];
   /** Entries whose retry/DLQ write is outstanding and that no handler holds, per stream index, by entry id. */
   readonly pinned: Map<string, Pinned>[] = [];
-  /**
-   * While Redis refuses retry/DLQ writes for now: settles when the write tried again for all (the probe, see
-   * `persist`) went through or was given up. Other refused writes wait for it instead of each trying on its own.
-   */
-  private probing: Promise<void> | undefined;
   heldEntries = 0;
   heldEvents = 0;
   /** Events per entry, learnt from reads (sizes the reads' COUNT). */
   avgEvents: number;
   readonly prefetch: number;
-  /** Entries read (`>`) and due, in read order: the read-ahead. */
-  private readonly queue = new Deque<Entry>();
-  /**
-   * Redeliveries (pending drain, reclaim), claimed or read into slots reserved for them (`reserve`): started
-   * before any entry of `queue`, at once (a batch entry's later events wait for its earlier ones' slots).
-   */
-  private readonly urgent = new Deque<Entry>();
-  /**
-   * Slot requests waiting (`reserve`): while any waits, no entry of `queue` starts, so running handlers free
-   * slots as they finish.
-   */
-  private readonly requests: SlotRequest[] = [];
-  /** Slots granted to redeliveries and not released yet (`release`): no entry of `queue` starts in them. */
-  private promised = 0;
   /**
    * Redelivered entries held for their due time (retries), per stream index: the caller of `accept` withdraws
    * the delivery their claim counted (`takeHeldRedeliveries`), since no handler starts on them now.
@@ -73,24 +41,25 @@ export class Deliveries {
   private readonly firstCtx: DeliveryContext[] = [];
   /** Retries waiting for their due time. */
   private readonly timers = new Set<NodeJS.Timeout>();
-  private running = 0;
   private sideOps = 0;
-  private pumping = false;
-  private again = false;
   private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
   /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
   private readonly longestBackoff: number;
+  /** The retry/DLQ writes of failed events and of whole entries (`fail`, `sideOp`). */
+  private readonly writes: RerouteWrites;
 
   constructor(
-    private readonly ctx: ConsumerContext,
+    ctx: ConsumerContext,
     private readonly handler: DeliveryHandler,
     /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
     private readonly readData: JsonReader,
     private readonly acks: AckBatcher,
     private readonly reroute: Reroute,
   ) {
+    super(ctx);
     const { spec } = ctx;
+    this.writes = new RerouteWrites(ctx);
     this.prefetch = ctx.opts.prefetch ?? Math.max(spec.concurrency, 8000);
     this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // The first read assumes full batch entries so it cannot pull a huge backlog at once.
@@ -106,58 +75,6 @@ export class Deliveries {
   /** As many events held as prefetch allows: readers wait (`waitForRoom`). */
   get full(): boolean {
     return this.heldEvents >= this.prefetch;
-  }
-
-  /**
-   * Reserves handler slots for a redelivery about to be claimed or read (at most `want`, at most
-   * `concurrency`), so that every entry it gets starts at once: Redis counts a claim or a re-read as a
-   * delivery, and a consumer's death charges one to every entry it holds, started or not. While a request
-   * waits, no entry of the read-ahead (`queue`) starts, so slots free up as running handlers finish.
-   * Resolves with `want` slots once they are free; after RESERVE_WAIT_MS with those free then (maybe 0); at
-   * close with 0. The caller takes no more entries than it was granted slots, `accept`s them (they start
-   * at once), then calls `release` with the grant, in every case.
-   */
-  reserve(want: number): Promise<number> {
-    if (this.ctx.closing) return Promise.resolve(0);
-    return new Promise<number>((resolve) => {
-      const req: SlotRequest = { want: Math.max(1, Math.min(want, this.ctx.spec.concurrency)), expired: false, timer: undefined, grant: resolve };
-      req.timer = setTimeout(() => {
-        req.expired = true;
-        this.pump();
-      }, RESERVE_WAIT_MS);
-      this.requests.push(req);
-      this.pump();
-    });
-  }
-
-  /** Gives back slots granted by `reserve` (those the entries accepted into them did not fill end up free). */
-  release(slots: number): void {
-    this.promised -= slots;
-    this.pump();
-  }
-
-  /** Slots neither running a handler, nor granted, nor awaited by a redelivery's events not started yet. */
-  private freeSlots(): number {
-    let waiting = 0;
-    for (const e of this.urgent.toArray()) waiting += e.events.length - e.cursor;
-    return this.ctx.spec.concurrency - this.running - this.promised - waiting;
-  }
-
-  /** Grants the slot requests that can be, in order; true if any was (the read-ahead may start again). */
-  private grantSlots(): boolean {
-    let any = false;
-    while (this.requests.length > 0) {
-      const req = this.requests[0]!;
-      const free = Math.max(0, this.freeSlots());
-      if (free < req.want && !req.expired && !this.ctx.closing) break;
-      this.requests.shift();
-      clearTimeout(req.timer);
-      const slots = this.ctx.closing ? 0 : Math.min(req.want, free);
-      this.promised += slots;
-      req.grant(slots);
-      any = true;
-    }
-    return any;
   }
 
   /**
@@ -230,13 +147,13 @@ export class Deliveries {
   /** Takes entries read or claimed from stream `idx`. `deliveries` (reclaim) maps id to delivery count. */
   accept(idx: number, entries: RawEntry[], deliveries: Map<string, number> | undefined, started?: Entry[]): void {
     const s = this.ctx.streams[idx]!;
+    const held = this.held[idx]!;
     const now = Date.now();
     let events = 0;
     let trimmed = 0;
     for (let k = 0; k < entries.length; k++) {
       const raw = entries[k]!;
       const id = raw[0];
-      const held = this.held[idx]!;
       // A new entry ('>' read) cannot be here yet; a redelivery may be (see `here`).
       if (deliveries === undefined ? held.has(id) : this.here(idx, id)) continue;
       const fields = raw[1];
@@ -246,46 +163,7 @@ export class Deliveries {
         if (!s.retry) trimmed++;
         continue;
       }
-      const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData, s.retry);
-      if (decoded instanceof Malformed) {
-        this.sideOp(() => this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
-        continue;
-      }
-      let attempt = decoded.attempt;
-      const delivered = deliveries?.get(id);
-      if (delivered !== undefined && delivered > 1) {
-        attempt += delivered - 1;
-        if (attempt > this.ctx.spec.maxDeliveries) {
-          const written = new Set<number>();
-          const reason = `delivered ${delivered} times without an ack (consumers died while handling it)`;
-          this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, reason, written), idx, id);
-          continue;
-        }
-        if (decoded.events.length > 1) {
-          // A batch entry whose consumer died: split it into per-event retry entries, so an event
-          // that kills its consumer is isolated (and dead-lettered alone) instead of its batch.
-          const written = new Set<number>();
-          this.sideOp(() => this.reroute.split(idx, id, decoded.events, attempt, written), idx, id);
-          continue;
-        }
-      }
-      const delivery: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.ctx.spec.group, consumer: this.ctx.spec.consumer, partition: s.partition };
-      const entry = new Entry(idx, id, decoded.events, delivery, attempt);
-      if (deliveries !== undefined) entry.deliveries = delivered;
-      if (entry.remaining === 0) {
-        this.acks.ack(idx, id);
-        continue;
-      }
-      held.set(id, entry);
-      this.heldEntries++;
-      this.heldEvents += entry.remaining;
-      events += entry.remaining;
-      if (decoded.due > now) {
-        this.holdUntilDue(entry, decoded.due - now);
-      } else {
-        (deliveries === undefined ? this.queue : this.urgent).push(entry);
-        started?.push(entry);
-      }
+      events += this.take(idx, id, fields, deliveries, now, started);
     }
     // One warning with their count, not one per entry: the serial pending drain (`started`, one entry per read)
     // adds them up and reports when it ends.
@@ -295,6 +173,67 @@ export class Deliveries {
     }
     if (entries.length > 0) this.avgEvents = Math.max(1, (this.avgEvents + events / entries.length) / 2);
     this.pump();
+  }
+
+  /**
+   * Decodes entry `id` of stream `idx` and holds it: queued to start (a redelivery, `deliveries` given, ahead
+   * of the read-ahead, and listed in `started`), or kept until due. A malformed entry, and a redelivery that
+   * goes to the retry stream or the DLQ instead (`redeliveryAttempt`), are re-routed; an entry with no events
+   * is acked. Returns the events held.
+   */
+  private take(idx: number, id: string, fields: string[], deliveries: Map<string, number> | undefined, now: number, started: Entry[] | undefined): number {
+    const s = this.ctx.streams[idx]!;
+    const decoded = decodeEntry(id, fields, this.ctx.spec.type, this.readData, s.retry);
+    if (decoded instanceof Malformed) {
+      this.sideOp(() => this.reroute.malformed(idx, id, fields, `malformed entry: ${decoded.reason}`), idx, id);
+      return 0;
+    }
+    let attempt = decoded.attempt;
+    const delivered = deliveries?.get(id);
+    if (delivered !== undefined && delivered > 1) {
+      attempt = this.redeliveryAttempt(idx, id, decoded, delivered);
+      if (attempt === 0) return 0;
+    }
+    const delivery: DeliveryContext = attempt === 1 ? this.firstCtx[idx]! : { attempt, group: this.ctx.spec.group, consumer: this.ctx.spec.consumer, partition: s.partition };
+    const entry = new Entry(idx, id, decoded.events, delivery, attempt);
+    if (deliveries !== undefined) entry.deliveries = delivered;
+    if (entry.remaining === 0) {
+      this.acks.ack(idx, id);
+      return 0;
+    }
+    const events = entry.remaining;
+    this.held[idx]!.set(id, entry);
+    this.heldEntries++;
+    this.heldEvents += events;
+    if (decoded.due > now) {
+      this.holdUntilDue(entry, decoded.due - now);
+    } else {
+      (deliveries === undefined ? this.queue : this.urgent).push(entry);
+      started?.push(entry);
+    }
+    return events;
+  }
+
+  /**
+   * The attempt of an entry Redis delivered `delivered` (> 1) times: each delivery without an ack is one a
+   * consumer died on. 0 when the entry is re-routed instead: past maxDeliveries, to the DLQ (a crash loop);
+   * a batch entry, split into per-event retry entries, so an event that kills its consumer is isolated (and
+   * dead-lettered alone) instead of its batch.
+   */
+  private redeliveryAttempt(idx: number, id: string, decoded: DecodedEntry, delivered: number): number {
+    const attempt = decoded.attempt + delivered - 1;
+    if (attempt > this.ctx.spec.maxDeliveries) {
+      const written = new Set<number>();
+      const reason = `delivered ${delivered} times without an ack (consumers died while handling it)`;
+      this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, reason, written), idx, id);
+      return 0;
+    }
+    if (decoded.events.length > 1) {
+      const written = new Set<number>();
+      this.sideOp(() => this.reroute.split(idx, id, decoded.events, attempt, written), idx, id);
+      return 0;
+    }
+    return attempt;
   }
 
   /**
@@ -315,43 +254,7 @@ export class Deliveries {
     this.timers.add(t);
   }
 
-  /**
-   * Starts events while slots are free: redeliveries (`urgent`) first; the read-ahead (`queue`) only while no
-   * slot request waits and outside granted slots. Grants slot requests as slots free up.
-   */
-  private pump(): void {
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    const limit = this.ctx.spec.concurrency;
-    do {
-      this.again = false;
-      while (this.running < limit) {
-        let q = this.urgent;
-        if (q.length === 0) {
-          if (this.requests.length > 0 || this.running + this.promised >= limit) break;
-          q = this.queue;
-        }
-        const entry = q.peek();
-        if (entry === undefined) break;
-        if (entry.cursor >= entry.events.length) {
-          q.shift(); // abandoned while queued
-          continue;
-        }
-        const i = entry.cursor++;
-        if (entry.cursor >= entry.events.length) q.shift();
-        this.running++;
-        this.run(entry, i);
-      }
-      if (this.requests.length > 0 && this.grantSlots()) this.again = true;
-    } while (this.again);
-    this.pumping = false;
-    this.checkIdle();
-  }
-
-  private run(entry: Entry, i: number): void {
+  protected run(entry: Entry, i: number): void {
     let result: void | Promise<void>;
     try {
       result = this.handler(entry.events[i]!, entry.ctx);
@@ -402,20 +305,22 @@ export class Deliveries {
     // again there, so no retry entry or dead letter from here.
     if (entry.abandoned) return;
     this.sideOps++;
-    void this.persist(
-      () => this.reroute.failed(entry, i, err),
-      () => !entry.abandoned,
-      entry.id,
-    ).then((written) => {
-      this.sideOps--;
-      if (written) {
-        if (--entry.remaining === 0) this.complete(entry);
-      } else if (!entry.abandoned) {
-        // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
-        this.abandon(entry);
-      }
-      this.checkIdle();
-    });
+    void this.writes
+      .persist(
+        () => this.reroute.failed(entry, i, err),
+        () => !entry.abandoned,
+        entry.id,
+      )
+      .then((written) => {
+        this.sideOps--;
+        if (written) {
+          if (--entry.remaining === 0) this.complete(entry);
+        } else if (!entry.abandoned) {
+          // Could not re-route: leave the whole entry pending; it is reclaimed after minIdleMs.
+          this.abandon(entry);
+        }
+        this.checkIdle();
+      });
   }
 
   /** A retry/DLQ write for a whole entry no handler holds (malformed, crash loop, split): acked once written. */
@@ -423,61 +328,14 @@ export class Deliveries {
     this.sideOps++;
     const pin: Pinned = { claimedAt: Date.now(), lost: false };
     this.pinned[idx]!.set(id, pin);
-    void this.persist(write, () => !pin.lost, id).then((written) => {
-      this.sideOps--;
-      if (this.pinned[idx]!.get(id) === pin) this.pinned[idx]!.delete(id);
-      if (written) this.acks.ack(idx, id);
-      this.checkIdle();
-    });
-  }
-
-  /**
-   * Runs a retry/DLQ write until it succeeds. One Redis refuses for now (OOM at maxmemory, a failover, a lost
-   * connection: `isTransientWriteError`) is tried again while the subscription is open and `mine()` (the
-   * entry is still this consumer's: the keepalive keeps it so): the first refused write becomes the probe,
-   * tried again 50 ms later, then waiting twice as long each time up to 2 s; writes refused meanwhile wait
-   * for the probe, then try again themselves (so Redis sees one refused write per wait, not one per failed
-   * event). Leaving the entry pending instead would have it reclaimed after minIdleMs with its delivery count
-   * raised, as if a consumer had died on it: a long enough refusal (say, Redis full for a minute) then
-   * dead-lettered whole batch entries, events their handlers had finished included. False when it gave up:
-   * the entry stays pending.
-   */
-  private async persist(write: () => Promise<unknown>, mine: () => boolean, id: string): Promise<boolean> {
-    /** Set while this write is the probe: ends the others' wait. */
-    let endProbe: (() => void) | undefined;
-    let written = false;
-    try {
-      for (let probes = 0; ;) {
-        let waited = true;
-        if (endProbe !== undefined) await Promise.race([new Promise((resolve) => setTimeout(resolve, backoffDelay(TRANSIENT_RETRY, ++probes))), this.ctx.closeSignal]);
-        else if (this.probing !== undefined) await this.probing;
-        else waited = false;
-        if (waited && (this.ctx.closing || !mine())) return false;
-        try {
-          await write();
-          written = true;
-          return true;
-        } catch (e) {
-          if (!isTransientWriteError(e) || this.ctx.closing || !mine()) {
-            this.ctx.logger.warn({ group: this.ctx.spec.group, err: describeError(e), id }, 'could not write a failed event to the retry stream or DLQ; entry left pending');
-            return false;
-          }
-          if (endProbe === undefined && this.probing === undefined) {
-            this.ctx.logger.warn(
-              { group: this.ctx.spec.group, err: describeError(e), id },
-              'Redis refuses retry/DLQ writes for now; one is tried again until it goes through, the others wait (their entries stay pending on this consumer)',
-            );
-            this.probing = new Promise<void>((resolve) => (endProbe = resolve));
-          }
-        }
-      }
-    } finally {
-      if (endProbe !== undefined) {
-        this.probing = undefined;
-        endProbe();
-        if (written) this.ctx.logger.info({ group: this.ctx.spec.group }, 'retry/DLQ writes go through again');
-      }
-    }
+    void this.writes
+      .persist(write, () => !pin.lost, id)
+      .then((written) => {
+        this.sideOps--;
+        if (this.pinned[idx]!.get(id) === pin) this.pinned[idx]!.delete(id);
+        if (written) this.acks.ack(idx, id);
+        this.checkIdle();
+      });
   }
 
   /** Resolves when the entries started are done (acked, or re-routed) or abandoned, or at close. */
@@ -499,7 +357,7 @@ export class Deliveries {
     if (this.roomWaiters.length > 0 && !this.full) this.wakeReaders();
   }
 
-  private checkIdle(): void {
+  protected checkIdle(): void {
     if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.urgent.length === 0 && this.sideOps === 0) {
       const w = this.idleWaiters;
       this.idleWaiters = [];
