@@ -232,11 +232,5 @@ function debt() {
       files: ['transports/redis-streams/connection.ts'],
       rules: { 'max-lines-per-function': 'off' },
     },
-    {
-      name: 'debt/transports/redis-streams/ops-cli.ts',
-      // max-lines-per-function: run 72; complexity: run 20
-      files: ['transports/redis-streams/ops-cli.ts'],
-      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
-    },
   ];
 }

@@ -167,86 +167,122 @@ function need(positionals: string[], index: number, what: string): string {
   return v;
 }
 
+/** A command line being run: its command, flags and positionals, and where it prints. */
+interface Invocation {
+  command: string;
+  flags: Flags;
+  positionals: string[];
+  io: CliIo;
+}
+
+/** `value` as JSON with --json, else `text()`. */
+function print(inv: Invocation, value: unknown, text: () => string): void {
+  inv.io.out(inv.flags.json ? jsonText(value) : text());
+}
+
+/** Bad usage unless the command line has at most `n` positionals (the command and its arguments). */
+function expectArgs(inv: Invocation, n: number): void {
+  const args = inv.positionals.length;
+  if (args > n) throw new ConfigError(`"${inv.command}" takes ${n - 1} argument${n === 2 ? '' : 's'}, got ${args - 1}: ${inv.positionals.slice(1).join(' ')}`);
+}
+
+async function streamsCommand(inv: Invocation): Promise<void> {
+  expectArgs(inv, 1);
+  const streams = await withAdmin(inv.flags, inv.io.env, (a) => a.listStreams());
+  print(inv, streams, () => table(streams as unknown as Record<string, unknown>[], ['key', 'type', 'partition', 'length']));
+}
+
+async function groupsCommand(inv: Invocation): Promise<void> {
+  expectArgs(inv, 2);
+  const type = need(inv.positionals, 1, 'an event type');
+  const groups = await withTypeAdmin(inv.flags, inv.io.env, type, (a) => a.groups(type));
+  print(inv, groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'trimmed', 'retrying']));
+}
+
+async function pendingCommand(inv: Invocation): Promise<void> {
+  expectArgs(inv, 3);
+  const type = need(inv.positionals, 1, 'an event type');
+  const group = need(inv.positionals, 2, 'a group');
+  const p = await withTypeAdmin(inv.flags, inv.io.env, type, (a) => a.pending(type, group));
+  print(
+    inv,
+    p,
+    () =>
+      `${p.total} pending\n${table(
+        Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })),
+        ['consumer', 'pending'],
+      )}`,
+  );
+}
+
+async function dlqCommand(inv: Invocation): Promise<void> {
+  expectArgs(inv, 2);
+  const type = need(inv.positionals, 1, 'an event type');
+  const limit = intFlag(inv.flags.limit, 'limit', 1, 1_000_000) ?? 100;
+  const letters = await withTypeAdmin(inv.flags, inv.io.env, type, (a) => a.deadLetters(type, inv.flags.group, limit));
+  // The table says when there may be more than it shows (the oldest `limit`).
+  const more = letters.length === limit ? `\n(the oldest ${limit}; there may be more: --limit)` : '';
+  print(inv, letters, () => table(letters.map(letterRow), ['ref', 'group', 'eventId', 'attempts', 'deadAt', 'error']) + more);
+}
+
+/** `replay` and `purge`: the dead letters the flags select, back to their retry stream or deleted. */
+async function replayOrPurgeCommand(inv: Invocation): Promise<void> {
+  const { command, flags } = inv;
+  expectArgs(inv, 2);
+  const type = need(inv.positionals, 1, 'an event type');
+  const filtered = flags.group !== undefined || flags.id !== undefined;
+  if (command === 'purge' && !filtered && !flags.all) {
+    throw new ConfigError('purge deletes dead letters for good: give --group, --id, or --all for every dead letter of the type.');
+  }
+  const skipped: Record<ReplaySkipReason, number> = { undecodable: 0, 'no-group': 0, 'group-gone': 0 };
+  const options = { group: flags.group, ids: flags.id, onSkip: (_: unknown, why: ReplaySkipReason) => void skipped[why]++ };
+  const n = await withTypeAdmin(flags, inv.io.env, type, (a) => (command === 'replay' ? a.replayDeadLetters(type, options) : a.purgeDeadLetters(type, options)));
+  if (command === 'purge') {
+    print(inv, { purged: n }, () => `purged ${lettersText(n)}`);
+    return;
+  }
+  // What replay left where it was, and why, so "replayed 0" is not a mystery.
+  const why = [
+    skipped.undecodable && `${skipped.undecodable} undecodable (inspect with dlq, then purge --id <ref>)`,
+    skipped['no-group'] && `${skipped['no-group']} naming no group`,
+    skipped['group-gone'] && `${skipped['group-gone']} whose group the stream no longer has`,
+  ].filter(Boolean);
+  print(inv, { replayed: n, skipped }, () => `replayed ${lettersText(n)}${why.length ? `; left in the DLQ: ${why.join(', ')}` : ''}`);
+}
+
+function lettersText(k: number): string {
+  return `${k} dead letter${k === 1 ? '' : 's'}`;
+}
+
+/** Runs the command of `inv` (bad usage when there is no such command). */
+function runCommand(inv: Invocation): Promise<void> {
+  switch (inv.command) {
+    case 'streams':
+      return streamsCommand(inv);
+    case 'groups':
+      return groupsCommand(inv);
+    case 'pending':
+      return pendingCommand(inv);
+    case 'dlq':
+      return dlqCommand(inv);
+    case 'replay':
+    case 'purge':
+      return replayOrPurgeCommand(inv);
+    default:
+      throw new ConfigError(`Unknown command "${inv.command}". Commands: streams, groups, pending, dlq, replay, purge (--help).`);
+  }
+}
+
 async function run(argv: string[], io: CliIo): Promise<number> {
   const { values: flags, positionals } = parse(argv);
   if (flags.help || positionals.length === 0) {
     io.out(USAGE);
     return flags.help ? 0 : 2;
   }
-  const print = (value: unknown, text: () => string) => io.out(flags.json ? jsonText(value) : text());
   const command = positionals[0]!;
-  const args = positionals.length;
-  const expect = (n: number) => {
-    if (args > n) throw new ConfigError(`"${command}" takes ${n - 1} argument${n === 2 ? '' : 's'}, got ${args - 1}: ${positionals.slice(1).join(' ')}`);
-  };
   checkFlags(command, flags);
-  switch (command) {
-    case 'streams': {
-      expect(1);
-      const streams = await withAdmin(flags, io.env, (a) => a.listStreams());
-      print(streams, () => table(streams as unknown as Record<string, unknown>[], ['key', 'type', 'partition', 'length']));
-      return 0;
-    }
-    case 'groups': {
-      expect(2);
-      const type = need(positionals, 1, 'an event type');
-      const groups = await withTypeAdmin(flags, io.env, type, (a) => a.groups(type));
-      print(groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'trimmed', 'retrying']));
-      return 0;
-    }
-    case 'pending': {
-      expect(3);
-      const type = need(positionals, 1, 'an event type');
-      const group = need(positionals, 2, 'a group');
-      const p = await withTypeAdmin(flags, io.env, type, (a) => a.pending(type, group));
-      print(
-        p,
-        () =>
-          `${p.total} pending\n${table(
-            Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })),
-            ['consumer', 'pending'],
-          )}`,
-      );
-      return 0;
-    }
-    case 'dlq': {
-      expect(2);
-      const type = need(positionals, 1, 'an event type');
-      const limit = intFlag(flags.limit, 'limit', 1, 1_000_000) ?? 100;
-      const letters = await withTypeAdmin(flags, io.env, type, (a) => a.deadLetters(type, flags.group, limit));
-      // The table says when there may be more than it shows (the oldest `limit`).
-      const more = letters.length === limit ? `\n(the oldest ${limit}; there may be more: --limit)` : '';
-      print(letters, () => table(letters.map(letterRow), ['ref', 'group', 'eventId', 'attempts', 'deadAt', 'error']) + more);
-      return 0;
-    }
-    case 'replay':
-    case 'purge': {
-      expect(2);
-      const type = need(positionals, 1, 'an event type');
-      const filtered = flags.group !== undefined || flags.id !== undefined;
-      if (command === 'purge' && !filtered && !flags.all) {
-        throw new ConfigError('purge deletes dead letters for good: give --group, --id, or --all for every dead letter of the type.');
-      }
-      const skipped: Record<ReplaySkipReason, number> = { undecodable: 0, 'no-group': 0, 'group-gone': 0 };
-      const options = { group: flags.group, ids: flags.id, onSkip: (_: unknown, why: ReplaySkipReason) => void skipped[why]++ };
-      const n = await withTypeAdmin(flags, io.env, type, (a) => (command === 'replay' ? a.replayDeadLetters(type, options) : a.purgeDeadLetters(type, options)));
-      const letters = (k: number) => `${k} dead letter${k === 1 ? '' : 's'}`;
-      if (command === 'purge') {
-        print({ purged: n }, () => `purged ${letters(n)}`);
-        return 0;
-      }
-      // What replay left where it was, and why, so "replayed 0" is not a mystery.
-      const why = [
-        skipped.undecodable && `${skipped.undecodable} undecodable (inspect with dlq, then purge --id <ref>)`,
-        skipped['no-group'] && `${skipped['no-group']} naming no group`,
-        skipped['group-gone'] && `${skipped['group-gone']} whose group the stream no longer has`,
-      ].filter(Boolean);
-      print({ replayed: n, skipped }, () => `replayed ${letters(n)}${why.length ? `; left in the DLQ: ${why.join(', ')}` : ''}`);
-      return 0;
-    }
-    default:
-      throw new ConfigError(`Unknown command "${command}". Commands: streams, groups, pending, dlq, replay, purge (--help).`);
-  }
+  await runCommand({ command, flags, positionals, io });
+  return 0;
 }
 
 /** Indented JSON; compact where a dead letter's event nests deeper than JSON.stringify recurses. */
