@@ -221,12 +221,6 @@ function debt() {
       rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
     },
     {
-      name: 'debt/transports/redis-streams/config.ts',
-      // complexity: arrow fn@132 17
-      files: ['transports/redis-streams/config.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/transports/redis-streams/connection.ts',
       // max-lines-per-function: connect 68
       files: ['transports/redis-streams/connection.ts'],

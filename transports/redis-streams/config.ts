@@ -135,25 +135,39 @@ export const redisStreamsConfigSchema = z
   })
   .strict()
   .transform((c, ctx) => {
-    // Where to connect is said once: a second way was ignored without a word (`url` won over `port`).
-    const standalone = (['url', 'host', 'port'] as const).filter((k) => c[k] !== undefined);
-    if (c.url !== undefined && standalone.length > 1) {
-      ctx.addIssue({ code: 'custom', path: [standalone[1]!], message: 'give url or host/port, not both' });
-    }
-    if (c.cluster !== undefined && standalone.length > 0) {
-      ctx.addIssue({ code: 'custom', path: [standalone[0]!], message: 'not with cluster (its seed nodes say where to connect)' });
-    }
-    if (c.cluster !== undefined && c.db !== undefined && c.db !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['db'], message: 'a Redis Cluster has database 0 only (leave db out)' });
-    }
-    if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
-      ctx.addIssue({ code: 'custom', path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
-    }
+    for (const issue of connectionIssues(c)) ctx.addIssue({ code: 'custom', ...issue });
     const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
     if (typeof seed === 'string') ctx.addIssue({ code: 'custom', path: ['cluster', 'nodes'], message: seed });
     if (seed === undefined || typeof seed === 'string') return c;
     return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: c.tls ?? seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
   });
+
+/** The connection settings `connectionIssues` checks. */
+interface ConnectionSettings {
+  url?: string | undefined;
+  host?: string | undefined;
+  port?: number | undefined;
+  cluster?: unknown;
+  db?: number | undefined;
+  commandTimeoutMs: number;
+  waitForReplicas?: { timeoutMs: number } | undefined;
+}
+
+/**
+ * What is wrong with the connection settings taken together, in order: where to connect is said once (a second
+ * way would be ignored without a word), a Cluster has database 0 only, and WAIT gives up before a command does.
+ */
+function connectionIssues(c: ConnectionSettings): { path: string[]; message: string }[] {
+  const issues: { path: string[]; message: string }[] = [];
+  const standalone = (['url', 'host', 'port'] as const).filter((k) => c[k] !== undefined);
+  if (c.url !== undefined && standalone.length > 1) issues.push({ path: [standalone[1]!], message: 'give url or host/port, not both' });
+  if (c.cluster !== undefined && standalone.length > 0) issues.push({ path: [standalone[0]!], message: 'not with cluster (its seed nodes say where to connect)' });
+  if (c.cluster !== undefined && c.db !== undefined && c.db !== 0) issues.push({ path: ['db'], message: 'a Redis Cluster has database 0 only (leave db out)' });
+  if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
+    issues.push({ path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
+  }
+  return issues;
+}
 
 /**
  * Credentials and TLS written into cluster seed URLs (`redis://user:pass@host:port`, `rediss://` for TLS), to
