@@ -220,11 +220,5 @@ function debt() {
       files: ['transports/native/native-transport.ts'],
       rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
     },
-    {
-      name: 'debt/transports/redis-streams/connection.ts',
-      // max-lines-per-function: connect 68
-      files: ['transports/redis-streams/connection.ts'],
-      rules: { 'max-lines-per-function': 'off' },
-    },
   ];
 }

@@ -191,22 +191,7 @@ export class Connector {
       clearTimeout(retry);
       client.disconnect();
       // A PING that failed (NOAUTH from a node) is the reason; after a timeout, the last connection error is.
-      if (!(err instanceof TimeoutError) && !(err instanceof ConnectionError)) lastError = err;
-      // ioredis's refusal of a command while its socket is still connecting says nothing of why: no reason then.
-      const why = lastError instanceof Error && !/Stream isn't writeable/.test(lastError.message) ? `: ${lastError.message}` : '';
-      const reason = lastError instanceof Error ? lastError.message : '';
-      if (NOT_CLUSTER.test(reason)) {
-        const message = `${this.address} is not a Redis Cluster (${reason}): connect with transport.url (or host/port) instead of transport.cluster`;
-        throw new ConfigError(message, [{ path: ['transport', 'cluster', 'nodes'], message }], { cause: lastError });
-      }
-      throw new ConnectionError(
-        AUTH_REFUSED.test(reason)
-          ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
-          : DB_REFUSED.test(reason)
-            ? `Redis at ${this.address} cannot select database ${this.config.db ?? '(from the URL)'} (transport.db or the URL's /db)${why}`
-            : `Cannot connect to ${this.address} within ${ms} ms (transport.connectTimeoutMs)${why}`,
-        { cause: lastError ?? err },
-      );
+      throw this.connectFailure(err, err instanceof TimeoutError || err instanceof ConnectionError ? lastError : err);
     } finally {
       settled = true;
       clearTimeout(retry);
@@ -215,6 +200,28 @@ export class Connector {
       client.off('node error', onError);
       if (onEnd) client.off('end', onEnd);
     }
+  }
+
+  /**
+   * The error `connect` rejects with when its wait failed with `err`: `reason` is the error that says why (a
+   * ConfigError for a cluster seed that is a standalone server, else a ConnectionError naming the address).
+   */
+  private connectFailure(err: unknown, reason: unknown): Error {
+    // ioredis's refusal of a command while its socket is still connecting says nothing of why: no reason then.
+    const why = reason instanceof Error && !/Stream isn't writeable/.test(reason.message) ? `: ${reason.message}` : '';
+    const text = reason instanceof Error ? reason.message : '';
+    if (NOT_CLUSTER.test(text)) {
+      const message = `${this.address} is not a Redis Cluster (${text}): connect with transport.url (or host/port) instead of transport.cluster`;
+      return new ConfigError(message, [{ path: ['transport', 'cluster', 'nodes'], message }], { cause: reason });
+    }
+    return new ConnectionError(
+      AUTH_REFUSED.test(text)
+        ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
+        : DB_REFUSED.test(text)
+          ? `Redis at ${this.address} cannot select database ${this.config.db ?? '(from the URL)'} (transport.db or the URL's /db)${why}`
+          : `Cannot connect to ${this.address} within ${this.config.connectTimeoutMs} ms (transport.connectTimeoutMs)${why}`,
+      { cause: reason ?? err },
+    );
   }
 
   /**
