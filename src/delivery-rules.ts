@@ -26,8 +26,16 @@ export type FailureVerdict = { readonly retry: true; readonly attempt: number; r
  * attempt after the backoff of this one.
  */
 export function afterFailure(rules: DeliveryRules, attempt: number, err: unknown): FailureVerdict {
-  if (attempt >= rules.maxDeliveries || !isRetryable(err)) return { retry: false, error: describeError(err) };
+  if (isLastAttempt(rules, attempt) || !isRetryable(err)) return { retry: false, error: describeError(err) };
   return { retry: true, attempt: attempt + 1, delayMs: backoffDelay(rules.backoff, attempt) };
+}
+
+/**
+ * Whether attempt `attempt` is the last one allowed: its failure, or a handler still running on it when its
+ * subscription's drain ran out (`outlivedDrain`), dead-letters the event.
+ */
+export function isLastAttempt(rules: DeliveryRules, attempt: number): boolean {
+  return attempt >= rules.maxDeliveries;
 }
 
 /**

@@ -26,7 +26,7 @@ export type {
 } from './transport.js';
 export { withWritten, writtenCount } from './transport.js';
 export { registerTransport } from './registry.js';
-export { afterFailure, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
+export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 export { runHandler } from './run-handler.js';
 export { handlerEvent, type HandlerEvent } from './handler-module.js';
 export { consumeCheck } from './schema-check.js';

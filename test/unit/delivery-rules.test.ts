@@ -1,7 +1,7 @@
 /** The delivery rules every transport applies (src/delivery-rules.ts), through `eventlane/transport`. */
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, ValidationError } from '../../src/index.js';
-import { afterFailure, deadLetterOf, pastLastAttempt } from '../../src/transport-kit.js';
+import { afterFailure, deadLetterOf, isLastAttempt, pastLastAttempt } from '../../src/transport-kit.js';
 
 const rules = { maxDeliveries: 3, backoff: { initialMs: 100, maxMs: 1000, multiplier: 2, jitter: 0 } };
 
@@ -32,9 +32,11 @@ describe('delivery rules', () => {
     }
   });
 
-  it('a redelivery after consumers died is past the last attempt once it would be attempt maxDeliveries + 1', () => {
+  it('attempt maxDeliveries is the last; a redelivery after consumers died is past it as attempt maxDeliveries + 1', () => {
     expect(pastLastAttempt(rules, 3)).toBe(false);
     expect(pastLastAttempt(rules, 4)).toBe(true);
+    expect(isLastAttempt(rules, 2)).toBe(false);
+    expect(isLastAttempt(rules, 3)).toBe(true);
   });
 
   it('a dead letter carries the event, its group, partition, attempts and error', () => {

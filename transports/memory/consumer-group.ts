@@ -11,7 +11,7 @@ import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { Logger } from '../../src/logger.js';
 import { delay, runHandler } from '../../src/run-handler.js';
-import { afterFailure, deadLetterOf, outlivedDrain } from '../../src/delivery-rules.js';
+import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain } from '../../src/delivery-rules.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
 /**
@@ -130,7 +130,7 @@ export class ConsumerGroup {
         a.settled = true;
         this.release(a.partition);
         // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
-        if (a.attempt >= member.spec.maxDeliveries) {
+        if (isLastAttempt(member.spec, a.attempt)) {
           this.addDead(outlivedDrain(toEnvelope(a.event, a.source), this.name, a.partition, a.attempt, member.spec.drainTimeoutMs));
           continue;
         }

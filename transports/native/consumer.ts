@@ -12,7 +12,7 @@ import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record.js';
 import type { InFlightTable } from './in-flight.js';
-import { afterFailure, deadLetterOf, outlivedDrain } from '../../src/delivery-rules.js';
+import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain } from '../../src/delivery-rules.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -554,7 +554,7 @@ export class PartitionConsumer {
     for (const a of this.active) {
       a.settled = true;
       // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
-      if (a.attempt >= this.s.maxDeliveries) this.onDead(outlivedDrain(a.env, this.s.group, a.partition, a.attempt, drainMs));
+      if (isLastAttempt(this.s, a.attempt)) this.onDead(outlivedDrain(a.env, this.s.group, a.partition, a.attempt, drainMs));
       else left.push(this.keepAlone({ env: a.env, attempt: a.attempt + 1, partition: a.partition }));
     }
     this.active.clear();

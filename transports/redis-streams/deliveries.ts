@@ -5,6 +5,7 @@
  * longer this consumer's. Counts what is held, for the readers' prefetch and for close. The slots and the
  * order events start in are handler-slots.ts's; the retry/DLQ writes' retries are reroute-writes.ts's.
  */
+import { pastLastAttempt } from '../../src/delivery-rules.js';
 import type { JsonReader } from '../../src/json-reader.js';
 import type { DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { AckBatcher } from './ack-batch.js';
@@ -222,7 +223,7 @@ export class Deliveries extends HandlerSlots {
    */
   private redeliveryAttempt(idx: number, id: string, decoded: DecodedEntry, delivered: number): number {
     const attempt = decoded.attempt + delivered - 1;
-    if (attempt > this.ctx.spec.maxDeliveries) {
+    if (pastLastAttempt(this.ctx.spec, attempt)) {
       const written = new Set<number>();
       const reason = `delivered ${delivered} times without an ack (consumers died while handling it)`;
       this.sideOp(() => this.reroute.crashLoop(idx, id, decoded.events, attempt - 1, reason, written), idx, id);
