@@ -209,12 +209,6 @@ function debt() {
       rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
     },
     {
-      name: 'debt/transports/native/group.ts',
-      // max-lines: 485 lines; complexity: recover 18
-      files: ['transports/native/group.ts'],
-      rules: { 'max-lines': 'off', complexity: 'off' },
-    },
-    {
       name: 'debt/transports/native/native-transport.ts',
       // max-lines: 430 lines; complexity: write 23, subscribe 20; max-depth: 2 block(s) nested 5 deep
       files: ['transports/native/native-transport.ts'],

@@ -419,7 +419,7 @@ export class NativeTransport implements Transport {
       // A group nobody has joined after all (this subscribe created it, or found it being created by another
       // that failed too): taken out, or its rings would take every event published to the type, consumed by
       // nobody, until they were full and stalled the publishers. The last failed join takes it out.
-      if (!joined.everJoined && joined.unused && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
+      if (joined.abandoned && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
       throw err;
     });
     const settled = joining.then(
