@@ -197,12 +197,6 @@ function debt() {
       rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
     },
     {
-      name: 'debt/native/js/js-core.ts',
-      // max-lines: 444 lines; max-lines-per-function: push 89; complexity: push 34, pop 25, popRing 17
-      files: ['native/js/js-core.ts'],
-      rules: { 'max-lines': 'off', 'max-lines-per-function': 'off', complexity: 'off' },
-    },
-    {
       name: 'debt/transports/native/consumer.ts',
       // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
       files: ['transports/native/consumer.ts'],
