@@ -202,11 +202,5 @@ function debt() {
       files: ['transports/native/consumer.ts'],
       rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
     },
-    {
-      name: 'debt/transports/native/native-transport.ts',
-      // max-lines: 430 lines; complexity: write 23, subscribe 20; max-depth: 2 block(s) nested 5 deep
-      files: ['transports/native/native-transport.ts'],
-      rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
-    },
   ];
 }

@@ -14,8 +14,8 @@ function log() {
   return { errors, warnings, logger };
 }
 
-/** Rings with a write waiting for room (NativeTransport's private `blocked`). */
-const blockedRings = (t: unknown) => (t as { blocked: Map<string, unknown> }).blocked.size;
+/** Rings with a write waiting for room (the private `blocked` of NativeTransport's private `rings`, blocked-rings.ts). */
+const blockedRings = (t: unknown) => (t as { rings: { blocked: Map<string, unknown> } }).rings.blocked.size;
 
 describe.each(['native', 'js'] as const)('deleting consumer groups gives their rings back (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'group-delete');

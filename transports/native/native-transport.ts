@@ -2,32 +2,24 @@
  * The `native` transport: events of each (type, consumer group) go through per-partition lock-free rings
  * in the partition core (the N-API addon, or its SharedArrayBuffer fallback). One core call per unit and
  * group. The last `retain` events of each partition are also kept (`History`) so a group created later
- * with `startFrom: '0'` can read them.
+ * with `startFrom: '0'` can read them. The shared state is broker.ts's, pushes waiting for room
+ * blocked-rings.ts's, a write's outcome write-outcome.ts's, and what a subscription's options ask for
+ * subscribe-mode.ts's.
  */
-import { pathToFileURL } from 'node:url';
-import { isAbsolute } from 'node:path';
-import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
+import { deadLettersOf } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
-import { BackpressureError, ClosedError, ConfigError, EventlaneError, NativeError, PayloadTooLargeError, TimeoutError } from '../../src/errors.js';
-import {
-  withWritten,
-  writtenCount,
-  type DeadLetter,
-  type DeliveryHandler,
-  type PublishUnit,
-  type SubscriptionSpec,
-  type Transport,
-  type TransportCapabilities,
-  type TransportContext,
-  type TransportSubscription,
-  type WriteResult,
-} from '../../src/transport.js';
-import { createCore, PushMode, ringBytes, type PartitionCore, type RingStats } from '../../native/loader.js';
-import { nativeConfigSchema, nativeSubscribeSchema, type ResolvedNativeConfig } from './config.js';
+import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../../src/errors.js';
+import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
+import { PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
+import { nativeConfigSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
-import { History, type HistoryMark } from './history.js';
 import { copyBatch, encodeEvents, encodeRun, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
 import { consumerWaitProbe } from './wait-probe.js';
+import { maxEventBytesOf, openBroker, releaseBroker, Topic, type Broker } from './broker.js';
+import { BlockedRings, ringKey } from './blocked-rings.js';
+import { coreError, fullError, laneError } from './core-errors.js';
+import { subscribeMode, type SubscribeMode } from './subscribe-mode.js';
+import { WriteOutcome } from './write-outcome.js';
 
 const MODE = {
   block: PushMode.partial,
@@ -35,43 +27,6 @@ const MODE = {
   'drop-oldest': PushMode.evictOldest,
   error: PushMode.allOrNothing,
 } as const;
-
-/** A unit of a write still waiting for room, and where the history holds it. */
-interface RetainedUnit {
-  readonly u: number;
-  readonly history: History;
-  readonly mark: HistoryMark;
-}
-
-class Topic {
-  readonly groups = new Map<string, NativeGroup>();
-  /** Per partition; empty when nothing is retained. */
-  readonly history: History[];
-  /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (wait-probe.ts). */
-  readonly waiting: Int32Array;
-  constructor(partitions: number, retain: number) {
-    this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
-    this.waiting = new Int32Array(new SharedArrayBuffer(8 * partitions));
-  }
-}
-
-/** State shared by every transport opened with the same `name` in this process. */
-interface Broker {
-  readonly core: PartitionCore;
-  readonly topics: Map<string, Topic>;
-  /** The service of the bus that opened it: the `source` of records that do not name another. */
-  readonly service: string;
-  /** Partitions per type: every transport sharing the broker must use as many (its topics and lanes have that many). */
-  readonly partitions: number;
-}
-
-const brokers = new SharedBrokers<Broker>();
-
-/**
- * Groups (lanes of rings) the addon's core holds at once (native/src/core.h kMaxLanes): a removed group's
- * lane counts until its consumer threads have exited. The JS core has no bound.
- */
-const MAX_LANES = 4096;
 
 export class NativeTransport implements Transport {
   readonly type = 'native';
@@ -87,42 +42,20 @@ export class NativeTransport implements Transport {
   /** Worker subscriptions in progress (settled or not): close() waits for their threads to end. */
   private readonly joining = new Set<Promise<void>>();
   private readonly mode: number;
-  private readonly waiting = new Set<() => void>();
+  /** Pushes waiting for room, and the rings they block. */
+  private readonly rings: BlockedRings;
 
   constructor(
     readonly config: ResolvedNativeConfig,
     private readonly ctx: TransportContext,
   ) {
-    const broker = brokers.acquire(config.name, () => {
-      const arena = config.arenaBytes ?? Math.min(2 ** 28, Math.max(65_536, config.capacity * 128));
-      let core: PartitionCore;
-      try {
-        core = createCore(config.capacity, arena, config.implementation, (msg) => {
-          ctx.logger.warn({ transport: 'native' }, msg);
-          process.emitWarning(msg, { code: 'EVENTLANE_NATIVE_FALLBACK' });
-        });
-      } catch (err) {
-        throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
-      }
-      return { core, topics: new Map(), service: ctx.service, partitions: config.partitions };
-    });
-    if (broker.partitions !== config.partitions) {
-      brokers.release(config.name);
-      const message = `native broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
-      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
-    }
-    const limit = Math.floor(broker.core.arenaBytes / 4);
-    if (config.maxEventBytes !== undefined && config.maxEventBytes > limit) {
-      // Refused, not capped: a capped limit would refuse an event between the two naming maxEventBytes, which allows it.
-      brokers.release(config.name);
-      const message = `maxEventBytes ${config.maxEventBytes} is above a quarter of the ring's arena (${broker.core.arenaBytes} bytes: at most ${limit}); raise transport.arenaBytes or lower maxEventBytes`;
-      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'maxEventBytes'], message, code: 'custom' }]);
-    }
+    const broker = openBroker(config, ctx);
     this.broker = broker;
     this.core = broker.core;
     this.topics = broker.topics;
     this.implementation = this.core.kind;
     this.source = ctx.service === broker.service ? undefined : ctx.service;
+    this.rings = new BlockedRings(this.core, config.publishTimeoutMs);
     // Runs written as bytes at publish, with room for the record header, when the records are plain (no source).
     const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
     // `block` may write a unit's first events and time out on the rest (blockingPush).
@@ -130,7 +63,8 @@ export class NativeTransport implements Transport {
     // `error` takes a unit whole or refuses it: a unit larger than an empty ring would always be refused (a
     // burst of publish() calls in one tick, batched into one unit, must not be refused whole by an empty ring).
     const units = config.backpressure === 'error' ? { maxUnitEvents: this.core.capacity, maxUnitBytes: this.core.arenaBytes / 4 } : {};
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes: config.maxEventBytes ?? limit, runs: true, runBytes, partialUnits, ...units };
+    const maxEventBytes = config.maxEventBytes ?? maxEventBytesOf(this.core);
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes, runs: true, runBytes, partialUnits, ...units };
     this.mode = MODE[config.backpressure];
   }
 
@@ -163,84 +97,53 @@ export class NativeTransport implements Transport {
   /** Synchronous when every ring had room (the result itself); a promise when a push must wait (block). */
   write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
-    // A push that must wait for room gives up publishTimeoutMs after this write, also when it first queues
-    // behind earlier writes still waiting for room in its ring (their timeouts must not add up).
-    let deadline = 0;
-    let results: (Error | undefined)[] | undefined;
-    let waits: Promise<void>[] | undefined;
-    // A push waiting for room: the write settles after it, and its failure fails unit `u`.
-    // With several groups the unit's error is the one that wrote the fewest of its events (`withWritten`).
-    const awaitPush = (u: number, p: Promise<void>): void => {
-      (waits ??= []).push(
-        p.catch((err: Error) => {
-          const r = (results ??= new Array(units.length).fill(undefined));
-          const prev = r[u];
-          if (prev === undefined || writtenCount(err) < writtenCount(prev)) r[u] = err;
-        }),
-      );
-    };
-    let retained: RetainedUnit[] | undefined;
+    const w = new WriteOutcome(units.length, this.config.publishTimeoutMs);
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);
-      const waited = waits?.length ?? 0;
-      let batch: EncodedBatch;
+      const waited = w.waiting;
       try {
-        batch = this.encode(unit);
+        const batch = this.encode(unit);
         this.checkSizes(batch);
         if (this.mode === PushMode.allOrNothing && topic.groups.size > 1) this.refuseUnlessAllFit(topic, unit, batch);
-        for (const group of topic.groups.values()) {
-          const ring = `${group.lane}:${unit.partition}`;
-          const before = this.blocked.get(ring);
-          if (before) {
-            // A ring still waiting for room (this write or an earlier one in flight): queue behind it, in order.
-            const all = copyBatch(batch);
-            const until = (deadline ||= Date.now() + this.config.publishTimeoutMs);
-            const p = before.then(() => this.blockingPush(group, unit, all, until, all.n));
-            this.chain(ring, p);
-            awaitPush(u, p);
-            continue;
-          }
-          const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
-          if (done > 0) group.kick();
-          if (done < batch.n) {
-            if (this.mode === PushMode.allOrNothing) throw this.full(group, unit);
-            if (this.mode === PushMode.partial) {
-              // Copy the rest now: `batch` is scratch memory reused by the next encode.
-              const p = this.blockingPush(group, unit, copyBatch(batch, done), (deadline ||= Date.now() + this.config.publishTimeoutMs), batch.n);
-              this.chain(ring, p);
-              awaitPush(u, p);
-            }
-          }
-        }
+        for (const group of topic.groups.values()) this.pushUnit(group, unit, batch, u, w);
         // After the pushes: a unit `error` refused is not retained either.
         const history = topic.history[unit.partition];
-        if (history !== undefined) {
-          history.add(batch);
-          // A unit still waiting for room: what it fails to write is taken back once it settles.
-          const mark = waits !== undefined && waits.length > waited ? history.mark(batch.n) : undefined;
-          if (mark !== undefined) (retained ??= []).push({ u, history, mark });
-        }
+        if (history !== undefined) w.retain(u, history, batch, waited);
       } catch (err) {
-        (results ??= new Array(units.length).fill(undefined))[u] = this.mapError(err);
+        w.fail(u, coreError(err));
       }
     }
-    if (waits) return Promise.all(waits).then(() => this.settled(results, retained));
-    return results;
+    return w.result();
   }
 
   /**
-   * The results of a write that waited: the events a unit failed to write (its error's `writtenCount` on)
-   * leave the retained history, so a group created later does not replay events whose publish rejected
-   * (and that the caller may publish again).
+   * Pushes unit `u` (its records in `batch`) to the group's ring of its partition. A push that must wait for
+   * room (behind an earlier one still waiting, or the rest under `block`) is chained and left to `w` to await.
    */
-  private settled(results: (Error | undefined)[] | undefined, retained: readonly RetainedUnit[] | undefined): (Error | undefined)[] | undefined {
-    if (results === undefined || retained === undefined) return results;
-    for (const { u, history, mark } of retained) {
-      const err = results[u];
-      if (err !== undefined) history.forget(mark, writtenCount(err));
+  private pushUnit(group: NativeGroup, unit: PublishUnit, batch: EncodedBatch, u: number, w: WriteOutcome): void {
+    const ring = ringKey(group, unit.partition);
+    const before = this.rings.tail(ring);
+    if (before) {
+      // A ring still waiting for room (this write or an earlier one in flight): queue behind it, in order.
+      const all = copyBatch(batch);
+      const until = w.deadline();
+      const p = before.then(() => this.rings.blockingPush(group, unit, all, until, all.n));
+      this.rings.chain(ring, p);
+      w.awaitPush(u, p);
+      return;
     }
-    return results;
+    const done = this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, this.mode);
+    if (done > 0) group.kick();
+    if (done < batch.n) {
+      if (this.mode === PushMode.allOrNothing) throw fullError(this.core, group, unit);
+      if (this.mode === PushMode.partial) {
+        // Copy the rest now: `batch` is scratch memory reused by the next encode.
+        const p = this.rings.blockingPush(group, unit, copyBatch(batch, done), w.deadline(), batch.n);
+        this.rings.chain(ring, p);
+        w.awaitPush(u, p);
+      }
+    }
   }
 
   /** The unit's records, in scratch memory valid until the next encode. */
@@ -262,18 +165,12 @@ export class NativeTransport implements Transport {
   private refuseUnlessAllFit(topic: Topic, unit: PublishUnit, batch: EncodedBatch): void {
     let refused: NativeGroup[] | undefined;
     for (const group of topic.groups.values()) {
-      if (this.blocked.has(`${group.lane}:${unit.partition}`)) continue;
+      if (this.rings.has(ringKey(group, unit.partition))) continue;
       if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) (refused ??= []).push(group);
     }
     if (!refused) return;
     for (const group of refused) this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.refuse);
-    throw this.full(refused[0]!, unit);
-  }
-
-  private full(group: NativeGroup, unit: PublishUnit): BackpressureError {
-    const err = new BackpressureError(this.core.stats(group.lane, unit.partition)[5]!, this.core.capacity);
-    err.message = `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") is full (${this.core.capacity} events); backpressure is 'error'.`;
-    return err;
+    throw fullError(this.core, refused[0]!, unit);
   }
 
   /**
@@ -289,7 +186,7 @@ export class NativeTransport implements Transport {
       const batch = this.encode(unit);
       this.checkSizes(batch);
       for (const group of topic.groups.values()) {
-        if (this.blocked.has(`${group.lane}:${unit.partition}`)) return false;
+        if (this.rings.has(ringKey(group, unit.partition))) return false;
         if (this.core.push(group.lane, unit.partition, batch.bytes, batch.lens, batch.chars, batch.n, PushMode.probe) < batch.n) return false;
       }
       topic.history[unit.partition]?.add(batch);
@@ -300,25 +197,8 @@ export class NativeTransport implements Transport {
       }
       return true;
     } catch (err) {
-      throw this.mapError(err);
+      throw coreError(err);
     }
-  }
-
-  /**
-   * Rings (`lane:partition`) with a blocked push in progress, across writes: with several writes in
-   * flight, a later write must not slip events into a ring ahead of an earlier write's remainder.
-   */
-  private readonly blocked = new Map<string, Promise<void>>();
-
-  private chain(ring: string, p: Promise<void>): void {
-    const tail = p.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.blocked.set(ring, tail);
-    void tail.then(() => {
-      if (this.blocked.get(ring) === tail) this.blocked.delete(ring);
-    });
   }
 
   /**
@@ -334,92 +214,42 @@ export class NativeTransport implements Transport {
     }
   }
 
-  private mapError(err: unknown): Error {
-    const code = (err as { code?: string }).code;
-    if (code === 'ERR_PAYLOAD_TOO_LARGE') {
-      const m = /record of (\d+) bytes exceeds the limit of (\d+)/.exec((err as Error).message);
-      return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.arenaBytes (half of it per event)');
-    }
-    if (code === 'ERR_CLOSED') return new ClosedError('native transport');
-    if (err instanceof EventlaneError) return err;
-    return new NativeError(err instanceof Error ? err.message : String(err), { cause: err });
-  }
-
-  /**
-   * `block`: waits for room without blocking the event loop, until `deadline` (at least one try). `rest` is
-   * the unit's last events (of `total`): its failure says how many of the unit's events the ring took.
-   */
-  private async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number, total: number): Promise<void> {
-    let b = rest;
-    for (let spins = 0; ; spins++) {
-      await new Promise<void>((resolve) => {
-        const wake = (): void => {
-          this.waiting.delete(wake);
-          resolve();
-        };
-        this.waiting.add(wake);
-        if (spins < 8) setImmediate(wake);
-        else setTimeout(wake, 1);
-      });
-      if (this.closed) throw withWritten(new ClosedError('native transport'), total - b.n);
-      if (group.removed) return; // no such group any more: the unit is written to every group there is
-      const done = this.core.push(group.lane, unit.partition, b.bytes, b.lens, b.chars, b.n, PushMode.partial);
-      if (done > 0) group.kick();
-      if (done === b.n) return;
-      if (done > 0) b = copyBatch(b, done);
-      if (Date.now() >= deadline) {
-        throw withWritten(
-          new TimeoutError(
-            `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") stayed full for ${this.config.publishTimeoutMs} ms (${b.n} of ${total} events not accepted); raise transport.publishTimeoutMs or capacity.`,
-          ),
-          total - b.n,
-        );
-      }
-    }
-  }
-
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
     if (this.closed) throw new ClosedError('native transport');
-    const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
-    const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
-    if (useWorkers && opts.handler === undefined)
-      throw new ConfigError('subscribe options: `workers` needs `handler` (a module URL or path).', [{ path: ['handler'], message: 'required with workers' }]);
-    if (typeof opts.handler === 'string' && /^\.\.?[\\/]/.test(opts.handler)) {
-      const message = `a relative path ("${opts.handler}") would resolve against eventlane's own folder: pass new URL('${opts.handler}', import.meta.url) or an absolute path`;
-      throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
-    }
-    if (useWorkers && typeof handler === 'function') {
-      const message = 'a handler module runs in worker threads: pass it or a handler function, not both';
-      throw new ConfigError(`subscribe options: handler: ${message}.`, [{ path: ['handler'], message }]);
-    }
-    if (!useWorkers && opts.cpus !== undefined)
-      throw new ConfigError('subscribe options: `cpus` pins worker threads: it needs `workers` and `handler`.', [{ path: ['cpus'], message: 'only with workers' }]);
-    if (!useWorkers && typeof handler !== 'function') throw new ConfigError('subscribe needs a handler function or options.handler.');
+    const mode = subscribeMode(spec, handler);
     const topic = this.topic(spec.type);
-    let group = topic.groups.get(spec.group);
-    if (!group) {
-      const lane = this.createLane(spec.group);
-      group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
-        source: this.broker.service,
-        maxDeadLetters: this.config.maxDeadLetters,
-        batchSize: this.config.batchSize,
-        spinUs: this.config.spinUs,
-        hold: this.config.backpressure !== 'drop-oldest',
-        reader: this.ctx.readerPlan?.(spec.type),
-        waiting: topic.waiting,
-        logger: this.ctx.logger,
-      });
-      topic.groups.set(spec.group, group);
-      if (spec.startFrom === '0') this.replay(topic, group);
+    const group = topic.groups.get(spec.group) ?? this.createGroup(topic, spec);
+    if (mode.kind === 'main') return group.joinMain(spec, mode.handler);
+    return this.joinWorkers(topic, group, spec, mode);
+  }
+
+  /** A new group of the topic, with the retained history in its rings when it starts from '0'. */
+  private createGroup(topic: Topic, spec: SubscriptionSpec): NativeGroup {
+    const lane = this.createLane(spec.group);
+    const group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
+      source: this.broker.service,
+      maxDeadLetters: this.config.maxDeadLetters,
+      batchSize: this.config.batchSize,
+      spinUs: this.config.spinUs,
+      hold: this.config.backpressure !== 'drop-oldest',
+      reader: this.ctx.readerPlan?.(spec.type),
+      waiting: topic.waiting,
+      logger: this.ctx.logger,
+    });
+    topic.groups.set(spec.group, group);
+    if (spec.startFrom === '0') {
+      this.rings.replay(topic.history, group, (err) => this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete'));
     }
-    if (!useWorkers) return group.joinMain(spec, handler);
-    const mod = opts.handler instanceof URL ? opts.handler.href : isAbsolute(opts.handler!) ? pathToFileURL(opts.handler!).href : opts.handler!;
-    const joined = group;
-    const joining = joined.joinWorkers(spec, opts.workers ?? 1, mod, opts.workerData, opts.cpus, this.closing.signal).catch((err: unknown) => {
+    return group;
+  }
+
+  /** Joins worker threads to `group`; close() waits for the join to settle. */
+  private joinWorkers(topic: Topic, group: NativeGroup, spec: SubscriptionSpec, mode: Extract<SubscribeMode, { kind: 'workers' }>): Promise<TransportSubscription> {
+    const joining = group.joinWorkers(spec, mode.workers, mode.module, mode.workerData, mode.cpus, this.closing.signal).catch((err: unknown) => {
       // A group nobody has joined after all (this subscribe created it, or found it being created by another
       // that failed too): taken out, or its rings would take every event published to the type, consumed by
       // nobody, until they were full and stalled the publishers. The last failed join takes it out.
-      if (joined.abandoned && topic.groups.get(spec.group) === joined) this.removeGroup(topic, joined);
+      if (group.abandoned && topic.groups.get(spec.group) === group) this.removeGroup(topic, group);
       throw err;
     });
     const settled = joining.then(
@@ -436,20 +266,7 @@ export class NativeTransport implements Transport {
     try {
       return this.core.createLane(this.config.partitions);
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (/too many lanes/.test((err as Error).message)) {
-        throw new NativeError(
-          `Cannot create consumer group "${group}": this transport has ${MAX_LANES} groups alive at once, the most it can (a deleted group counts until its consumer threads have exited); delete groups nobody consumes any more (transport.deleteGroup), or reuse group names`,
-          { cause: err },
-        );
-      }
-      if (code !== 'ERR_NATIVE_ALLOC' && !(err instanceof RangeError && /allocation failed/i.test(err.message))) throw this.mapError(err);
-      const perRing = ringBytes(this.core.capacity, this.core.arenaBytes);
-      const total = ((perRing * this.config.partitions) / 2 ** 20).toFixed(0);
-      throw new NativeError(
-        `Cannot allocate the rings of group "${group}": ${this.config.partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`,
-        { cause: err },
-      );
+      throw laneError(err, group, this.core, this.config.partitions);
     }
   }
 
@@ -461,37 +278,7 @@ export class NativeTransport implements Transport {
   private removeGroup(topic: Topic, group: NativeGroup): void {
     topic.groups.delete(group.name);
     group.remove();
-    for (const wake of [...this.waiting]) wake();
-  }
-
-  /**
-   * Copies the retained history into a new group's rings (what does not fit waits, as under `block`). A
-   * remainder waiting for room is chained like a blocked write's, so later chunks and later writes to the
-   * ring queue behind it instead of overtaking the history.
-   */
-  private replay(topic: Topic, group: NativeGroup): void {
-    topic.history.forEach((h, partition) => {
-      const ring = `${group.lane}:${partition}`;
-      const unit: PublishUnit = { type: group.type, partition, events: [], bytes: 0 };
-      const incomplete = (err: Error): void => this.ctx.logger.warn({ group: group.name, err: err.message }, 'history replay incomplete');
-      const deadline = Date.now() + this.config.publishTimeoutMs;
-      for (const chunk of h.chunks()) {
-        const before = this.blocked.get(ring);
-        if (before) {
-          const all = copyBatch(chunk);
-          const p = before.then(() => this.blockingPush(group, unit, all, deadline, all.n));
-          this.chain(ring, p);
-          p.catch(incomplete);
-          continue;
-        }
-        const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
-        if (done < chunk.n) {
-          const p = this.blockingPush(group, unit, copyBatch(chunk, done), deadline, chunk.n);
-          this.chain(ring, p);
-          p.catch(incomplete);
-        }
-      }
-    });
+    this.rings.wakeAll();
   }
 
   async deadLetters(type: string, group?: string, limit = 1000): Promise<DeadLetter[]> {
@@ -557,9 +344,9 @@ export class NativeTransport implements Transport {
   private async doClose(): Promise<void> {
     this.closed = true;
     this.closing.abort();
-    for (const wake of [...this.waiting]) wake();
+    this.rings.close();
     await Promise.all(this.joining);
-    if (!brokers.release(this.config.name)) return;
+    if (!releaseBroker(this.config.name)) return;
     this.core.close();
     const groups: NativeGroup[] = [];
     for (const t of this.topics.values()) groups.push(...t.groups.values());
