@@ -7,7 +7,9 @@ import { compileJsonReader, readerPlan, type JsonReader } from '../../src/json-r
 import type { EventEnvelope } from '../../src/envelope.js';
 import { IdGenerator } from '../../src/envelope.js';
 import { EventMeta, Run } from '../../src/outgoing.js';
-import { decodeRecords, encodeEvents, encodeRun, RECORD_HEADER_BYTES } from '../../transports/native/record.js';
+import { RECORD_HEADER_BYTES } from '../../transports/native/record.js';
+import { encodeEvents, encodeRun } from '../../transports/native/record-encode.js';
+import { decodeRecords } from '../../transports/native/record-decode.js';
 
 function ev(i: number, data: unknown, extra: Partial<OutgoingEvent> = {}): OutgoingEvent {
   return {

@@ -10,7 +10,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { BackoffOptions, DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
-import { decodeRecords } from './record.js';
+import { decodeRecords } from './record-decode.js';
 import type { InFlightTable } from './in-flight.js';
 import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain } from '../../src/delivery-rules.js';
 

@@ -12,7 +12,7 @@ import type { PartitionCore } from '../../native/js/core-api.js';
 import { toRingStats, type RingStats } from '../../native/loader.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
 import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
-import { detached, toPlainEnvelope } from './record.js';
+import { detached, toPlainEnvelope } from './record-decode.js';
 import { nextState, type GroupEvent, type GroupState } from './group-state.js';
 import { ConsumerThread, cpuOf, MainMember, WorkerMember, type Member } from './members.js';
 import { Backlog, rebalance } from './rebalance.js';

@@ -13,7 +13,8 @@ import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transp
 import { PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
-import { copyBatch, encodeEvents, encodeRun, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
+import { copyBatch, RECORD_HEADER_BYTES, type EncodedBatch } from './record.js';
+import { encodeEvents, encodeRun } from './record-encode.js';
 import { consumerWaitProbe } from './wait-probe.js';
 import { maxEventBytesOf, openBroker, releaseBroker, Topic, type Broker } from './broker.js';
 import { BlockedRings, ringKey } from './blocked-rings.js';

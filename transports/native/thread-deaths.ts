@@ -13,7 +13,7 @@ import type { PartitionCore } from '../../native/js/core-api.js';
 import type { Pending } from './consumer.js';
 import { InFlightAtDeath } from './in-flight.js';
 import type { ConsumerThread, WorkerMember } from './members.js';
-import { decodeRecords, detached, toPlainEnvelope } from './record.js';
+import { decodeRecords, detached, toPlainEnvelope } from './record-decode.js';
 
 /** A thread that dies is replaced, at most this many times per minute per member. */
 const MAX_RESTARTS_PER_MINUTE = 5;

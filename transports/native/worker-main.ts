@@ -9,7 +9,7 @@ import type { DeliveryHandler } from '../../src/transport.js';
 import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
 import { pinCurrentThread } from './affinity.js';
 import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
-import { toPlainEnvelope } from './record.js';
+import { toPlainEnvelope } from './record-decode.js';
 import { InFlightTable } from './in-flight.js';
 import { handlerEvent } from '../../src/handler-module.js';
 
