@@ -5,6 +5,7 @@
  * most MAX_RESTARTS_PER_MINUTE replacements per member), and `reportDeath` says in the log what became of
  * the thread and its events, and whether it is to be replaced.
  */
+import { deadLetterOf, pastLastAttempt } from '../../src/delivery-rules.js';
 import type { Logger } from '../../src/logger.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { JsonReader } from '../../src/json-reader.js';
@@ -103,17 +104,10 @@ export class ThreadDeaths {
       }
       const deaths = (this.deaths.get(it.env.id) ?? 0) + 1;
       this.deaths.delete(it.env.id);
-      if (spec !== undefined && alone && deaths >= spec.maxDeliveries) {
-        this.c.addDead({
-          id: it.env.id,
-          type: it.env.type,
-          group: this.c.group,
-          partition: it.partition,
-          attempts: Math.max(it.attempt, deaths),
-          error: `ConsumerThreadDied: the consumer thread holding this event died ${deaths} times`,
-          event: it.env,
-          deadAt: Date.now(),
-        });
+      // Run again, it would be delivery deaths + 1: past the last when the thread died maxDeliveries times.
+      if (spec !== undefined && alone && pastLastAttempt(spec, deaths + 1)) {
+        const error = `ConsumerThreadDied: the consumer thread holding this event died ${deaths} times`;
+        this.c.addDead(deadLetterOf(it.env, this.c.group, it.partition, Math.max(it.attempt, deaths), error));
         continue;
       }
       this.deaths.set(detached(it.env.id), deaths); // kept for long: not a view of the records' text
