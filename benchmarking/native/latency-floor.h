@@ -47,7 +47,7 @@ class LatencyFloor {
   // The transport's defaults (transports/native/config.ts): 16,384 events and 128 bytes each per ring.
   static constexpr uint32_t kCapacity = 16384;
   static constexpr uint32_t kArenaBytes = kCapacity * 128;
-  static constexpr uint32_t kWaitUs = 20000;  // a worker thread's bounded wait (group.ts WORKER_WAIT_US)
+  static constexpr uint32_t kWaitUs = 20000;  // a worker thread's bounded wait (thread-start.ts WORKER_WAIT_US)
   static constexpr uint32_t kMaxPop = 64;
 
   explicit LatencyFloor(const FloorOptions& o)

@@ -254,7 +254,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     }
     // A worker thread ends itself on the first delivery of one seq, and on every delivery of another (the
     // killer), both early enough to be published. Threads die 1 + MAX_DELIVERIES times: the most a member
-    // replaces in a minute (MAX_RESTARTS_PER_MINUTE in transports/native/group.ts).
+    // replaces in a minute (MAX_RESTARTS_PER_MINUTE in transports/native/thread-deaths.ts).
     const exits = new Set<number>();
     while (exits.size < 2) {
       const s = Math.floor(rnd() * N * 0.5);

@@ -42,7 +42,7 @@ export interface Pending {
   partition: number;
   /**
    * Runs alone: its consumer starts it once no other handler runs, and starts nothing else until it is
-   * finished (an event that was running when a thread died; see NativeGroup.recover).
+   * finished (an event that was running when a thread died; see ThreadDeaths.recover).
    */
   alone?: true;
 }
