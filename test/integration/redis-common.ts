@@ -77,14 +77,23 @@ export function warningLogger(): Logger & { warnings: { obj: Record<string, unkn
   return { warnings, debug: drop, info: drop, error: drop, warn: (obj: object, msg?: string) => void warnings.push({ obj: obj as Record<string, unknown>, msg }) };
 }
 
-/** A logger that keeps every line with its level. */
-export function recordingLogger(): Logger & { lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[] } {
+/** A logger that keeps every line with its level (`messages`: the lines' messages alone). */
+export function recordingLogger(): Logger & { lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[]; readonly messages: string[] } {
   const lines: { level: 'debug' | 'info' | 'warn' | 'error'; obj: Record<string, unknown>; msg: string }[] = [];
   const at =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
     (obj: object, msg?: string): void =>
       void lines.push({ level, obj: obj as Record<string, unknown>, msg: msg ?? '' });
-  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  return {
+    lines,
+    get messages() {
+      return lines.map((l) => l.msg);
+    },
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+  };
 }
 
 /** What `redisForFile` gives a test file: set in its beforeAll, so read the fields inside tests. */

@@ -1,6 +1,7 @@
 /**
  * Edge cases of the Redis Streams consumer, each against a real redis-server: close() during read errors,
- * read-ahead entries that reclaim must not steal, idle consumers, admin and error types.
+ * read-ahead entries that reclaim must not steal, idle consumers, admin and error types (a server that
+ * refuses scripts or XDEL: redis-acl.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { ConnectionError, createEventBus, TransportError, type EventBus, type Logger } from '../../src/index.js';
@@ -9,18 +10,11 @@ import { boundedClose, sleep, waitFor } from '../helpers/wait.js';
 import { dlqKey, retryKey, streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { stringifyAnyDepth } from '../../src/deep-json.js';
 import { deleteIfNothingPending } from '../../transports/redis-streams/prune-consumer.js';
-import { events, fastRead, orders, redisForFile } from './redis-common.js';
+import { events, fastRead, orders, recordingLogger, redisForFile } from './redis-common.js';
 
 type Bus = EventBus<typeof events>;
 
 const r = redisForFile();
-
-/** A logger that keeps the messages it was given. */
-function recordingLogger(): Logger & { messages: string[] } {
-  const messages: string[] = [];
-  const keep = (_: object, msg?: string): void => void messages.push(msg ?? '');
-  return { messages, debug: keep, info: keep, warn: keep, error: keep };
-}
 
 async function bus(prefix: string, transport: Record<string, unknown> = {}, logger?: Logger): Promise<Bus> {
   const b = await createEventBus({ service: 'review', events, ...(logger ? { logger } : {}), transport: { type: 'redis-streams', url: r.server.url, prefix, partitions: 1, ...transport } });
@@ -339,64 +333,5 @@ describe('redis-streams consumer: error types', () => {
       expect(err).toBeInstanceOf(ConnectionError);
       expect((err as Error).message).not.toContain('Cluster'); // the hint fits the client
     }
-  });
-});
-
-describe('redis-streams consumer: keepalive without scripts', () => {
-  it('an ACL user without XDEL: acked retry entries stay in the retry stream with one warning per refused XDEL, and idle() still resolves', async () => {
-    await r.raw.call('ACL', 'SETUSER', 'noxdel', 'on', '>pw', '~*', '&*', '+@all', '-xdel');
-    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noxdel'));
-    const prefix = uniquePrefix('noxdel');
-    const logger = recordingLogger();
-    const b = await bus(prefix, { username: 'noxdel', password: 'pw' }, logger);
-    const attempts: number[] = [];
-    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, multiplier: 2, jitter: 0 } } }, (_e, ctx) => {
-      attempts.push(ctx.attempt);
-      if (ctx.attempt === 1) throw new Error('once');
-    });
-    await b.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
-    await b.idle({ timeoutMs: 5000 });
-    expect(attempts).toEqual([1, 2]);
-    await waitFor(() => logger.messages.includes('XDEL of acked retry entries failed; they stay in the retry stream'), 5000, 'the warning');
-    expect(await r.raw.xlen(retryKey(prefix, 'order.created', 0, 'g'))).toBe(1);
-  });
-
-  it("an ACL user without +@scripting still keeps a long handler's entry (plain XCLAIM) and is told the owner check is off", async () => {
-    await r.raw.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
-    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts'));
-    const prefix = uniquePrefix('noscripts');
-    const logger = recordingLogger();
-    const slow = await bus(prefix, { username: 'noscripts', password: 'pw' }, logger);
-    const opts = { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 };
-    let done = false;
-    await slow.subscribe('order.created', { ...opts, consumer: 'slow' }, async () => {
-      await sleep(2500); // four times minIdleMs: only the keepalive keeps the entry here
-      done = true;
-    });
-    const other: number[] = [];
-    const b = await bus(prefix);
-    await b.subscribe('order.created', { ...opts, consumer: 'other' }, (e) => void other.push(e.data.seq));
-    await slow.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });
-    await waitFor(() => done, 10_000, 'the slow handler');
-    await sleep(300);
-    expect(other).toEqual([]);
-    expect(logger.messages.some((m) => m.startsWith('Redis refuses scripts'))).toBe(true);
-  });
-
-  it('an ACL user without +@scripting still deletes idle consumers (check and delete as two commands)', async () => {
-    await r.raw.call('ACL', 'SETUSER', 'noscripts2', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
-    r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts2'));
-    const prefix = uniquePrefix('noscriptsprune');
-    const key = streamKey(prefix, 'order.created', 0);
-    await r.raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
-    await r.raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
-    const logger = recordingLogger();
-    const b = await bus(prefix, { username: 'noscripts2', password: 'pw' }, logger);
-    await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100, deleteIdleConsumersMs: 1 }, () => undefined);
-    const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
-    await waitFor(async () => !(await consumers()).includes('gone'), 5000, 'the idle consumer to be deleted');
-    expect(logger.messages).toContain('deleted an idle consumer with no pending entries');
-    // The one warning that scripts are refused comes from whichever finds it first (here the delete, not a keepalive).
-    expect(logger.messages.filter((m) => m.startsWith('Redis refuses scripts'))).toHaveLength(1);
   });
 });
