@@ -196,11 +196,5 @@ function debt() {
       files: ['benchmarking/scenarios/publishing-throughput.ts'],
       rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
     },
-    {
-      name: 'debt/transports/native/consumer.ts',
-      // max-lines: 414 lines; complexity: run 25; max-depth: 1 block(s) nested 5 deep
-      files: ['transports/native/consumer.ts'],
-      rules: { 'max-lines': 'off', complexity: 'off', 'max-depth': 'off' },
-    },
   ];
 }

@@ -10,7 +10,8 @@ import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 import type { PartitionCore } from '../../native/js/core-api.js';
 import { toRingStats, type RingStats } from '../../native/loader.js';
-import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import type { ConsumerSettings, Pending } from './consumer.js';
+import { MainThreadConsumer } from './main-consumer.js';
 import { jsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { detached, toPlainEnvelope } from './record-decode.js';
 import { nextState, type GroupEvent, type GroupState } from './group-state.js';
@@ -29,7 +30,7 @@ export interface GroupOptions {
   readonly hold: boolean;
   /** The payload's reader plan (see `src/json-reader.ts`), shipped to worker threads in their settings. */
   readonly reader: ReaderPlan | undefined;
-  /** The topic's per-partition count of consumer threads blocked waiting, then of their waits (shared with them; see PartitionConsumer.waitingCell). */
+  /** The topic's per-partition count of consumer threads blocked waiting, then of their waits (shared with them; see WorkerLinks.waitingCell). */
   readonly waiting: Int32Array;
   readonly logger: Logger;
 }
@@ -45,7 +46,7 @@ export class NativeGroup {
   private state: GroupState = 'fresh';
   private members: Member[] = [];
   /** Main-thread consumers of members that are leaving, until what they did not finish is handed back. */
-  private readonly leaving = new Set<PartitionConsumer>();
+  private readonly leaving = new Set<MainThreadConsumer>();
   /** Events handed back by members that left, by partition, until an owner takes them. */
   private readonly backlog = new Backlog();
   /** joinWorkers calls still loading their module. */
@@ -171,8 +172,7 @@ export class NativeGroup {
   }
 
   joinMain(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
-    const consumer = new PartitionConsumer(this.core, this.lane, this.settings(spec, false), handler, this.addDead);
-    consumer.mainThread = true;
+    const consumer = new MainThreadConsumer(this.core, this.lane, this.settings(spec, false), handler, this.addDead);
     const member = new MainMember(spec, consumer);
     this.members.push(member);
     this.on('join');

@@ -1,20 +1,21 @@
 /**
  * The members of a native consumer group and their consumer threads. A member owns a share of the group's
- * partitions: a main-thread member delivers them through its own PartitionConsumer, a worker member through
+ * partitions: a main-thread member delivers them through its own MainThreadConsumer, a worker member through
  * a set of consumer threads. A consumer thread's life is one state (`ThreadState`) moved only by `end()`
  * and `finish()`; what the group knows of the thread (the partitions it ever owned, the events it parked
  * with us, the shared cells it publishes) lives here with it.
  */
 import type { Worker } from 'node:worker_threads';
 import type { SubscriptionSpec } from '../../src/transport.js';
-import type { PartitionConsumer, Pending } from './consumer.js';
+import type { Pending } from './consumer.js';
+import type { MainThreadConsumer } from './main-consumer.js';
 
 export class MainMember {
   readonly kind = 'main';
   parts: number[] = [];
   constructor(
     readonly spec: SubscriptionSpec,
-    readonly consumer: PartitionConsumer,
+    readonly consumer: MainThreadConsumer,
   ) {}
 }
 
@@ -29,7 +30,7 @@ export type ThreadState = 'serving' | 'ending' | 'finished';
 export class ConsumerThread {
   state: ThreadState = 'serving';
   parts: number[] = [];
-  /** The mark on the records it holds in the rings (PartitionConsumer.holder): what a death takes back. */
+  /** The mark on the records it holds in the rings (WorkerLinks.holder): what a death takes back. */
   readonly holder: number;
   /** Every partition it was given (it may still hold records of one it no longer owns). */
   readonly owned = new Set<number>();
@@ -45,9 +46,9 @@ export class ConsumerThread {
     readonly stop: Int32Array,
     /** Events the thread holds, as it last published them. */
     readonly held: Int32Array,
-    /** The events whose handlers it runs (PartitionConsumer.handling, in-flight.ts). */
+    /** The events whose handlers it runs (WorkerLinks.handling, in-flight.ts). */
     readonly inFlight: Int32Array,
-    /** The partitions it counts itself waiting on, while it does (see PartitionConsumer.waitingMine). */
+    /** The partitions it counts itself waiting on, while it does (see WorkerLinks.waitingMine). */
     readonly mine: Int32Array,
     holder: number,
   ) {

@@ -59,7 +59,7 @@ export class ThreadDeaths {
    * `hold`) and the events it had parked with us, for the group's other threads or its replacement. The
    * death is charged to the events whose handlers the thread had started and not finished (`charge`); what
    * it held and had not started goes back as it was. Without `hold` (drop-oldest) the records it popped are
-   * gone, but for a batch it died with between its pop and its ack (see PartitionConsumer.countThenAck),
+   * gone, but for a batch it died with between its pop and its ack (see WorkerConsumer.countThenAck),
    * taken back here too: `lost` is its last published count less what was taken back. `laneFreed`: no core
    * call may name the lane.
    */

@@ -5,10 +5,11 @@
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { EventEnvelope } from '../../src/envelope.js';
-import type { DeliveryHandler } from '../../src/transport.js';
+import type { DeadLetter, DeliveryHandler } from '../../src/transport.js';
 import { attachCore, type SharedCoreHandle } from '../../native/loader.js';
 import { pinCurrentThread } from './affinity.js';
-import { PartitionConsumer, type ConsumerSettings, type Pending } from './consumer.js';
+import type { ConsumerSettings, Pending } from './consumer.js';
+import { WorkerConsumer } from './worker-consumer.js';
 import { toPlainEnvelope } from './record-decode.js';
 import { InFlightTable } from './in-flight.js';
 import { handlerEvent } from '../../src/handler-module.js';
@@ -23,13 +24,13 @@ export interface WorkerInit {
   stop: SharedArrayBuffer;
   /** Int32Array cell: events this thread holds (read by the main thread if the thread dies). */
   held: SharedArrayBuffer;
-  /** Int32Array: the events whose handlers run (PartitionConsumer.handling, in-flight.ts). */
+  /** Int32Array: the events whose handlers run (WorkerLinks.handling, in-flight.ts). */
   inFlight: SharedArrayBuffer;
-  /** The mark on the records this thread holds in the rings (PartitionConsumer.holder). */
+  /** The mark on the records this thread holds in the rings (WorkerLinks.holder). */
   holder: number;
-  /** Int32Array, 2 per partition: the topic's consumer threads blocked waiting, then their waits (PartitionConsumer.waitingCell). */
+  /** Int32Array, 2 per partition: the topic's consumer threads blocked waiting, then their waits (WorkerLinks.waitingCell). */
   waiting: SharedArrayBuffer;
-  /** Int32Array [n, partitions...]: what this thread added to `waiting` (PartitionConsumer.waitingMine). */
+  /** Int32Array [n, partitions...]: what this thread added to `waiting` (WorkerLinks.waitingMine). */
   mine: SharedArrayBuffer;
   waitUs: number;
   spinUs: number;
@@ -85,16 +86,18 @@ async function main(): Promise<void> {
   }
   const core = attachCore(init.core);
   const stopFlag = new Int32Array(init.stop);
-  const consumer = new PartitionConsumer(core, init.core.lane, init.settings, handler, (dl) => post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } })));
-  // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
-  // for bus.idle() (the group's `unfinished`).
-  consumer.heldCell = new Int32Array(init.held);
-  consumer.handling = new InFlightTable(new Int32Array(init.inFlight));
-  consumer.holder = init.holder;
-  consumer.waitingCell = new Int32Array(init.waiting);
-  consumer.waitingMine = new Int32Array(init.mine);
-  consumer.onPark = (item) => post(port, (clone) => ({ t: 'park', item: { ...item, env: clone(item.env) } }));
-  consumer.onUnpark = (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage);
+  const onDead = (dl: DeadLetter): void => post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } }));
+  const consumer = new WorkerConsumer(core, init.core.lane, init.settings, handler, onDead, {
+    // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
+    // for bus.idle() (the group's `unfinished`).
+    heldCell: new Int32Array(init.held),
+    handling: new InFlightTable(new Int32Array(init.inFlight)),
+    holder: init.holder,
+    waitingCell: new Int32Array(init.waiting),
+    waitingMine: new Int32Array(init.mine),
+    onPark: (item) => post(port, (clone) => ({ t: 'park', item: { ...item, env: clone(item.env) } })),
+    onUnpark: (id) => port.postMessage({ t: 'unpark', id } satisfies WorkerMessage),
+  });
   consumer.setPartitions(init.parts);
   port.on('message', (m: { t: string; parts?: number[]; items?: Pending[] }) => {
     if (m.t === 'assign') consumer.setPartitions(m.parts!);
