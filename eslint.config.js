@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/baselines/redis.ts',
-      // max-depth: 1 block(s) nested 5 deep
-      files: ['benchmarking/baselines/redis.ts'],
-      rules: { 'max-depth': 'off' },
-    },
-    {
       name: 'debt/benchmarking/lib/commands.ts',
       // complexity: suiteCommand 19; no-explicit-any: 1
       files: ['benchmarking/lib/commands.ts'],

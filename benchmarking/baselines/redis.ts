@@ -130,6 +130,29 @@ export function autoPipelinedXadd(ctx: RunContext): Promise<Measured> {
   );
 }
 
+type GroupEntry = [id: string, fields: string[]];
+
+/**
+ * Decodes one XREADGROUP batch inside readGroupAck's timed loop: writes each entry's id to `ids[i]`, JSON-decodes
+ * its data (the `data` field of an envelope entry, the one field of a minimal one) and marks the event's id in
+ * `seen`. Returns how many of the batch's event ids were not seen before. Every entry is decoded; a bad entry throws.
+ */
+function decodeBatch(entries: GroupEntry[], envelope: boolean, seen: Uint8Array, ids: string[]): number {
+  let fresh = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const [id, fields] = entries[i]!;
+    ids[i] = id;
+    let data = fields[1]!;
+    if (envelope) for (let f = 0; f < fields.length; f += 2) if (fields[f] === 'data') data = fields[f + 1]!;
+    const e = JSON.parse(data) as { id: number };
+    if (seen[e.id] === 0) {
+      seen[e.id] = 1;
+      fresh++;
+    }
+  }
+  return fresh;
+}
+
 /**
  * Pre-fills a stream with one entry per event (untimed), then times XREADGROUP COUNT 1000 + XACK until
  * all are read, JSON-decoding each event's data. `entries: 'envelope'` writes the same per-event entries
@@ -159,22 +182,12 @@ export async function readGroupAck(ctx: RunContext): Promise<Measured> {
     let unique = 0;
     await ctx.timed(async () => {
       while (received < n) {
-        const res = (await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1000, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
+        const res = (await r.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 1000, 'STREAMS', key, '>')) as [string, GroupEntry[]][] | null;
         const entries = res?.[0]?.[1] ?? [];
         if (entries.length === 0) break;
         const ids: string[] = new Array(entries.length);
-        for (let i = 0; i < entries.length; i++) {
-          const [id, fields] = entries[i]!;
-          ids[i] = id;
-          let data = fields[1]!;
-          if (envelope) for (let f = 0; f < fields.length; f += 2) if (fields[f] === 'data') data = fields[f + 1]!;
-          const e = JSON.parse(data) as { id: number };
-          received++;
-          if (seen[e.id] === 0) {
-            seen[e.id] = 1;
-            unique++;
-          }
-        }
+        unique += decodeBatch(entries, envelope, seen, ids);
+        received += entries.length;
         await r.xack(key, 'g', ...ids);
       }
     });
