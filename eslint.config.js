@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/lib/commands.ts',
-      // complexity: suiteCommand 19; no-explicit-any: 1
-      files: ['benchmarking/lib/commands.ts'],
-      rules: { complexity: 'off', '@typescript-eslint/no-explicit-any': 'off' },
-    },
-    {
       name: 'debt/benchmarking/lib/config.ts',
       // complexity: resolveConfig 16
       files: ['benchmarking/lib/config.ts'],

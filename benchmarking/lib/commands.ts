@@ -18,7 +18,31 @@ import { runScenario, type RunOptions } from './runner.js';
 import type { BenchConfig, ConfigKey, Scenario, ScenarioFlag, ScenarioResult, TransportName } from './types.js';
 import { scenarioTitle } from './types.js';
 
-type Opts = Record<string, any>;
+/**
+ * Commander's parsed options (cli.ts, flags.ts): the ones these commands read by name, typed as their parsers
+ * produce them, and the scenario configuration flags, which flagsToConfig picks out by name.
+ */
+interface Opts {
+  [flag: string]: unknown;
+  quiet?: boolean;
+  fork?: boolean;
+  keepKeys?: boolean;
+  withBaselines?: boolean;
+  iterationTimeout?: number;
+  nodeOption?: string[];
+  json?: string;
+  markdown?: string;
+  html?: string;
+  all?: boolean;
+  quick?: boolean;
+}
+
+/** The options `run` requires. */
+type RunOpts = Opts & { scenario: string };
+/** The options `matrix` has: its scenario and its sweep lists (each with a default). */
+type MatrixOpts = Opts & { scenario: string; messageSizes: number[]; batchSizes: number[]; publisherCounts: number[] };
+/** The options `report` requires. */
+type ReportOpts = Opts & { from: string };
 
 interface Planned {
   scenario: Scenario;
@@ -124,7 +148,7 @@ function skipped(p: Planned, reason: string): ScenarioResult {
  */
 function checkOutputTargets(o: Opts): void {
   for (const flag of ['json', 'markdown', 'html'] as const) {
-    const file = o[flag] as string | undefined;
+    const file = o[flag];
     const problem = file ? unwritable(resolve(file)) : undefined;
     if (problem !== undefined) throw new UsageError(`--${flag} ${file}: ${problem}; nothing was run.`);
   }
@@ -149,17 +173,18 @@ function unwritable(path: string): string | undefined {
 function output(report: BenchReport, o: Opts): void {
   process.stdout.write(renderTerminal(report) + '\n');
   // Each file on its own: one that fails (the disk filled up meanwhile) does not cost the others.
-  const writes: [string, () => void][] = [
-    ['json', () => writeFileSync(o['json'], JSON.stringify(report, null, 2) + '\n')],
-    ['markdown', () => writeMarkdown(o['markdown'], report)],
-    ['html', () => writeFileSync(o['html'], renderHtml(report))],
+  const writes: ['json' | 'markdown' | 'html', (file: string) => void][] = [
+    ['json', (file) => writeFileSync(file, JSON.stringify(report, null, 2) + '\n')],
+    ['markdown', (file) => writeMarkdown(file, report)],
+    ['html', (file) => writeFileSync(file, renderHtml(report))],
   ];
   for (const [flag, write] of writes) {
-    if (!o[flag]) continue;
+    const file = o[flag];
+    if (!file) continue;
     try {
-      write();
+      write(file);
     } catch (err) {
-      process.stderr.write(`error: --${flag} ${o[flag]}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`error: --${flag} ${file}: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;
     }
   }
@@ -170,13 +195,13 @@ function output(report: BenchReport, o: Opts): void {
   }
 }
 
-export async function runCommand(o: Opts): Promise<void> {
+export async function runCommand(o: RunOpts): Promise<void> {
   const scenario = findScenario(o['scenario']);
   const { config, explicit } = resolveConfig(scenario, flagsToConfig(o));
   await execute([{ scenario, config, explicit }], o, true);
 }
 
-export async function matrixCommand(o: Opts): Promise<void> {
+export async function matrixCommand(o: MatrixOpts): Promise<void> {
   const scenario = findScenario(o['scenario']);
   const flags = flagsToConfig(o);
   const swept = (['messageSize', 'batchSize', 'publishers'] as const).filter((k) => !scenario.takes.includes(k));
@@ -186,9 +211,9 @@ export async function matrixCommand(o: Opts): Promise<void> {
     );
   }
   const plans: Planned[] = [];
-  for (const messageSize of o['messageSizes'] as number[])
-    for (const batchSize of o['batchSizes'] as number[])
-      for (const publishers of o['publisherCounts'] as number[]) {
+  for (const messageSize of o.messageSizes)
+    for (const batchSize of o.batchSizes)
+      for (const publishers of o.publisherCounts) {
         const flushInterval = flags.flushInterval ?? (batchSize === 1 ? 0 : (scenario.defaults.flushInterval ?? 0));
         plans.push({ scenario, ...resolveConfig(scenario, { ...flags, messageSize, batchSize, publishers, flushInterval }) });
       }
@@ -213,28 +238,42 @@ const ALSO_ON_REDIS = new Set(['consumer-groups', 'message-size']);
 
 export async function suiteCommand(o: Opts): Promise<void> {
   const flags = flagsToConfig(o);
+  const plans = o.all ? await allScenariosPlans(flags, Boolean(o.quick)) : await defaultSuitePlans(flags);
+  noteDropped(flags, plans);
+  await execute(plans, o, false);
+}
+
+/**
+ * `suite --all`: every scenario. A --transport is used by the scenarios that have it; the others, and every
+ * scenario when none is given, run on the transports seedTransports picks.
+ */
+async function allScenariosPlans(flags: Partial<BenchConfig>, quick: boolean): Promise<Planned[]> {
+  const inProc = flags.transport ? undefined : await inProcessTransport();
   const plans: Planned[] = [];
-  if (o['all']) {
-    const inProcAll = flags.transport ? undefined : await inProcessTransport();
-    for (const scenario of SCENARIOS) {
-      const f = { ...flags };
-      if (f.transport && !scenario.transports.includes(f.transport)) delete f.transport;
-      if (f.transport) {
-        plans.push({ scenario, ...resolveConfig(scenario, f, { quick: Boolean(o['quick']), unused: 'drop' }) });
-        continue;
-      }
-      // No --transport: the seed transport, with memory replaced by the in-process transport (native when
-      // it loads); scenarios with Redis baselines also run on Redis.
-      const seedT = scenario.transports[0]!;
-      const ts: TransportName[] = [seedT === 'memory' && inProcAll && scenario.transports.includes(inProcAll) ? inProcAll : seedT];
-      if (ALSO_ON_REDIS.has(scenario.name) && !ts.includes('redis')) ts.push('redis');
-      for (const transport of ts) plans.push({ scenario, ...resolveConfig(scenario, { ...f, transport }, { quick: Boolean(o['quick']), unused: 'drop' }) });
-    }
-    noteDropped(flags, plans);
-    await execute(plans, o, false);
-    return;
+  for (const scenario of SCENARIOS) {
+    const f = { ...flags };
+    if (f.transport && !scenario.transports.includes(f.transport)) delete f.transport;
+    const ts = f.transport ? [f.transport] : seedTransports(scenario, inProc);
+    for (const transport of ts) plans.push({ scenario, ...resolveConfig(scenario, { ...f, transport }, { quick, unused: 'drop' }) });
   }
+  return plans;
+}
+
+/**
+ * The transports a scenario runs on in `suite --all` without --transport: its seed transport, with memory
+ * replaced by the in-process transport (native when it loads); scenarios with Redis baselines also on Redis.
+ */
+function seedTransports(scenario: Scenario, inProc: TransportName | undefined): TransportName[] {
+  const seedT = scenario.transports[0]!;
+  const ts: TransportName[] = [seedT === 'memory' && inProc && scenario.transports.includes(inProc) ? inProc : seedT];
+  if (ALSO_ON_REDIS.has(scenario.name) && !ts.includes('redis')) ts.push('redis');
+  return ts;
+}
+
+/** The default suite: DEFAULT_SUITE's scenarios with their quick settings, on the in-process transport. */
+async function defaultSuitePlans(flags: Partial<BenchConfig>): Promise<Planned[]> {
   const inProc = flags.transport ?? (await inProcessTransport());
+  const plans: Planned[] = [];
   for (const name of DEFAULT_SUITE) {
     const scenario = findScenario(name);
     // A transport asked for is used wherever the scenario has it; by default, noop scenarios stay on noop.
@@ -242,8 +281,7 @@ export async function suiteCommand(o: Opts): Promise<void> {
     const transport = asked || (scenario.transports.includes(inProc) && scenario.transports[0] !== 'noop') ? inProc : scenario.transports[0]!;
     plans.push({ scenario, ...resolveConfig(scenario, { ...flags, transport }, { quick: true, unused: 'drop' }) });
   }
-  noteDropped(flags, plans);
-  await execute(plans, o, false);
+  return plans;
 }
 
 /**
@@ -293,7 +331,7 @@ export function listCommand(): void {
 }
 
 /** Re-renders a saved `--json` report as terminal text, Markdown and/or HTML. */
-export async function reportCommand(o: Opts): Promise<void> {
+export async function reportCommand(o: ReportOpts): Promise<void> {
   let report: BenchReport;
   try {
     report = JSON.parse(readFileSync(o['from'], 'utf8')) as BenchReport;
