@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/lib/config.ts',
-      // complexity: resolveConfig 16
-      files: ['benchmarking/lib/config.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/benchmarking/lib/drive.ts',
       // no-explicit-any: 4
       files: ['benchmarking/lib/drive.ts'],

@@ -178,28 +178,14 @@ export function resolveConfig(
   flags: Partial<BenchConfig>,
   opts: { quick?: boolean; unused?: 'refuse' | 'drop' } = {},
 ): { config: BenchConfig; explicit: Set<ConfigKey>; dropped: ScenarioFlag[] } {
-  const explicit = new Set<ConfigKey>();
-  const user: Partial<BenchConfig> = {};
-  const dropped: ScenarioFlag[] = [];
-  for (const key of FLAG_KEYS) {
-    if (flags[key] === undefined) continue;
-    if (isScenarioFlag(key) && !scenario.takes.includes(key)) {
-      dropped.push(key);
-      continue;
-    }
-    (user as Record<string, unknown>)[key] = flags[key];
-    if (isScenarioFlag(key)) explicit.add(key);
-  }
+  const { user, explicit, dropped } = sortFlags(scenario, flags);
   if (dropped.length > 0 && opts.unused !== 'drop') {
     const names = dropped.map((k) => FLAG_NAMES[k]);
     throw new UsageError(
       `${names.join(', ')} ${names.length > 1 ? 'do' : 'does'} not apply to scenario "${scenario.name}", which takes ${flagsTaken(scenario).join(', ')} (and the flags every scenario takes); nothing was run.`,
     );
   }
-  const transport = user.transport ?? scenario.transports[0]!;
-  if (!scenario.transports.includes(transport)) {
-    throw new UsageError(`Scenario "${scenario.name}" runs on ${scenario.transports.join(', ')}, not "${transport}".`);
-  }
+  const transport = scenarioTransport(scenario, user.transport);
   // --redis-url is read by the redis transport and its ioredis baselines only; elsewhere it would be
   // recorded in the report's config while every row ran without Redis. `suite` leaves it out there.
   if (user.redisUrl !== undefined && transport !== 'redis') {
@@ -214,6 +200,35 @@ export function resolveConfig(
     transport,
   };
   return { config, explicit, dropped };
+}
+
+/**
+ * Sorts the flags given: those the scenario reads go to `user` (the scenario flags among them also to
+ * `explicit`); the scenario flags it does not take go to `dropped`, in FLAG_KEYS order.
+ */
+function sortFlags(scenario: Scenario, flags: Partial<BenchConfig>): { user: Partial<BenchConfig>; explicit: Set<ConfigKey>; dropped: ScenarioFlag[] } {
+  const explicit = new Set<ConfigKey>();
+  const user: Partial<BenchConfig> = {};
+  const dropped: ScenarioFlag[] = [];
+  for (const key of FLAG_KEYS) {
+    if (flags[key] === undefined) continue;
+    if (isScenarioFlag(key) && !scenario.takes.includes(key)) {
+      dropped.push(key);
+      continue;
+    }
+    (user as Record<string, unknown>)[key] = flags[key];
+    if (isScenarioFlag(key)) explicit.add(key);
+  }
+  return { user, explicit, dropped };
+}
+
+/** The transport given, else the scenario's seed transport; a UsageError when the scenario does not run on it. */
+function scenarioTransport(scenario: Scenario, given: TransportName | undefined): TransportName {
+  const transport = given ?? scenario.transports[0]!;
+  if (!scenario.transports.includes(transport)) {
+    throw new UsageError(`Scenario "${scenario.name}" runs on ${scenario.transports.join(', ')}, not "${transport}".`);
+  }
+  return transport;
 }
 
 /** `sweep` unless the user pinned the field, in which case just their value. */
