@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/lib/drive.ts',
-      // no-explicit-any: 4
-      files: ['benchmarking/lib/drive.ts'],
-      rules: { '@typescript-eslint/no-explicit-any': 'off' },
-    },
-    {
       name: 'debt/benchmarking/lib/latency-run.ts',
       // max-lines-per-function: latencyRunInWorkers 61; complexity: latencyRunInWorkers 16
       files: ['benchmarking/lib/latency-run.ts'],

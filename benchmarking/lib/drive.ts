@@ -1,9 +1,10 @@
 /**
  * Publishing drivers shared by scenarios, and delivery verification of publish-only runs.
  */
+import type { EventInput } from '../../src/index.js';
 import type { BenchBus } from './bus.js';
 import { benchBus } from './bus.js';
-import { DeliveryTracker, RepeatedDeliveryTracker, sizedPayloads } from './payload.js';
+import { DeliveryTracker, RepeatedDeliveryTracker, sizedPayloads, type benchEvents } from './payload.js';
 import type { BenchConfig, Measured, RunContext } from './types.js';
 
 export type PublishMode =
@@ -16,7 +17,10 @@ export type PublishMode =
 
 type EventType = 'bench.sized' | 'bench.trade';
 
-export async function drivePublish(bus: BenchBus, type: EventType, payloads: readonly any[], mode: PublishMode, group: number, publishers: number): Promise<void> {
+/** What `publish(type, ...)` takes for an event type of the bench bus. */
+type PayloadOf<K extends EventType> = EventInput<typeof benchEvents, K>;
+
+export async function drivePublish<K extends EventType>(bus: BenchBus, type: K, payloads: readonly PayloadOf<K>[], mode: PublishMode, group: number, publishers: number): Promise<void> {
   const n = payloads.length;
   if (mode === 'publish-groups') {
     const per = Math.ceil(n / publishers);
@@ -24,17 +28,17 @@ export async function drivePublish(bus: BenchBus, type: EventType, payloads: rea
       for (let i = from; i < to; i += group) {
         const end = Math.min(to, i + group);
         const ps: Promise<void>[] = new Array(end - i);
-        for (let j = i; j < end; j++) ps[j - i] = bus.publish(type, payloads[j]);
+        for (let j = i; j < end; j++) ps[j - i] = bus.publish(type, payloads[j]!);
         await Promise.all(ps);
       }
     };
     if (publishers === 1) await loop(0, n);
     else await Promise.all(Array.from({ length: publishers }, (_, p) => loop(p * per, Math.min(n, (p + 1) * per))));
   } else if (mode === 'publish-many' && group >= n) {
-    await bus.publishMany(type, payloads as any[]);
+    await bus.publishMany(type, payloads);
   } else if (mode === 'publish-many') {
-    const chunks: any[][] = [];
-    for (let i = 0; i < n; i += group) chunks.push(payloads.slice(i, i + group) as any[]);
+    const chunks: PayloadOf<K>[][] = [];
+    for (let i = 0; i < n; i += group) chunks.push(payloads.slice(i, i + group));
     for (const c of chunks) await bus.publishMany(type, c);
   } else {
     const per = Math.ceil(n / publishers);
@@ -44,7 +48,7 @@ export async function drivePublish(bus: BenchBus, type: EventType, payloads: rea
       const to = Math.min(n, from + per);
       loops.push(
         (async () => {
-          for (let i = from; i < to; i++) await bus.publish(type, payloads[i]);
+          for (let i = from; i < to; i++) await bus.publish(type, payloads[i]!);
         })(),
       );
     }
