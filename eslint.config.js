@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/lib/latency-run.ts',
-      // max-lines-per-function: latencyRunInWorkers 61; complexity: latencyRunInWorkers 16
-      files: ['benchmarking/lib/latency-run.ts'],
-      rules: { 'max-lines-per-function': 'off', complexity: 'off' },
-    },
-    {
       name: 'debt/benchmarking/lib/stats.ts',
       // complexity: summarize 24
       files: ['benchmarking/lib/stats.ts'],

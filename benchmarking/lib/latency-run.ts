@@ -168,15 +168,8 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
   const n = c.messageCount;
   const workers = c.consumers;
   const payloads = tickPayloads(n);
-  // Warm-up events (ids after the measured ones), so worker start-up and first JIT are not measured: as
-  // on the main thread (warmCount, sent the same way), and at least enough to start every worker. At
-  // least one round per worker, so each of N workers sees about as many as the one worker of a 1-consumer
-  // run and its JIT is as warm; bursts WARM_BURSTS.
   const openLoopMode = o.open && c.rate > 0;
-  const warm = tickPayloads(Math.max(64, workers * 16, warmCount(n, openLoopMode)), n);
-  // At a rate, at least two rounds with a quiet between them: the consumer threads' first idle wait that
-  // times out (WORKER_WAIT_US) is then a warm-up's, not the one before the measured events.
-  const rounds = openLoopMode ? Math.max(2, workers) : Math.max(workers, WARM_BURSTS);
+  const { warm, rounds } = workerWarmup(n, workers, openLoopMode);
   const epoch = hrNs();
   // One partition per worker: a no-op handler that stores its start time; otherwise one that reads ids.
   const probe: StartProbe = c.partitions === workers ? new OrderProbe(workers, rounds * warm.length + n, epoch) : new IdProbe(n + warm.length, epoch);
@@ -226,20 +219,44 @@ export async function latencyRunInWorkers(ctx: RunContext, o: LatencyOptions): P
     });
     const got = probe.collect(payloads);
     if (failed) got.notes.push(`${failed} publish() calls rejected`);
-    const bytes = JSON.stringify(payloads[n - 1]).length;
-    return {
-      events: got.unique,
-      sent: n,
-      received: got.received,
-      unique: got.unique,
-      ...(got.unmatched > 0 ? { unmatched: got.unmatched } : {}),
-      latency: got.rec.summary(openLoopMode ? 'open' : 'closed'),
-      extra: { workers, payloadBytes: bytes, warmupEvents: warm.length, ...(cpus === undefined ? {} : { publisherCpu: cpus[0]!, consumerCpus: cpus.length - 1 }) },
-      notes: got.notes.length > 0 ? got.notes : undefined,
-      verifiedBy: got.verifiedBy,
-    };
+    return workersMeasured(got, n, openLoopMode ? 'open' : 'closed', workersExtra(workers, payloads, warm.length, cpus));
   } finally {
     await bus.close();
     if (cpus !== undefined) pinCurrentThread(cpus);
   }
+}
+
+/**
+ * The warm-up of a worker-thread run: the events of one round (ids after the measured ones) and how many
+ * rounds are sent, so worker start-up and first JIT are not measured. A round is as on the main thread
+ * (warmCount, sent the same way) and at least enough to start every worker. At least one round per worker,
+ * so each of N workers sees about as many as the one worker of a 1-consumer run and its JIT is as warm;
+ * bursts WARM_BURSTS. At a rate, at least two rounds with a quiet between them: the consumer threads' first
+ * idle wait that times out (WORKER_WAIT_US) is then a warm-up's, not the one before the measured events.
+ */
+function workerWarmup(n: number, workers: number, openLoopMode: boolean): { warm: TickPayload[]; rounds: number } {
+  const warm = tickPayloads(Math.max(64, workers * 16, warmCount(n, openLoopMode)), n);
+  const rounds = openLoopMode ? Math.max(2, workers) : Math.max(workers, WARM_BURSTS);
+  return { warm, rounds };
+}
+
+/** The `extra` figures of a worker-thread run: workers, payload size, warm-up events and, when pinned, the CPUs. */
+function workersExtra(workers: number, payloads: readonly TickPayload[], warmupEvents: number, cpus: number[] | undefined): Record<string, number> {
+  const pinned: Record<string, number> = cpus === undefined ? {} : { publisherCpu: cpus[0]!, consumerCpus: cpus.length - 1 };
+  return { workers, payloadBytes: JSON.stringify(payloads[payloads.length - 1]).length, warmupEvents, ...pinned };
+}
+
+/** The Measured of a worker-thread run of `n` events, from what its probe collected. */
+function workersMeasured(got: ReturnType<StartProbe['collect']>, n: number, mode: 'open' | 'closed', extra: Record<string, number>): Measured {
+  return {
+    events: got.unique,
+    sent: n,
+    received: got.received,
+    unique: got.unique,
+    ...(got.unmatched > 0 ? { unmatched: got.unmatched } : {}),
+    latency: got.rec.summary(mode),
+    extra,
+    notes: got.notes.length > 0 ? got.notes : undefined,
+    verifiedBy: got.verifiedBy,
+  };
 }
