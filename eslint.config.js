@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/lib/stats.ts',
-      // complexity: summarize 24
-      files: ['benchmarking/lib/stats.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/benchmarking/scenarios/latency-sustained.ts',
       // complexity: variants 17
       files: ['benchmarking/scenarios/latency-sustained.ts'],

@@ -44,13 +44,6 @@ export function mergeLatency(list: LatencySummary[]): LatencySummary | undefined
 
 export function summarize(variant: Variant, all: IterationResult[], error?: string): VariantResult {
   const its = all.filter((i) => !i.warmup);
-  const lat = its.map((i) => i.latency).filter((l): l is LatencySummary => l !== undefined);
-  const sent = its.reduce((a, i) => a + i.sent, 0);
-  const hasRecv = its.length > 0 && its.every((i) => i.received !== null);
-  const received = hasRecv ? its.reduce((a, i) => a + (i.received ?? 0), 0) : null;
-  const lost = hasRecv ? its.reduce((a, i) => a + (i.lost ?? 0), 0) : null;
-  const duplicated = hasRecv ? its.reduce((a, i) => a + (i.duplicated ?? 0), 0) : null;
-  const unmatched = its.reduce((a, i) => a + (i.unmatched ?? 0), 0);
   const result: VariantResult = {
     id: variant.id,
     label: variant.label,
@@ -61,38 +54,64 @@ export function summarize(variant: Variant, all: IterationResult[], error?: stri
     baseline: variant.baseline,
     iterations: its,
     warmups: all.filter((i) => i.warmup),
-    summary: {
-      throughput: spread(its.map((i) => i.throughput)),
-      durationMs: spread(its.map((i) => i.durationMs)),
-      peakRssMb: spread(its.map((i) => i.peakRssMb)),
-      cpuPercent: spread(its.map((i) => i.cpuPercent)),
-      p50Us: lat.length ? spread(lat.map((l) => l.p50Us)) : undefined,
-      p99Us: lat.length ? spread(lat.map((l) => l.p99Us)) : undefined,
-      latency: mergeLatency(lat),
-    },
-    delivery: {
-      sent,
-      received,
-      lost,
-      duplicated,
-      ...(unmatched > 0 ? { unmatched } : {}),
-      ok: error === undefined && its.length > 0 && !lost && !duplicated && !unmatched,
-      verifiedBy: its.find((i) => i.verifiedBy)?.verifiedBy,
-    },
+    summary: summarizeIterations(its),
+    delivery: summarizeDelivery(its, error),
     ratios: {},
   };
   if (error) result.error = error;
-  const differs = Object.entries(variant.seed?.setup ?? {})
-    .filter(([k, v]) => variant.config[k as keyof BenchConfig] !== v)
-    .map(([k, v]) => `${k} ${String(variant.config[k as keyof BenchConfig])} (seed ${String(v)})`);
-  if (differs.length > 0) {
-    result.seedSetupDiffers = differs.join(', ');
+  const differs = seedSetupDiffers(variant);
+  if (differs !== undefined) {
+    result.seedSetupDiffers = differs;
     return result;
   }
   if (variant.seed?.throughput && its.length) result.ratios.vsSeed = r2(result.summary.throughput.mean / variant.seed.throughput);
   const seedP99 = variant.seed?.latencyUs?.p99;
   if (seedP99 && result.summary.latency) result.ratios.latencyP99VsSeed = r2(result.summary.latency.p99Us / seedP99);
   return result;
+}
+
+/** Spreads of the measured iterations' figures, and their merged latency (p50/p99 spreads only when measured). */
+function summarizeIterations(its: IterationResult[]): VariantResult['summary'] {
+  const lat = its.map((i) => i.latency).filter((l): l is LatencySummary => l !== undefined);
+  return {
+    throughput: spread(its.map((i) => i.throughput)),
+    durationMs: spread(its.map((i) => i.durationMs)),
+    peakRssMb: spread(its.map((i) => i.peakRssMb)),
+    cpuPercent: spread(its.map((i) => i.cpuPercent)),
+    p50Us: lat.length ? spread(lat.map((l) => l.p50Us)) : undefined,
+    p99Us: lat.length ? spread(lat.map((l) => l.p99Us)) : undefined,
+    latency: mergeLatency(lat),
+  };
+}
+
+/**
+ * Delivery totals of the measured iterations. received, lost and duplicated are null unless every iteration
+ * counted what it received; ok needs no error, at least one iteration, and nothing lost, duplicated or unmatched.
+ */
+function summarizeDelivery(its: IterationResult[], error: string | undefined): VariantResult['delivery'] {
+  const total = (f: (i: IterationResult) => number) => its.reduce((a, i) => a + f(i), 0);
+  const hasRecv = its.length > 0 && its.every((i) => i.received !== null);
+  const received = hasRecv ? total((i) => i.received ?? 0) : null;
+  const lost = hasRecv ? total((i) => i.lost ?? 0) : null;
+  const duplicated = hasRecv ? total((i) => i.duplicated ?? 0) : null;
+  const unmatched = total((i) => i.unmatched ?? 0);
+  return {
+    sent: total((i) => i.sent),
+    received,
+    lost,
+    duplicated,
+    ...(unmatched > 0 ? { unmatched } : {}),
+    ok: error === undefined && its.length > 0 && !lost && !duplicated && !unmatched,
+    verifiedBy: its.find((i) => i.verifiedBy)?.verifiedBy,
+  };
+}
+
+/** The seed setup fields the variant's config differs from, as `key value (seed value)`; undefined when none. */
+function seedSetupDiffers(variant: Variant): string | undefined {
+  const differs = Object.entries(variant.seed?.setup ?? {})
+    .filter(([k, v]) => variant.config[k as keyof BenchConfig] !== v)
+    .map(([k, v]) => `${k} ${String(variant.config[k as keyof BenchConfig])} (seed ${String(v)})`);
+  return differs.length > 0 ? differs.join(', ') : undefined;
 }
 
 /**
