@@ -149,12 +149,6 @@ export default tseslint.config(
 function debt() {
   return [
     {
-      name: 'debt/benchmarking/scenarios/latency-sustained.ts',
-      // complexity: variants 17
-      files: ['benchmarking/scenarios/latency-sustained.ts'],
-      rules: { complexity: 'off' },
-    },
-    {
       name: 'debt/benchmarking/scenarios/publishing-throughput.ts',
       // max-lines-per-function: variants 67 once Prettier has formatted it (58 before); complexity: variants 18; max-depth: 1 block(s) nested 5 deep
       files: ['benchmarking/scenarios/publishing-throughput.ts'],

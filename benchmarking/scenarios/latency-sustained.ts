@@ -13,7 +13,7 @@
  */
 import { floorRowsAvailable, latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun } from '../lib/latency-run.js';
-import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
+import type { BenchConfig, ConfigKey, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
@@ -38,6 +38,26 @@ function nativeRows(c: BenchConfig, id: string, label: string, layout: Layout, p
   return rows;
 }
 
+/** The layouts run, as [partitions, consumers]: the one given by --partitions/--consumers, else 1P/1C and 4P/4C. */
+function layouts(c: BenchConfig, explicit: ReadonlySet<ConfigKey>): [number, number][] {
+  if (explicit.has('partitions') || explicit.has('consumers')) return [[c.partitions, c.consumers]];
+  return [
+    [1, 1],
+    [4, 4],
+  ];
+}
+
+/** `N partition(s) / M consumer(s)`, the start of a layout's row label. */
+function layoutName(p: number, k: number): string {
+  return `${p} partition${p > 1 ? 's' : ''} / ${k} consumer${k > 1 ? 's' : ''}`;
+}
+
+/** Seed 001's figure for the layouts it measured (1P/1C, 4P/4C); undefined for the others. */
+function seedFor(p: number, k: number): SeedFigure | undefined {
+  if (p === 1 && k === 1) return SEED_1P1C;
+  return p === 4 && k === 4 ? SEED_4P4C : undefined;
+}
+
 export const latencySustained: Scenario = {
   name: 'latency-sustained',
   title: (c) => `Sustained latency: ${c.messageCount.toLocaleString('en-US')} events ${c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop'}`,
@@ -48,13 +68,7 @@ export const latencySustained: Scenario = {
   defaults: { messageCount: 50_000, messageSize: 40, rate: 10_000, batchSize: 4000, flushInterval: 0, iterations: 3, warmup: 1 },
   quick: { messageCount: 10_000, iterations: 2, warmup: 0 },
   variants(c, explicit) {
-    const pc =
-      explicit.has('partitions') || explicit.has('consumers')
-        ? [[c.partitions, c.consumers]]
-        : [
-            [1, 1],
-            [4, 4],
-          ];
+    const pc = layouts(c, explicit);
     // `--rate 0` runs closed loop: no rate to name.
     const rate = c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop';
     const rows: Variant[] = [];
@@ -62,9 +76,9 @@ export const latencySustained: Scenario = {
     // the row spinning 200 us of its own is left out (it would spin N us too).
     const userSpin = c.transport === 'native' ? c.transportOptions['spinUs'] : undefined;
     const spinning = userSpin === undefined ? '' : `, consumer spins ${String(userSpin)} us (--transport-option spinUs)`;
-    for (const [p, k] of pc as [number, number][]) {
-      const label = `${p} partition${p > 1 ? 's' : ''} / ${k} consumer${k > 1 ? 's' : ''} ${rate}${spinning}`;
-      const seed = p === 1 && k === 1 ? SEED_1P1C : p === 4 && k === 4 ? SEED_4P4C : undefined;
+    for (const [p, k] of pc) {
+      const label = `${layoutName(p, k)} ${rate}${spinning}`;
+      const seed = seedFor(p, k);
       if (c.transport === 'native') rows.push(...nativeRows(c, `${p}p${k}c`, label, { partitions: p, consumers: k }, {}, seed));
       else rows.push(variant(c, `${p}p${k}c`, label, 'sustained', { partitions: p, consumers: k }, {}, { seed }));
     }
