@@ -1,11 +1,11 @@
 // ESLint flat config. `npm run lint` runs it over the source and test trees (and `prettier --check .`).
-// Three layers:
+// Two layers:
 //   1. typescript-eslint's recommended rules for all TypeScript and JavaScript here, tests included.
 //   2. Size, complexity and import-direction rules as errors for the shipped and benchmark code
 //      (src/, transports/, native/js/, native/loader.ts, benchmarking/), not for tests.
-//   3. The `debt` block at the end: the files that break a rule today, each with those rules off for it.
-// The rules are typescript-eslint's non-type-checked `recommended` set, with none of its rules turned off (none
-// floods this code; the few findings sit in the debt block). The type-checked set is not used: on a 2-core
+// Every file meets them: there is no list of exceptions, and a rule is turned off for one line only, with an
+// `eslint-disable-next-line <rule> -- <why>` where the code is deliberate.
+// The rules are typescript-eslint's non-type-checked `recommended` set, with none of its rules turned off. The type-checked set is not used: on a 2-core
 // machine it took 90 s of CPU (5 minutes wall under shared load) against 20 s for this set, and it adds some
 // 560 findings, mostly no-unsafe-* on values typed `any` (JSON, Redis replies, zod internals).
 import js from '@eslint/js';
@@ -133,26 +133,4 @@ export default tseslint.config(
 
   // Formatting is Prettier's: turn off every ESLint rule that would argue with it.
   prettier,
-
-  // ---- 3. Debt ----
-  ...debt(),
 );
-
-// ================================ DEBT ================================
-// Every file that broke a rule above when these rules came in, with the rules off for that file and, in the
-// comment, what broke them. This list only shrinks: an entry goes when its file is split or fixed (then
-// `npx eslint <file>` passes with the entry deleted), and no entry is ever added: new code meets the rules.
-// Sizes count code lines (blank and comment lines skipped); complexity is ESLint's cyclomatic count. The list
-// holds for the code both before and after the one-time `npm run format` (two entries break a rule only after).
-// The no-explicit-any / no-unused-vars / no-this-alias entries are one-line fixes, or an inline
-// `eslint-disable-next-line <rule> -- <why>` where the code is deliberate (bus.ts's `lastClosed`).
-function debt() {
-  return [
-    {
-      name: 'debt/benchmarking/scenarios/publishing-throughput.ts',
-      // max-lines-per-function: variants 67 once Prettier has formatted it (58 before); complexity: variants 18; max-depth: 1 block(s) nested 5 deep
-      files: ['benchmarking/scenarios/publishing-throughput.ts'],
-      rules: { 'max-lines-per-function': 'off', complexity: 'off', 'max-depth': 'off' },
-    },
-  ];
-}

@@ -30,6 +30,73 @@ function seedFor(c: BenchConfig): SeedFigure | undefined {
   return { source: 'seed 003', throughput: v, note, setup: { transport: 'redis', messageCount: c.messageSize === 4096 ? 10_000 : 100_000 } };
 }
 
+/**
+ * The library's rows of one configuration (batch size, publishers, flush interval in `cfg`), compared with
+ * `baseline`. Batched: each publisher calls publish() for all its events and awaits them together (the
+ * batcher bounds what is buffered); unbatched: each publisher awaits every publish(). Batched with one
+ * publisher adds the same events in one publishMany() call with the whole array, against the same baseline.
+ */
+function libraryRows(cfg: BenchConfig, baseline: string | undefined): Variant[] {
+  const { batchSize, publishers, flushInterval, messageCount } = cfg;
+  const batched = batchSize > 1;
+  const id = `${batched ? `batch${batchSize}` : 'unbatched'}-${publishers}p`;
+  const label = batched
+    ? `batch ${batchSize}, flush ${flushInterval} ms, ${publishers} publisher${publishers > 1 ? 's' : ''}`
+    : `batching off, ${publishers} publisher${publishers > 1 ? 's' : ''} awaiting each publish`;
+  const rows = [variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: messageCount }, { baseline, seed: seedFor(cfg) })];
+  if (batched && publishers === 1) {
+    rows.push(
+      variant(
+        cfg,
+        `${id}-publishMany`,
+        `publishMany of all ${messageCount.toLocaleString('en-US')}, batch ${batchSize}, flush ${flushInterval} ms, 1 publisher`,
+        'publish',
+        {},
+        { mode: 'publish-many', group: messageCount },
+        { baseline, seed: seedFor(cfg) },
+      ),
+    );
+  }
+  return rows;
+}
+
+/**
+ * The ioredis baselines of one configuration on Redis, the one the library rows compare with first.
+ * Batched: pipelined XADD of JSON arrays of the batch size. Unbatched: the baseline writes the same
+ * per-event entries the library writes (the envelope fields); the one-field loop is kept beside it, for scale.
+ */
+function ioredisBaselines(cfg: BenchConfig): Variant[] {
+  const { batchSize } = cfg;
+  if (batchSize > 1) {
+    return [
+      variant(
+        cfg,
+        `ioredis-pipelined-arrays-${batchSize}`,
+        `ioredis: pipelined XADD of ${batchSize}-event JSON arrays`,
+        'pipelinedArrays',
+        { publishers: 1 },
+        { batch: batchSize },
+        { kind: 'baseline' },
+      ),
+    ];
+  }
+  return [unbatchedBaseline(cfg, 'envelope'), unbatchedBaseline(cfg, 'minimal')];
+}
+
+/** Adds to `into` the baselines it does not hold yet (configurations share some) and returns the first's id. */
+function addBaselines(into: Map<string, Variant>, baselines: Variant[]): string {
+  for (const b of baselines) if (!into.has(b.id)) into.set(b.id, b);
+  return baselines[0]!.id;
+}
+
+/** An unbatched XADD baseline: one publisher awaiting each XADD, or several on one auto-pipelined connection. */
+function unbatchedBaseline(cfg: BenchConfig, entries: 'envelope' | 'minimal'): Variant {
+  const { publishers } = cfg;
+  const what = entries === 'envelope' ? ' of the same per-event entries' : ' of one-field entries (d = JSON)';
+  if (publishers === 1) return variant(cfg, `ioredis-awaited-xadd-${entries}`, `ioredis: awaited XADD loop${what}`, 'awaitedXadd', {}, { entries }, { kind: 'baseline' });
+  return variant(cfg, `ioredis-autopipelined-${publishers}p-${entries}`, `ioredis: auto-pipelined XADD, ${publishers} publishers${what}`, 'autoPipelinedXadd', {}, { entries }, { kind: 'baseline' });
+}
+
 export const publishingThroughput: Scenario = {
   name: 'publishing-throughput',
   title: 'Publishing throughput into Redis Streams',
@@ -48,67 +115,8 @@ export const publishingThroughput: Scenario = {
       for (const publishers of pubs) {
         const flushInterval = batchSize === 1 ? 0 : c.flushInterval;
         const cfg: BenchConfig = { ...c, batchSize, publishers, flushInterval };
-        const batched = batchSize > 1;
-        const id = `${batched ? `batch${batchSize}` : 'unbatched'}-${publishers}p`;
-        const label = batched
-          ? `batch ${batchSize}, flush ${flushInterval} ms, ${publishers} publisher${publishers > 1 ? 's' : ''}`
-          : `batching off, ${publishers} publisher${publishers > 1 ? 's' : ''} awaiting each publish`;
-        let baseline: string | undefined;
-        if (isRedis(c)) {
-          // Unbatched: the baseline writes the same per-event entries the library writes (the envelope
-          // fields); the one-field loop is kept beside it, for scale.
-          const unbatched = (entries: 'envelope' | 'minimal'): Variant => {
-            const what = entries === 'envelope' ? ' of the same per-event entries' : ' of one-field entries (d = JSON)';
-            return publishers === 1
-              ? variant(cfg, `ioredis-awaited-xadd-${entries}`, `ioredis: awaited XADD loop${what}`, 'awaitedXadd', {}, { entries }, { kind: 'baseline' })
-              : variant(
-                  cfg,
-                  `ioredis-autopipelined-${publishers}p-${entries}`,
-                  `ioredis: auto-pipelined XADD, ${publishers} publishers${what}`,
-                  'autoPipelinedXadd',
-                  {},
-                  { entries },
-                  { kind: 'baseline' },
-                );
-          };
-          const b = batched
-            ? variant(
-                cfg,
-                `ioredis-pipelined-arrays-${batchSize}`,
-                `ioredis: pipelined XADD of ${batchSize}-event JSON arrays`,
-                'pipelinedArrays',
-                { publishers: 1 },
-                { batch: batchSize },
-                { kind: 'baseline' },
-              )
-            : unbatched('envelope');
-          if (!baselines.has(b.id)) baselines.set(b.id, b);
-          if (!batched) {
-            const minimal = unbatched('minimal');
-            if (!baselines.has(minimal.id)) baselines.set(minimal.id, minimal);
-          }
-          baseline = b.id;
-        }
-        out.push(
-          // Batched: each publisher calls publish() for all its events and awaits them together (the batcher
-          // bounds what is buffered); unbatched: each publisher awaits every publish().
-          variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: c.messageCount }, { baseline, seed: seedFor(cfg) }),
-        );
-        // Batched, one publisher: the same events in one publishMany() call with the whole array, against
-        // the same baseline.
-        if (batched && publishers === 1) {
-          out.push(
-            variant(
-              cfg,
-              `${id}-publishMany`,
-              `publishMany of all ${c.messageCount.toLocaleString('en-US')}, batch ${batchSize}, flush ${flushInterval} ms, 1 publisher`,
-              'publish',
-              {},
-              { mode: 'publish-many', group: c.messageCount },
-              { baseline, seed: seedFor(cfg) },
-            ),
-          );
-        }
+        const baseline = isRedis(c) ? addBaselines(baselines, ioredisBaselines(cfg)) : undefined;
+        out.push(...libraryRows(cfg, baseline));
       }
     return [...out, ...baselines.values()];
   },
