@@ -105,9 +105,11 @@ export class Keepalive {
   /**
    * Entries Redis delivered to a read that close() cut off (or whose reply came too late to be taken): pending
    * on this consumer, not here, and delivered since that read was sent (`since`, ms). No handler saw them, so
-   * their delivery count goes back by one, as for `releaseUnstarted`.
+   * their delivery count goes back by one, as for `releaseUnstarted`. Only while the command connection is
+   * ready: close() does not wait for a server that is down (the entries then keep the delivery, as after a crash).
    */
   async releaseUnread(reads: readonly { streams: readonly number[]; since: number }[]): Promise<void> {
+    if (this.ctx.command.status !== 'ready') return;
     const now = Date.now();
     const work = reads.filter((r) => r.since > 0).flatMap((r) => r.streams.map((idx) => this.releaseUnreadOf(idx, now - r.since)));
     await Promise.allSettled(work);
