@@ -7,11 +7,10 @@
  * per-key order holds with `concurrency: 1` while members join and leave.
  */
 import { Deque } from '../../src/deque.js';
-import { DeliverySlice, NextTurn } from '../../src/next-turn.js';
+import { DeliverySlice } from '../../src/next-turn.js';
+import { DeliveryEngine } from '../../src/delivery-engine.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { Logger } from '../../src/logger.js';
-import { delay, runHandler } from '../../src/run-handler.js';
-import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain } from '../../src/delivery-rules.js';
 import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
 /**
@@ -29,28 +28,68 @@ export class Tagged {
 /** A queued event: bare (the topic's default source, first attempt) or tagged. */
 export type Item = OutgoingEvent | Tagged;
 
-interface Active {
-  event: OutgoingEvent;
-  source: string;
-  partition: number;
-  attempt: number;
-  settled: boolean;
+/** A delivery under way: the event, where it came from, and its partition (held until it ends). */
+interface Delivered {
+  readonly event: OutgoingEvent;
+  readonly source: string;
+  readonly partition: number;
 }
 
-class Member {
-  inFlight = 0;
+/** A member of the group: the delivery engine of one subscription, fed from the partitions it owns. */
+class Member extends DeliveryEngine<Delivered> {
   partitions: number[] = [];
   cursor = 0;
-  closing = false;
-  readonly active = new Set<Active>();
-  onIdle: (() => void) | undefined;
+  /** Given up by a drain, in the order they started: returned to the group by `leave`. */
+  readonly givenUp: { readonly item: Tagged; readonly partition: number }[] = [];
   constructor(
-    readonly spec: SubscriptionSpec,
-    readonly handler: DeliveryHandler,
+    private readonly group: ConsumerGroup,
+    override readonly spec: SubscriptionSpec,
+    handler: DeliveryHandler,
+    slice: DeliverySlice,
   ) {
-    // Written twice so V8 never treats it as a constant (see EventBus's constructor in src/bus.ts).
-    this.closing = true;
-    this.closing = false;
+    super(spec, handler, slice);
+  }
+
+  /** The first queued event of an owned partition that no other member still finishes, round robin. */
+  protected startNext(): boolean {
+    const parts = this.partitions;
+    for (let k = 0; k < parts.length; k++) {
+      const idx = (this.cursor + k) % parts.length;
+      const p = parts[idx]!;
+      const item = this.group.take(this, p);
+      if (item === undefined) continue;
+      this.cursor = idx + 1;
+      const tagged = item instanceof Tagged;
+      const d: Delivered = { event: tagged ? item.event : item, source: tagged ? item.source : this.group.source, partition: p };
+      const ctx = { attempt: tagged ? item.attempt : 1, group: this.spec.group, consumer: this.spec.consumer, partition: p };
+      this.run(d, 0, toEnvelope(d.event, d.source), ctx);
+      return true;
+    }
+    return false;
+  }
+
+  protected override ended(d: Delivered): void {
+    this.group.release(d.partition);
+  }
+
+  protected succeeded(): void {}
+
+  protected retry(d: Delivered, _i: number, attempt: number, delayMs: number): void {
+    this.group.retryLater(new Tagged(d.event, d.source, attempt), d.partition, delayMs);
+  }
+
+  protected dead(_d: Delivered, _i: number, dl: DeadLetter): void {
+    this.group.addDead(dl);
+  }
+
+  protected handBack(d: Delivered, _i: number, _env: EventEnvelope, nextAttempt: number): void {
+    this.givenUp.push({ item: new Tagged(d.event, d.source, nextAttempt), partition: d.partition });
+    this.group.logger.warn({ group: this.spec.group, id: d.event.id }, 'handler outlived the drain timeout; event returned to the group');
+  }
+
+  /** A partition may have come free for another member too. */
+  protected override resume(): void {
+    this.group.pump();
   }
 }
 
@@ -72,17 +111,17 @@ export class ConsumerGroup {
   private readonly holder: (Member | undefined)[];
   private readonly held: number[];
   private readonly timers = new Set<NodeJS.Timeout>();
-  private pumping = false;
-  private again = false;
+  /** The delivery slice of this turn, shared by the members (src/next-turn.ts). */
+  private readonly slice = new DeliverySlice();
 
   constructor(
     readonly type: string,
     readonly name: string,
     partitions: number,
     /** Source of bare (untagged) events: the service of the bus that created the topic. */
-    private readonly source: string,
+    readonly source: string,
     private readonly maxDeadLetters: number,
-    private readonly logger: Logger,
+    readonly logger: Logger,
   ) {
     this.queues = Array.from({ length: partitions }, () => new Deque<Item>());
     this.holder = new Array<Member | undefined>(partitions).fill(undefined);
@@ -95,12 +134,12 @@ export class ConsumerGroup {
   }
 
   join(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
-    const member = new Member(spec, handler);
+    const member = new Member(this, spec, handler, this.slice);
     this.members.push(member);
     this.rebalance();
     // First delivery after an event-loop turn: members subscribing together all join before queued events
     // are shared out, and no handler runs inside subscribe().
-    this.nextTurn.request();
+    member.pumpLater();
     let closing: Promise<void> | undefined;
     return { close: () => (closing ??= this.leave(member)) };
   }
@@ -115,130 +154,55 @@ export class ConsumerGroup {
   }
 
   private async leave(member: Member): Promise<void> {
-    member.closing = true;
+    member.stopTaking();
     this.members = this.members.filter((m) => m !== member);
     this.rebalance();
-    if (member.inFlight > 0) {
-      const timeout = delay(member.spec.drainTimeoutMs);
-      await Promise.race([new Promise<void>((resolve) => (member.onIdle = resolve)), timeout.promise]);
-      timeout.cancel();
+    if (await member.drain(member.spec.drainTimeoutMs)) {
       // Handlers still running past the drain timeout: their events go back for another member, at the
       // front of their partitions in the order they were taken (so put back last first).
-      const stuck = [...member.active];
-      for (let i = stuck.length - 1; i >= 0; i--) {
-        const a = stuck[i]!;
-        a.settled = true;
-        this.release(a.partition);
-        // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
-        if (isLastAttempt(member.spec, a.attempt)) {
-          this.addDead(outlivedDrain(toEnvelope(a.event, a.source), this.name, a.partition, a.attempt, member.spec.drainTimeoutMs));
-          continue;
-        }
-        this.queues[a.partition]!.unshift(new Tagged(a.event, a.source, a.attempt + 1));
-        this.logger.warn({ group: this.name, id: a.event.id }, 'handler outlived the drain timeout; event returned to the group');
-      }
-      member.active.clear();
+      member.giveUpRunning(member.spec.drainTimeoutMs);
+      for (let i = member.givenUp.length - 1; i >= 0; i--) this.queues[member.givenUp[i]!.partition]!.unshift(member.givenUp[i]!.item);
+      member.givenUp.length = 0;
     }
     this.pump();
   }
 
-  private readonly nextTurn = new NextTurn(() => this.pump());
-  /** This turn's delivery slice (pumps run by async handlers settling count against it too). */
-  private readonly slice = new DeliverySlice();
-
-  /** Delivers what is queued, for at most DELIVERY_SLICE_MS per event-loop turn (DeliverySlice); the rest after a turn. */
-  private pump(): void {
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    if (!this.slice.begin()) {
-      this.nextTurn.request();
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.again = false;
-        for (const m of this.members) {
-          if (!this.fill(m)) {
-            this.nextTurn.request();
-            return;
-          }
-        }
-      } while (this.again);
-    } finally {
-      this.pumping = false;
-    }
+  /** Delivers what is queued to every member with free slots. */
+  pump(): void {
+    for (const m of this.members) m.pump();
   }
 
-  /** Fills a member's free handler slots; false when the time slice ran out first. */
-  private fill(m: Member): boolean {
-    const parts = m.partitions;
-    while (!m.closing && m.inFlight < m.spec.concurrency) {
-      if (this.slice.over()) return false;
-      let found = false;
-      for (let k = 0; k < parts.length; k++) {
-        const idx = (m.cursor + k) % parts.length;
-        const p = parts[idx]!;
-        const h = this.holder[p];
-        if (h !== undefined && h !== m) continue; // still finishing on its previous owner
-        const item = this.queues[p]!.shift();
-        if (item !== undefined) {
-          m.cursor = idx + 1;
-          this.deliver(m, p, item);
-          found = true;
-          break;
-        }
-      }
-      if (!found) return true;
-    }
-    return true;
+  /**
+   * The next event of partition `p` for member `m`, counted as held by it; undefined when there is none or
+   * the partition is still finishing on its previous owner.
+   */
+  take(m: Member, p: number): Item | undefined {
+    const h = this.holder[p];
+    if (h !== undefined && h !== m) return undefined;
+    const item = this.queues[p]!.shift();
+    if (item === undefined) return undefined;
+    this.holder[p] = m;
+    this.held[p]!++;
+    return item;
   }
 
-  private deliver(m: Member, partition: number, item: Item): void {
-    const tagged = item instanceof Tagged;
-    const event = tagged ? item.event : item;
-    const source = tagged ? item.source : this.source;
-    const attempt = tagged ? item.attempt : 1;
-    const active: Active = { event, source, partition, attempt, settled: false };
-    m.inFlight++;
-    m.active.add(active);
-    this.holder[partition] = m;
-    this.held[partition]!++;
-    runHandler(m.handler, toEnvelope(event, source), { attempt, group: this.name, consumer: m.spec.consumer, partition }, (err, failed) => {
-      if (active.settled) return; // returned to the group after a drain timeout
-      active.settled = true;
-      m.active.delete(active);
-      m.inFlight--;
-      this.release(partition);
-      if (failed) this.fail(m.spec, event, source, partition, attempt, err);
-      if (m.inFlight === 0 && m.onIdle) m.onIdle();
-      this.pump();
-    });
-  }
-
-  private release(partition: number): void {
+  release(partition: number): void {
     if (--this.held[partition]! === 0) this.holder[partition] = undefined;
   }
 
-  private addDead(dl: DeadLetter): void {
+  addDead(dl: DeadLetter): void {
     this.deadLetters.push(dl);
     if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
     this.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
   }
 
-  private fail(spec: SubscriptionSpec, event: OutgoingEvent, source: string, partition: number, attempt: number, err: unknown): void {
-    const verdict = afterFailure(spec, attempt, err);
-    if (!verdict.retry) {
-      this.addDead(deadLetterOf(toEnvelope(event, source), this.name, partition, attempt, verdict.error));
-      return;
-    }
+  /** `item` goes back to its partition after `delayMs` (a retry's backoff). */
+  retryLater(item: Tagged, partition: number, delayMs: number): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.queues[partition]!.push(new Tagged(event, source, verdict.attempt));
+      this.queues[partition]!.push(item);
       this.pump();
-    }, verdict.delayMs);
+    }, delayMs);
     this.timers.add(timer);
   }
 

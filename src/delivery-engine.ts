@@ -1,0 +1,229 @@
+/**
+ * The delivery engine every transport's consumer runs on. It owns the rules of delivering: `concurrency`
+ * handler slots, the delivery slice of an event-loop turn (a backlog yields to timers and I/O), the run of a
+ * handler (synchronous handlers cost no promise), the verdict on a failure (another attempt after its backoff,
+ * or a dead letter: delivery-rules.ts), the drain on close, and what becomes of a handler still running when
+ * the drain runs out (on the last attempt allowed it is dead-lettered, otherwise handed back).
+ *
+ * A transport supplies the rest, as the abstract members of a subclass: where the next event comes from
+ * (`startNext`, which picks it, keeps per-key order by the partitions it serves and calls `run`), and what a
+ * verdict does on its wire (`succeeded`: ack; `retry`: a timer, a retry stream; `dead`: a dead-letter queue;
+ * `handBack`: back to the group). `T` is the transport's record of what it delivered (a held batch, a stream
+ * entry...), and `index` the event's place in it; the engine only passes them back.
+ *
+ * Contract: `running` counts handlers started and not ended; every `run` ends exactly once, through
+ * `succeeded`, `retry` or `dead` (after `ended`), or through `handBack`/`dead` when a drain gives it up. An
+ * outcome that arrives after the run was given up is ignored.
+ */
+import { DeliverySlice, NextTurn } from './next-turn.js';
+import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain, type DeliveryRules } from './delivery-rules.js';
+import type { EventEnvelope } from './envelope.js';
+import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
+
+/** What the engine reads of a subscription (a `SubscriptionSpec` is one). */
+export interface EngineSpec extends DeliveryRules {
+  readonly group: string;
+  /** Handlers running at once. */
+  readonly concurrency: number;
+}
+
+/** A handler that returned a promise, tracked until it settles or a drain gives it up. */
+export class Running<T> {
+  givenUp = false;
+  constructor(
+    readonly item: T,
+    readonly index: number,
+    readonly env: EventEnvelope,
+    readonly ctx: DeliveryContext,
+    /** The transport's own number for this run (`run`'s `tag`), given back to `ended`. */
+    readonly tag: number,
+  ) {}
+}
+
+export abstract class DeliveryEngine<T> {
+  /** Handlers started and not ended. */
+  protected running = 0;
+  /** Set by `stopTaking`: `pump` starts nothing more. */
+  protected stopping = false;
+  private readonly runs = new Set<Running<T>>();
+  private idleWaiters: (() => void)[] = [];
+  private pumping = false;
+  private again = false;
+  private readonly nextTurn = new NextTurn(() => this.pump());
+
+  constructor(
+    protected readonly spec: EngineSpec,
+    protected readonly handler: DeliveryHandler,
+    /** The turn's slice; engines that deliver in one turn together (members of a group) share one. */
+    private readonly slice: DeliverySlice = new DeliverySlice(),
+  ) {}
+
+  /**
+   * Starts the next event that may start now by calling `run` once, and returns true; false when there is
+   * none (nothing queued, or what is next must wait). Called while a slot is free.
+   */
+  protected abstract startNext(): boolean;
+  /** The handler of event `index` of `item` resolved. */
+  protected abstract succeeded(item: T, index: number): void;
+  /** It failed, and gets attempt `attempt` after `delayMs`. */
+  protected abstract retry(item: T, index: number, attempt: number, delayMs: number, err: unknown): void;
+  /** It is done with: its last attempt failed, its error is not retryable, or it outlived a drain on its last attempt. */
+  protected abstract dead(item: T, index: number, dl: DeadLetter): void;
+  /** A drain gave up its handler (still running) before its last attempt: the event goes back for another delivery. */
+  protected abstract handBack(item: T, index: number, env: EventEnvelope, nextAttempt: number): void;
+
+  /** Whether a handler may start beyond a free slot (a transport's own gate). */
+  protected mayStart(): boolean {
+    return true;
+  }
+
+  /** A handler ended (any outcome, before its verdict's hook); `tag` is the one `run` was given. */
+  protected ended(_item: T, _tag: number): void {}
+
+  /** An asynchronous handler settled: delivery may go on. The main-thread default pumps at once. */
+  protected resume(): void {
+    this.pump();
+  }
+
+  /** Called after each pump and each outcome: idle waiters are woken here. */
+  protected afterPump(): void {}
+
+  /** Whether a slot is free and the transport's gate lets another handler start. */
+  protected get canStart(): boolean {
+    return this.running < this.spec.concurrency && !this.stopping && this.mayStart();
+  }
+
+  /**
+   * Starts events while slots are free, within this turn's delivery slice (the rest after an event-loop turn).
+   * Re-entrant calls (a synchronous handler settling, a hook pumping) run again once the current pass ends.
+   */
+  pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    if (!this.slice.begin()) {
+      this.nextTurn.request();
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        if (!this.startAll()) break;
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.afterPump();
+  }
+
+  /** One pass of `pump`; false when the slice ran out (the rest is requested for the next turn). */
+  private startAll(): boolean {
+    while (this.canStart) {
+      if (!this.startNext()) return true;
+      if (this.slice.over()) {
+        this.nextTurn.request();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Pumps after an event-loop turn (a new member's first delivery, so no handler runs inside subscribe()). */
+  pumpLater(): void {
+    this.nextTurn.request();
+  }
+
+  /**
+   * Runs the handler of `env` (event `index` of `item`), counted in `running` until it ends, and applies the
+   * verdict on its outcome. `tag` is the transport's own number for the run, given back to `ended`.
+   */
+  protected run(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
+    this.running++;
+    let r: void | Promise<void>;
+    try {
+      r = this.handler(env, ctx);
+    } catch (err) {
+      this.end(item, index, env, ctx, tag, err);
+      return;
+    }
+    if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
+      const run = new Running(item, index, env, ctx, tag);
+      this.runs.add(run);
+      (r as Promise<void>).then(
+        () => this.settle(run, undefined, false),
+        (err: unknown) => this.settle(run, err, true),
+      );
+    } else {
+      this.end(item, index, env, ctx, tag, undefined, false);
+    }
+  }
+
+  private settle(run: Running<T>, err: unknown, failed: boolean): void {
+    if (run.givenUp) return;
+    this.runs.delete(run);
+    this.end(run.item, run.index, run.env, run.ctx, run.tag, err, failed);
+    this.resume();
+  }
+
+  /** A run ended: its slot is free, and its outcome's verdict applies. */
+  private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, err: unknown, failed = true): void {
+    this.running--;
+    this.ended(item, tag);
+    if (failed) this.verdict(item, index, env, ctx.attempt, ctx.partition, err);
+    else this.succeeded(item, index);
+    this.wakeIfIdle();
+  }
+
+  /**
+   * The verdict on attempt `attempt` of `env` failing with `err` (delivery-rules.ts). Public to the transport
+   * for events that failed outside a handler run (a worker thread's serial loop awaits its handler itself).
+   */
+  protected verdict(item: T, index: number, env: EventEnvelope, attempt: number, partition: number, err: unknown): void {
+    const v = afterFailure(this.spec, attempt, err);
+    if (v.retry) this.retry(item, index, v.attempt, v.delayMs, err);
+    else this.dead(item, index, deadLetterOf(env, this.spec.group, partition, attempt, v.error));
+  }
+
+  /** Starts nothing more (what is queued stays with the transport). */
+  stopTaking(): void {
+    this.stopping = true;
+  }
+
+  /** Resolves once no handler runs, or after `drainMs`; true when handlers still ran then. */
+  async drain(drainMs: number): Promise<boolean> {
+    if (this.running === 0) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await Promise.race([idle, new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+    clearTimeout(timer);
+    return this.running > 0;
+  }
+
+  /**
+   * After a drain ran out: gives up the handlers still running, in the order they started. Each delivery
+   * counts: one on the last attempt allowed is dead-lettered (`dead`), the others go back (`handBack`) with
+   * their next attempt. Their later outcomes are ignored. Returns how many were given up.
+   */
+  giveUpRunning(drainMs: number): number {
+    const runs = [...this.runs];
+    this.runs.clear();
+    for (const run of runs) {
+      run.givenUp = true;
+      this.running--;
+      this.ended(run.item, run.tag);
+      const { env, ctx } = run;
+      if (isLastAttempt(this.spec, ctx.attempt)) this.dead(run.item, run.index, outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs));
+      else this.handBack(run.item, run.index, env, ctx.attempt + 1);
+    }
+    return runs.length;
+  }
+
+  private wakeIfIdle(): void {
+    if (this.running !== 0 || this.idleWaiters.length === 0) return;
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
+  }
+}
