@@ -6,19 +6,22 @@
  * the drain runs out (on the last attempt allowed it is dead-lettered, otherwise handed back).
  *
  * A transport supplies the rest, as the abstract members of a subclass: where the next event comes from
- * (`startNext`, which picks it, keeps per-key order by the partitions it serves and calls `run`), and what a
+ * (`startNext`, which picks it, keeps per-key order by the partitions it serves and calls `startHandler`), and what a
  * verdict does on its wire (`succeeded`: ack; `retry`: a timer, a retry stream; `dead`: a dead-letter queue;
  * `handBack`: back to the group). `T` is the transport's record of what it delivered (a held batch, a stream
  * entry...), and `index` the event's place in it; the engine only passes them back.
  *
- * Contract: `running` counts handlers started and not ended; every `run` ends exactly once, through
+ * Contract: `running` counts handlers started and not ended; every `startHandler` ends exactly once, through
  * `succeeded`, `retry` or `dead` (after `ended`), or through `handBack`/`dead` when a drain gives it up. An
  * outcome that arrives after the run was given up is ignored.
  */
 import { DeliverySlice, NextTurn } from './next-turn.js';
-import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain, type DeliveryRules } from './delivery-rules.js';
+import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 import type { EventEnvelope } from './envelope.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
+
+/** The verdict of another attempt. */
+export type RetryVerdict = Extract<FailureVerdict, { retry: true }>;
 
 /** What the engine reads of a subscription (a `SubscriptionSpec` is one). */
 export interface EngineSpec extends DeliveryRules {
@@ -35,7 +38,7 @@ export class Running<T> {
     readonly index: number,
     readonly env: EventEnvelope,
     readonly ctx: DeliveryContext,
-    /** The transport's own number for this run (`run`'s `tag`), given back to `ended`. */
+    /** The transport's own number for this run (`startHandler`'s `tag`), given back to `ended`. */
     readonly tag: number,
   ) {}
 }
@@ -59,25 +62,28 @@ export abstract class DeliveryEngine<T> {
   ) {}
 
   /**
-   * Starts the next event that may start now by calling `run` once, and returns true; false when there is
+   * Starts the next event that may start now by calling `startHandler` once, and returns true; false when there is
    * none (nothing queued, or what is next must wait). Called while a slot is free.
    */
   protected abstract startNext(): boolean;
-  /** The handler of event `index` of `item` resolved. */
-  protected abstract succeeded(item: T, index: number): void;
-  /** It failed, and gets attempt `attempt` after `delayMs`. */
-  protected abstract retry(item: T, index: number, attempt: number, delayMs: number, err: unknown): void;
-  /** It is done with: its last attempt failed, its error is not retryable, or it outlived a drain on its last attempt. */
-  protected abstract dead(item: T, index: number, dl: DeadLetter): void;
-  /** A drain gave up its handler (still running) before its last attempt: the event goes back for another delivery. */
-  protected abstract handBack(item: T, index: number, env: EventEnvelope, nextAttempt: number): void;
+  /** The handler of `env`, event `index` of `item`, resolved. */
+  protected abstract succeeded(item: T, index: number, env: EventEnvelope): void;
+  /** Delivery `ctx` of `env` failed with `err`, and the event gets another attempt: `next.attempt` after `next.delayMs`. */
+  protected abstract retry(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, next: RetryVerdict, err: unknown): void;
+  /** The event is done with: its last attempt failed, its error is not retryable, or it outlived a drain on its last attempt. */
+  protected abstract dead(item: T, index: number, env: EventEnvelope, dl: DeadLetter): void;
+  /**
+   * A drain gave up the handler of delivery `ctx` (still running) before its last attempt: the event goes back
+   * for another delivery, as attempt `ctx.attempt + 1`.
+   */
+  protected abstract handBack(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext): void;
 
   /** Whether a handler may start beyond a free slot (a transport's own gate). */
   protected mayStart(): boolean {
     return true;
   }
 
-  /** A handler ended (any outcome, before its verdict's hook); `tag` is the one `run` was given. */
+  /** A handler ended (any outcome, before its verdict's hook); `tag` is the one `startHandler` was given. */
   protected ended(_item: T, _tag: number): void {}
 
   /** An asynchronous handler settled: delivery may go on. The main-thread default pumps at once. */
@@ -139,7 +145,7 @@ export abstract class DeliveryEngine<T> {
    * Runs the handler of `env` (event `index` of `item`), counted in `running` until it ends, and applies the
    * verdict on its outcome. `tag` is the transport's own number for the run, given back to `ended`.
    */
-  protected run(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
+  protected startHandler(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
     this.running++;
     let r: void | Promise<void>;
     try {
@@ -171,19 +177,32 @@ export abstract class DeliveryEngine<T> {
   private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, err: unknown, failed = true): void {
     this.running--;
     this.ended(item, tag);
-    if (failed) this.verdict(item, index, env, ctx.attempt, ctx.partition, err);
-    else this.succeeded(item, index);
+    if (failed) this.verdict(item, index, env, ctx, err);
+    else this.succeeded(item, index, env);
     this.wakeIfIdle();
   }
 
   /**
-   * The verdict on attempt `attempt` of `env` failing with `err` (delivery-rules.ts). Public to the transport
-   * for events that failed outside a handler run (a worker thread's serial loop awaits its handler itself).
+   * The verdict on delivery `ctx` of `env` failing with `err` (delivery-rules.ts), carried out by `retry` or
+   * `dead`. For a transport's own runs too (a worker thread's serial loop awaits its handler itself).
    */
-  protected verdict(item: T, index: number, env: EventEnvelope, attempt: number, partition: number, err: unknown): void {
-    const v = afterFailure(this.spec, attempt, err);
-    if (v.retry) this.retry(item, index, v.attempt, v.delayMs, err);
-    else this.dead(item, index, deadLetterOf(env, this.spec.group, partition, attempt, v.error));
+  protected verdict(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, err: unknown): void {
+    const v = afterFailure(this.spec, ctx.attempt, err);
+    if (v.retry) this.retry(item, index, env, ctx, v, err);
+    else this.dead(item, index, env, deadLetterOf(env, this.spec.group, ctx.partition, ctx.attempt, v.error));
+  }
+
+  /**
+   * A handler the transport runs itself (awaited in place, as a worker thread's serial loop does) is counted
+   * like `startHandler`'s: `ownRunStarted` before it, `ownRunEnded` after it, its failure through `verdict`.
+   */
+  protected ownRunStarted(): void {
+    this.running++;
+  }
+
+  protected ownRunEnded(): void {
+    this.running--;
+    this.wakeIfIdle();
   }
 
   /** Starts nothing more (what is queued stays with the transport). */
@@ -214,8 +233,8 @@ export abstract class DeliveryEngine<T> {
       this.running--;
       this.ended(run.item, run.tag);
       const { env, ctx } = run;
-      if (isLastAttempt(this.spec, ctx.attempt)) this.dead(run.item, run.index, outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs));
-      else this.handBack(run.item, run.index, env, ctx.attempt + 1);
+      if (isLastAttempt(this.spec, ctx.attempt)) this.dead(run.item, run.index, env, outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs));
+      else this.handBack(run.item, run.index, env, ctx);
     }
     return runs.length;
   }

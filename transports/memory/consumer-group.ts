@@ -8,10 +8,10 @@
  */
 import { Deque } from '../../src/deque.js';
 import { DeliverySlice } from '../../src/next-turn.js';
-import { DeliveryEngine } from '../../src/delivery-engine.js';
+import { DeliveryEngine, type RetryVerdict } from '../../src/delivery-engine.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { Logger } from '../../src/logger.js';
-import type { DeadLetter, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
+import type { DeadLetter, DeliveryContext, DeliveryHandler, OutgoingEvent, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
 
 /**
  * An event with what a bare `OutgoingEvent` leaves implicit: published by a bus other than the one
@@ -62,7 +62,7 @@ class Member extends DeliveryEngine<Delivered> {
       const tagged = item instanceof Tagged;
       const d: Delivered = { event: tagged ? item.event : item, source: tagged ? item.source : this.group.source, partition: p };
       const ctx = { attempt: tagged ? item.attempt : 1, group: this.spec.group, consumer: this.spec.consumer, partition: p };
-      this.run(d, 0, toEnvelope(d.event, d.source), ctx);
+      this.startHandler(d, 0, toEnvelope(d.event, d.source), ctx);
       return true;
     }
     return false;
@@ -74,16 +74,16 @@ class Member extends DeliveryEngine<Delivered> {
 
   protected succeeded(): void {}
 
-  protected retry(d: Delivered, _i: number, attempt: number, delayMs: number): void {
-    this.group.retryLater(new Tagged(d.event, d.source, attempt), d.partition, delayMs);
+  protected retry(d: Delivered, _i: number, _env: EventEnvelope, _ctx: DeliveryContext, next: RetryVerdict): void {
+    this.group.retryLater(new Tagged(d.event, d.source, next.attempt), d.partition, next.delayMs);
   }
 
-  protected dead(_d: Delivered, _i: number, dl: DeadLetter): void {
+  protected dead(_d: Delivered, _i: number, _env: EventEnvelope, dl: DeadLetter): void {
     this.group.addDead(dl);
   }
 
-  protected handBack(d: Delivered, _i: number, _env: EventEnvelope, nextAttempt: number): void {
-    this.givenUp.push({ item: new Tagged(d.event, d.source, nextAttempt), partition: d.partition });
+  protected handBack(d: Delivered, _i: number, _env: EventEnvelope, ctx: DeliveryContext): void {
+    this.givenUp.push({ item: new Tagged(d.event, d.source, ctx.attempt + 1), partition: d.partition });
     this.group.logger.warn({ group: this.spec.group, id: d.event.id }, 'handler outlived the drain timeout; event returned to the group');
   }
 

@@ -1,11 +1,12 @@
 /**
- * Delivers the events of a set of partitions of one lane to a handler: batches popped from the core,
- * `concurrency` handlers at once, retry with backoff, dead-lettering after `maxDeliveries` (the delivery
- * rules of src/delivery-rules.ts), held batches acknowledged as their events finish, and `stop()`, which
- * drains and hands back what is not finished. This base class owns that machinery for both modes; how a
- * batch is popped, how the consumer comes back when a handler settles, and what a thread reports to the
- * main thread belong to the mode: MainThreadConsumer (main-consumer.ts) pumps without blocking, and
- * WorkerConsumer (worker-consumer.ts) runs a loop in a worker thread that waits in the core.
+ * Delivers the events of a set of partitions of one lane to a handler, on the delivery engine
+ * (src/delivery-engine.ts: `concurrency` slots, the handler run, retry or dead letter, the drain). This base
+ * class is what the engine is fed from and what its verdicts do here: batches popped from the core and
+ * decoded, retries waiting on timers out of the ring, held batches acknowledged as their events finish,
+ * events that must run alone, and `stop()`, which drains and hands back what is not finished. How a batch is
+ * popped, how the consumer comes back when a handler settles, and what a thread reports to the main thread
+ * belong to the mode: MainThreadConsumer (main-consumer.ts) pumps without blocking, and WorkerConsumer
+ * (worker-consumer.ts) runs a loop in a worker thread that waits in the core.
  */
 import { Deque } from '../../src/deque.js';
 import type { EventEnvelope } from '../../src/envelope.js';
@@ -14,7 +15,7 @@ import type { PartitionCore } from '../../native/js/core-api.js';
 import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-reader.js';
 import { decodeRecords } from './record-decode.js';
 import { HeldBatches, type HeldBatch } from './held-batches.js';
-import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain } from '../../src/delivery-rules.js';
+import { DeliveryEngine, type RetryVerdict } from '../../src/delivery-engine.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -49,15 +50,7 @@ export interface Pending {
   alone?: true;
 }
 
-interface Active extends Pending {
-  settled: boolean;
-  batch: HeldBatch | undefined;
-  index: number;
-  /** Its slot in the consumer's InFlightTable (-1 without one). */
-  slot: number;
-}
-
-export abstract class PartitionConsumer {
+export abstract class PartitionConsumer extends DeliveryEngine<HeldBatch | undefined> {
   protected parts = new Uint32Array(0);
   protected nParts = 0;
   protected cursor = 0;
@@ -77,26 +70,24 @@ export abstract class PartitionConsumer {
   /** Events handed back or due for retry; delivered before new ones. */
   private readonly redo = new Deque<Pending>();
   protected readonly timers = new Map<NodeJS.Timeout, Pending>();
-  private readonly active = new Set<Active>();
-  protected inFlight = 0;
-  protected stopped = false;
-  private idleWaiter: (() => void) | undefined;
   protected curAttempt = 1;
   protected curPart = 0;
   /** Ids of the events given to run alone (Pending.alone) and not finished yet. */
   private readonly soloIds = new Set<string>();
-  /** The event running alone, if one is: nothing else starts until it settles. */
-  private solo: Active | undefined;
+  /** An event runs alone now (Pending.alone): nothing else starts until it ends. */
+  private soloRunning = false;
+  /** Handed back by `stop`: handlers that outlived the drain. */
+  private left: Pending[] = [];
 
   /** Pops the next batch into `info` and `offs` from the partitions at `cursor`; null when there is none. */
   protected abstract pop(waitUs: number, spinUs: number): string | null;
   /**
    * The handler of `env` (event `index` of held batch `batch`, if it is one) starts; returns the slot that
-   * `ended` is given once it settles (-1 when nothing records running handlers).
+   * `slotEnded` is given once it settles (-1 when nothing records running handlers).
    */
   protected abstract started(env: EventEnvelope, batch?: HeldBatch, index?: number): number;
-  /** The handler in `slot` (from `started`) settled. */
-  protected abstract ended(slot: number): void;
+  /** The handler in `slot` (from `started`) ended. */
+  protected abstract slotEnded(slot: number): void;
   /** What this consumer holds changed (`holding()`). */
   protected abstract publishHeld(): void;
   /** `item` waits for a retry: its record is no longer held in the ring. */
@@ -107,12 +98,12 @@ export abstract class PartitionConsumer {
   protected abstract wake(): void;
 
   /**
-   * Whether another handler may start now: fewer than `concurrency` run, none of them runs alone, and the
-   * next event to start is not one that must run alone while others run.
+   * Beyond a free slot (DeliveryEngine.canStart), whether another handler may start now: none runs alone,
+   * and the next event to start is not one that must run alone while others run.
    */
-  protected mayStart(): boolean {
-    if (this.inFlight === 0) return true;
-    if (this.inFlight >= this.s.concurrency || this.solo !== undefined) return false;
+  protected override mayStart(): boolean {
+    if (this.running === 0) return true;
+    if (this.soloRunning) return false;
     if (this.soloIds.size === 0) return true;
     const r = this.redo.peek();
     return r === undefined || !this.soloIds.has(r.env.id);
@@ -120,19 +111,17 @@ export abstract class PartitionConsumer {
 
   /** Events this consumer holds and has not finished: the rest of its batch, retries, handlers running. */
   holding(): number {
-    return this.batch.length - this.batchIdx + this.redo.length + this.timers.size + this.inFlight;
+    return this.batch.length - this.batchIdx + this.redo.length + this.timers.size + this.running;
   }
 
   constructor(
     protected readonly core: PartitionCore,
     protected readonly lane: number,
     protected readonly s: ConsumerSettings,
-    protected readonly handler: DeliveryHandler,
+    handler: DeliveryHandler,
     private readonly onDead: (dl: DeadLetter) => void,
   ) {
-    // Written twice so V8 never treats it as a constant (see EventBus's constructor in src/bus.ts).
-    this.stopped = true;
-    this.stopped = false;
+    super(s, handler);
     this.offs = new Uint32Array(s.batchSize + 1);
     this.held = new HeldBatches(core, lane);
     this.read = jsonReader(s.reader);
@@ -158,7 +147,7 @@ export abstract class PartitionConsumer {
   }
 
   get busy(): number {
-    return this.inFlight;
+    return this.running;
   }
 
   /** The next event to deliver (its attempt, partition and held batch in `cur*`), or undefined when there is none. */
@@ -208,33 +197,15 @@ export abstract class PartitionConsumer {
     return attempt === 1 ? (this.firstCtx[partition] ??= this.ctx(1, partition)) : this.ctx(attempt, partition);
   }
 
-  /** Calls the handler of `env`; a promise it returns settles through `settle`, where it counts as running. */
+  /** Starts the handler of `env` in a slot (a promise it returns settles through the engine). */
   protected deliver(env: EventEnvelope, attempt: number, partition: number, batch: HeldBatch | undefined, index: number): void {
-    const ctx = this.context(attempt, partition);
-    this.inFlight++;
-    const slot = this.started(env);
-    let r: void | Promise<void>;
-    try {
-      r = this.handler(env, ctx);
-    } catch (err) {
-      this.inFlight--;
-      this.ended(slot);
-      this.failed(env, attempt, partition, err, batch, index);
-      return;
-    }
-    if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
-      const a: Active = { env, attempt, partition, settled: false, batch, index, slot };
-      this.active.add(a);
-      if (this.soloIds.size > 0 && this.soloIds.has(env.id)) this.solo = a;
-      (r as Promise<void>).then(
-        () => this.settle(a, undefined, false),
-        (err: unknown) => this.settle(a, err, true),
-      );
-    } else {
-      this.inFlight--;
-      this.ended(slot);
-      this.finished(env, batch, index);
-    }
+    if (this.soloIds.size > 0 && this.soloIds.has(env.id)) this.soloRunning = true;
+    this.startHandler(batch, index, env, this.context(attempt, partition), this.started(env));
+  }
+
+  protected override ended(_batch: HeldBatch | undefined, slot: number): void {
+    this.soloRunning = false; // one running alone is the only one running
+    this.slotEnded(slot);
   }
 
   /** An event is done with (handled, or dead-lettered): its record is released. */
@@ -244,39 +215,37 @@ export abstract class PartitionConsumer {
     else this.unparked(env.id);
   }
 
-  private settle(a: Active, err: unknown, failed: boolean): void {
-    if (a.settled) return; // handed back after the drain timeout
-    a.settled = true;
-    this.active.delete(a);
-    this.inFlight--;
-    this.ended(a.slot);
-    if (this.solo === a) this.solo = undefined;
-    if (failed) this.failed(a.env, a.attempt, a.partition, err, a.batch, a.index);
-    else this.finished(a.env, a.batch, a.index);
-    if (this.inFlight === 0 && this.idleWaiter) this.idleWaiter();
-    this.wake();
+  protected succeeded(batch: HeldBatch | undefined, index: number, env: EventEnvelope): void {
+    this.finished(env, batch, index);
   }
 
-  /** Delivery `attempt` of `env` failed with `err`: it is dead-lettered, or waits for its retry. */
-  protected failed(env: EventEnvelope, attempt: number, partition: number, err: unknown, batch: HeldBatch | undefined, index: number): void {
-    const verdict = afterFailure(this.s, attempt, err);
-    if (!verdict.retry) {
-      this.onDead(deadLetterOf(env, this.s.group, partition, attempt, verdict.error));
-      this.finished(env, batch, index);
-      return;
-    }
-    const item: Pending = { env, attempt: verdict.attempt, partition };
+  protected dead(batch: HeldBatch | undefined, index: number, env: EventEnvelope, dl: DeadLetter): void {
+    this.onDead(dl);
+    this.finished(env, batch, index);
+  }
+
+  /** The event waits for its retry, out of the ring (the main thread keeps a copy until the retries end). */
+  protected retry(batch: HeldBatch | undefined, index: number, env: EventEnvelope, ctx: DeliveryContext, next: RetryVerdict): void {
+    const item: Pending = { env, attempt: next.attempt, partition: ctx.partition };
     if (this.soloIds.size > 0 && this.soloIds.has(env.id)) item.alone = true;
-    // Its record leaves the ring; the main thread keeps a copy until the retries end.
     this.parked(item);
     if (batch !== undefined) this.held.release(batch, index);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.redo.push(item);
       this.wake();
-    }, verdict.delayMs);
+    }, next.delayMs);
     this.timers.set(timer, item);
     this.publishHeld();
+  }
+
+  protected handBack(_batch: HeldBatch | undefined, _index: number, env: EventEnvelope, ctx: DeliveryContext): void {
+    this.left.push(this.keepAlone({ env, attempt: ctx.attempt + 1, partition: ctx.partition }));
+  }
+
+  /** A handler settled: delivery may go on (the mode's `wake`). */
+  protected override resume(): void {
+    this.wake();
   }
 
   /** `item`, marked to run alone if it was given so (its next consumer keeps it alone). */
@@ -289,21 +258,11 @@ export abstract class PartitionConsumer {
    * popped-but-undelivered events, pending retries and handlers that outlived the drain (for another member).
    */
   async stop(drainMs: number): Promise<Pending[]> {
-    this.stopped = true;
-    if (this.inFlight > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([new Promise<void>((resolve) => (this.idleWaiter = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))]);
-      clearTimeout(timer);
-    }
-    const left: Pending[] = [];
-    for (const a of this.active) {
-      a.settled = true;
-      // That delivery counts: one that was the last allowed is dead-lettered, not run again by another member.
-      if (isLastAttempt(this.s, a.attempt)) this.onDead(outlivedDrain(a.env, this.s.group, a.partition, a.attempt, drainMs));
-      else left.push(this.keepAlone({ env: a.env, attempt: a.attempt + 1, partition: a.partition }));
-    }
-    this.active.clear();
-    this.solo = undefined;
+    this.stopTaking();
+    if (await this.drain(drainMs)) this.giveUpRunning(drainMs);
+    const left = this.left;
+    this.left = [];
+    this.soloRunning = false;
     for (let r = this.redo.shift(); r !== undefined; r = this.redo.shift()) left.push(this.keepAlone(r));
     for (; this.batchIdx < this.batch.length; this.batchIdx++) left.push({ env: this.batch[this.batchIdx]!, attempt: 1, partition: this.batchPart });
     for (const [t, item] of this.timers) {

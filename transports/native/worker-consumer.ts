@@ -84,7 +84,7 @@ export class WorkerConsumer extends PartitionConsumer {
     return this.handling.startById(env.id);
   }
 
-  protected ended(slot: number): void {
+  protected slotEnded(slot: number): void {
     this.handling.finish(slot);
   }
 
@@ -159,6 +159,14 @@ export class WorkerConsumer extends PartitionConsumer {
     }
   }
 
+  /** The next event popped without waiting, for the engine's `pump` (the run loop below starts events itself). */
+  protected startNext(): boolean {
+    const env = this.next(0, 0);
+    if (env === undefined) return false;
+    this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
+    return true;
+  }
+
   /** Consumes until `shouldStop()`; each wait in the core is bounded by `waitUs`. */
   run(shouldStop: () => boolean, waitUs: number, spinUs: number): Promise<void> {
     this.lastYield = performance.now();
@@ -168,7 +176,7 @@ export class WorkerConsumer extends PartitionConsumer {
   /** One handler at a time: awaits the handler's promise directly (no bookkeeping objects per event). */
   private async runSerial(shouldStop: () => boolean, waitUs: number, spinUs: number): Promise<void> {
     let n = 0;
-    while (!this.stopped) {
+    while (!this.stopping) {
       if (this.stopDue(n++, shouldStop)) break;
       const env = this.next(this.waitFor(waitUs), spinUs);
       if (env === undefined) {
@@ -179,19 +187,20 @@ export class WorkerConsumer extends PartitionConsumer {
       const partition = this.curPart;
       const batch = this.curBatch;
       const index = this.curIndex;
+      const ctx = this.context(attempt, partition);
       let r: void | Promise<void>;
       let ok = false;
-      this.inFlight++; // counted as held while it runs (holding())
+      this.ownRunStarted(); // counted as held while it runs (holding())
       const slot = this.started(env, batch, index);
       try {
-        r = this.handler(env, this.context(attempt, partition));
+        r = this.handler(env, ctx);
         if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') await r;
         ok = true;
       } catch (err) {
-        this.failed(env, attempt, partition, err, batch, index);
+        this.verdict(batch, index, env, ctx, err);
       } finally {
-        this.inFlight--;
-        this.ended(slot);
+        this.slotEnded(slot);
+        this.ownRunEnded();
       }
       if (ok) this.finished(env, batch, index);
       if ((n & 63) === 0 && performance.now() - this.lastYield > 5) await this.yieldTurn();
@@ -201,15 +210,15 @@ export class WorkerConsumer extends PartitionConsumer {
   /** Up to `concurrency` handlers at once: waits for a free slot when all are taken. */
   private async runConcurrent(shouldStop: () => boolean, waitUs: number, spinUs: number): Promise<void> {
     let n = 0;
-    while (!this.stopped) {
+    while (!this.stopping) {
       if (this.stopDue(n++, shouldStop)) break;
-      const env = this.mayStart() ? this.next(this.waitFor(waitUs), spinUs) : undefined;
+      const env = this.canStart ? this.next(this.waitFor(waitUs), spinUs) : undefined;
       if (env === undefined) {
         await this.idle();
         continue;
       }
       this.deliver(env, this.curAttempt, this.curPart, this.curBatch, this.curIndex);
-      if (!this.mayStart()) await this.slot();
+      if (!this.canStart) await this.slot();
       else if ((n & 63) === 0 && performance.now() - this.lastYield > 5) await this.yieldTurn(); // timers and messages get their turn under sustained load
     }
   }
@@ -225,12 +234,12 @@ export class WorkerConsumer extends PartitionConsumer {
 
   /** How long the next pop may wait: not while handlers run, and not past a retry's timer. */
   private waitFor(waitUs: number): number {
-    return this.inFlight > 0 ? 0 : this.timers.size > 0 ? Math.min(waitUs, 1000) : waitUs;
+    return this.running > 0 ? 0 : this.timers.size > 0 ? Math.min(waitUs, 1000) : waitUs;
   }
 
   /** Nothing to start: waits for a handler to settle (at most 1 ms), for partitions, or for a turn. */
   private async idle(): Promise<void> {
-    if (this.inFlight > 0) await Promise.race([this.slot(), new Promise((r) => setTimeout(r, 1))]);
+    if (this.running > 0) await Promise.race([this.slot(), new Promise((r) => setTimeout(r, 1))]);
     else if (this.nParts === 0)
       await new Promise((r) => setTimeout(r, 5)); // nothing assigned yet
     else await yieldMacrotask();
