@@ -290,7 +290,7 @@ export class RedisConsumer implements TransportSubscription {
     this.deliveries.stop();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    if (this.deliveries.busy) await this.deliveries.drain();
+    if (this.deliveries.busy) await this.deliveries.drainBusy();
     clearInterval(this.keepaliveTimer);
     this.deliveries.dropQueued();
     await this.keepalive.releaseUnstarted();

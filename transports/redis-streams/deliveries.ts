@@ -7,7 +7,9 @@
  */
 import { pastLastAttempt } from '../../src/delivery-rules.js';
 import type { JsonReader } from '../../src/json-reader.js';
-import type { DeliveryContext, DeliveryHandler } from '../../src/transport.js';
+import type { RetryVerdict } from '../../src/delivery-engine.js';
+import type { EventEnvelope } from '../../src/envelope.js';
+import type { DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 import type { AckBatcher } from './ack-batch.js';
 import { decodeEntry, Malformed, type DecodedEntry } from './decode-entry.js';
 import { Entry, type ConsumerContext, type RawEntry } from './consumer-records.js';
@@ -44,7 +46,7 @@ export class Deliveries extends HandlerSlots {
   private readonly timers = new Set<NodeJS.Timeout>();
   private sideOps = 0;
   private roomWaiters: (() => void)[] = [];
-  private idleWaiters: (() => void)[] = [];
+  private busyWaiters: (() => void)[] = [];
   /** The longest a retry waits for its due time here: backoff.maxMs with the most jitter. */
   private readonly longestBackoff: number;
   /** The retry/DLQ writes of failed events and of whole entries (`fail`, `sideOp`). */
@@ -52,13 +54,13 @@ export class Deliveries extends HandlerSlots {
 
   constructor(
     ctx: ConsumerContext,
-    private readonly handler: DeliveryHandler,
+    handler: DeliveryHandler,
     /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
     private readonly readData: JsonReader,
     private readonly acks: AckBatcher,
     private readonly reroute: Reroute,
   ) {
-    super(ctx);
+    super(ctx, handler);
     const { spec } = ctx;
     this.writes = new RerouteWrites(ctx);
     this.prefetch = ctx.opts.prefetch ?? Math.max(spec.concurrency, 8000);
@@ -116,9 +118,9 @@ export class Deliveries extends HandlerSlots {
   }
 
   /** Resolves when nothing is busy any more, or after drainTimeoutMs (warning of handlers still running). */
-  async drain(): Promise<void> {
+  async drainBusy(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((resolve) => this.idleWaiters.push(resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.spec.drainTimeoutMs)))]);
+    await Promise.race([new Promise<void>((resolve) => this.busyWaiters.push(resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.spec.drainTimeoutMs)))]);
     clearTimeout(timer);
     if (this.running > 0) this.ctx.logger.warn({ group: this.ctx.spec.group, running: this.running }, 'handlers outlived the drain timeout; their entries stay pending');
   }
@@ -255,37 +257,29 @@ export class Deliveries extends HandlerSlots {
     this.timers.add(t);
   }
 
-  protected run(entry: Entry, i: number): void {
-    let result: void | Promise<void>;
-    try {
-      result = this.handler(entry.events[i]!, entry.ctx);
-    } catch (err) {
-      this.finish(entry, i, err, true);
-      return;
-    }
-    if (result !== undefined && result !== null && typeof (result as Promise<void>).then === 'function') {
-      (result as Promise<void>).then(
-        () => {
-          this.finish(entry, i, undefined, false);
-          this.pump();
-        },
-        (err: unknown) => {
-          this.finish(entry, i, err, true);
-          this.pump();
-        },
-      );
-    } else {
-      this.finish(entry, i, undefined, false);
-    }
-  }
-
-  private finish(entry: Entry, i: number, err: unknown, failed: boolean): void {
-    this.running--;
+  /** A handler ended: its event is no longer held (whatever its outcome; readers may read again). */
+  protected override ended(): void {
     this.heldEvents--;
-    if (failed) this.fail(entry, i, err);
-    else if (--entry.remaining === 0) this.complete(entry);
     if (this.roomWaiters.length > 0 && !this.full) this.wakeReaders();
   }
+
+  protected succeeded(entry: Entry): void {
+    if (--entry.remaining === 0) this.complete(entry);
+  }
+
+  protected retry(entry: Entry, i: number, _env: EventEnvelope, _ctx: DeliveryContext, next: RetryVerdict, err: unknown): void {
+    this.rerouteEvent(entry, () => this.reroute.retried(entry, i, next, err));
+  }
+
+  protected dead(entry: Entry, i: number, _env: EventEnvelope, dl: DeadLetter): void {
+    this.rerouteEvent(entry, () => this.reroute.deadLettered(entry, i, dl));
+  }
+
+  /**
+   * Not called: a Redis subscription does not give up handlers at its drain (`drainBusy`); what outlived it
+   * stays pending on this consumer, and its delivery count charges the attempt to its next consumer.
+   */
+  protected handBack(): void {}
 
   private complete(entry: Entry): void {
     if (entry.abandoned) return;
@@ -300,18 +294,14 @@ export class Deliveries extends HandlerSlots {
     for (const f of w) f();
   }
 
-  /** A failed event: to the group's retry stream with its next attempt, or to the DLQ. */
-  private fail(entry: Entry, i: number, err: unknown): void {
+  /** A failed event's retry or dead-letter write (`write`); its entry is acked once all its events are done. */
+  private rerouteEvent(entry: Entry, write: () => Promise<unknown>): void {
     // Abandoned (another consumer has the entry now, or it stays pending for a redelivery): the event runs
     // again there, so no retry entry or dead letter from here.
     if (entry.abandoned) return;
     this.sideOps++;
     void this.writes
-      .persist(
-        () => this.reroute.failed(entry, i, err),
-        () => !entry.abandoned,
-        entry.id,
-      )
+      .persist(write, () => !entry.abandoned, entry.id)
       .then((written) => {
         this.sideOps--;
         if (written) {
@@ -359,9 +349,9 @@ export class Deliveries extends HandlerSlots {
   }
 
   protected checkIdle(): void {
-    if (this.idleWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.urgent.length === 0 && this.sideOps === 0) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
+    if (this.busyWaiters.length > 0 && this.running === 0 && this.queue.length === 0 && this.urgent.length === 0 && this.sideOps === 0) {
+      const w = this.busyWaiters;
+      this.busyWaiters = [];
       for (const f of w) f();
     }
   }

@@ -7,6 +7,8 @@
  * and what happens when it ends, is the subclass's (deliveries.ts).
  */
 import { Deque } from '../../src/deque.js';
+import { DeliveryEngine } from '../../src/delivery-engine.js';
+import type { DeliveryHandler } from '../../src/transport.js';
 import type { ConsumerContext, Entry } from './consumer-records.js';
 
 /** How long a slot reservation waits for all the slots it asks for before it takes those free (`reserve`). */
@@ -21,7 +23,7 @@ interface SlotRequest {
   grant: (slots: number) => void;
 }
 
-export abstract class HandlerSlots {
+export abstract class HandlerSlots extends DeliveryEngine<Entry> {
   /** Entries read (`>`) and due, in read order: the read-ahead. */
   protected readonly queue = new Deque<Entry>();
   /**
@@ -36,15 +38,13 @@ export abstract class HandlerSlots {
   private readonly requests: SlotRequest[] = [];
   /** Slots granted to redeliveries and not released yet (`release`): no entry of `queue` starts in them. */
   private promised = 0;
-  /** Handlers running: the subclass counts one down as each ends. */
-  protected running = 0;
-  private pumping = false;
-  private again = false;
 
-  constructor(protected readonly ctx: ConsumerContext) {}
-
-  /** Starts event `i` of `entry` in a slot already counted in `running`. */
-  protected abstract run(entry: Entry, i: number): void;
+  constructor(
+    protected readonly ctx: ConsumerContext,
+    handler: DeliveryHandler,
+  ) {
+    super(ctx.spec, handler);
+  }
 
   /** Called after each pump: wakes whoever waits for the subscription to be idle. */
   protected abstract checkIdle(): void;
@@ -102,38 +102,32 @@ export abstract class HandlerSlots {
   }
 
   /**
-   * Starts events while slots are free: redeliveries (`urgent`) first; the read-ahead (`queue`) only while no
-   * slot request waits and outside granted slots. Grants slot requests as slots free up.
+   * The next event to start (DeliveryEngine.pump calls this while a slot is free): redeliveries (`urgent`)
+   * first; the read-ahead (`queue`) only while no slot request waits and outside granted slots.
    */
-  protected pump(): void {
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    const limit = this.ctx.spec.concurrency;
-    do {
-      this.again = false;
-      while (this.running < limit) {
-        let q = this.urgent;
-        if (q.length === 0) {
-          if (this.requests.length > 0 || this.running + this.promised >= limit) break;
-          q = this.queue;
-        }
-        const entry = q.peek();
-        if (entry === undefined) break;
-        if (entry.cursor >= entry.events.length) {
-          q.shift(); // abandoned while queued
-          continue;
-        }
-        const i = entry.cursor++;
-        if (entry.cursor >= entry.events.length) q.shift();
-        this.running++;
-        this.run(entry, i);
+  protected startNext(): boolean {
+    for (;;) {
+      let q = this.urgent;
+      if (q.length === 0) {
+        if (this.requests.length > 0 || this.running + this.promised >= this.ctx.spec.concurrency) return false;
+        q = this.queue;
       }
-      if (this.requests.length > 0 && this.grantSlots()) this.again = true;
-    } while (this.again);
-    this.pumping = false;
-    this.checkIdle();
+      const entry = q.peek();
+      if (entry === undefined) return false;
+      if (entry.cursor >= entry.events.length) {
+        q.shift(); // abandoned while queued
+        continue;
+      }
+      const i = entry.cursor++;
+      if (entry.cursor >= entry.events.length) q.shift();
+      this.startHandler(entry, i, entry.events[i]!, entry.ctx);
+      return true;
+    }
+  }
+
+  /** After each pump: slot requests are granted as slots free up (and the read-ahead may start again). */
+  protected override afterPump(): void {
+    if (this.requests.length > 0 && this.grantSlots()) this.pump();
+    else this.checkIdle();
   }
 }

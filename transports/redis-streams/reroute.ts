@@ -8,7 +8,8 @@
 import type { EventEnvelope } from '../../src/envelope.js';
 import { stringifyAnyDepth } from '../../src/deep-json.js';
 import { describeError } from '../../src/errors.js';
-import { afterFailure } from '../../src/delivery-rules.js';
+import type { RetryVerdict } from '../../src/delivery-engine.js';
+import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields, fieldsToObject, WIRE_VERSION } from './codec.js';
 import type { ConsumerContext, Entry } from './consumer-records.js';
 import { dlqKey, retryKey } from './keys.js';
@@ -16,19 +17,19 @@ import { dlqKey, retryKey } from './keys.js';
 export class Reroute {
   constructor(private readonly ctx: ConsumerContext) {}
 
-  /** Failed event `i` of `entry`: to the group's retry stream with its next attempt, or to the DLQ. */
-  failed(entry: Entry, i: number, err: unknown): Promise<unknown> {
-    const { spec } = this.ctx;
-    const ev = entry.events[i]!;
-    const attempt = entry.attempt;
+  /** Failed event `i` of `entry` gets another attempt (the engine's verdict): to the group's retry stream, due after its backoff. */
+  retried(entry: Entry, i: number, next: RetryVerdict, err: unknown): Promise<unknown> {
     const s = this.ctx.streams[entry.stream]!;
-    const verdict = afterFailure(spec, attempt, err);
-    if (!verdict.retry) {
-      return this.deadLetter(s.partition, entry.id, s.key, attempt, verdict.error, ev, undefined).then(() =>
-        this.ctx.logger.warn({ group: spec.group, id: ev.id, attempts: attempt, err: verdict.error }, 'event dead-lettered'),
-      );
-    }
-    return this.retry(s.partition, ev, verdict.attempt, Date.now() + verdict.delayMs, entry.id, describeError(err));
+    return this.retry(s.partition, entry.events[i]!, next.attempt, Date.now() + next.delayMs, entry.id, describeError(err));
+  }
+
+  /** Failed event `i` of `entry` is done with (the engine's verdict): to the partition's DLQ. */
+  deadLettered(entry: Entry, i: number, dl: DeadLetter): Promise<unknown> {
+    const s = this.ctx.streams[entry.stream]!;
+    const ev = entry.events[i]!;
+    return this.deadLetter(s.partition, entry.id, s.key, dl.attempts, dl.error, ev, undefined).then(() =>
+      this.ctx.logger.warn({ group: this.ctx.spec.group, id: ev.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered'),
+    );
   }
 
   /** A malformed entry: DLQ with the reason and the raw fields. */
