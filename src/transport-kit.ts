@@ -27,7 +27,7 @@ export type {
 export { withWritten, writtenCount } from './transport.js';
 export { registerTransport } from './registry.js';
 export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
-export { runHandler } from './run-handler.js';
+export { DeliveryEngine, Running, type EngineSpec, type RetryVerdict } from './delivery-engine.js';
 export { handlerEvent, type HandlerEvent } from './handler-module.js';
 export { consumeCheck } from './schema-check.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
