@@ -24,8 +24,11 @@ export interface EventBusConfig<M extends EventMap, T extends string = string> {
   transport: TransportBlock<T>;
   /** Publish batching; adaptive by default. */
   batching?: BatchingConfig | undefined;
-  /** A pino logger (or compatible). Silent by default. */
-  logger?: Logger | undefined;
+  /**
+   * A pino logger (or compatible), or `false` for no log at all. By default warnings and errors (handler
+   * failures on their last attempt, dead letters, lost connections) go to stderr through pino at level `warn`.
+   */
+  logger?: Logger | false | undefined;
   /** How long `close()` waits for in-flight handlers. @default 30000 */
   drainTimeoutMs?: number | undefined;
   /** Validate payloads on the consumer side too (events from other producers). @default true */

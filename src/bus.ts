@@ -17,7 +17,9 @@ import { ClosedError, ConfigError, UnknownEventError, ValidationError } from './
 import type { EventInput, EventMap, EventName } from './events.js';
 import { takeConsumerName } from './consumer-names.js';
 import { waitIdle } from './idle.js';
-import { childLogger, silentLogger, type Logger } from './logger.js';
+import { busLogger, childLogger, type Logger } from './logger.js';
+import { LimitedLog } from './log-limit.js';
+import { failureLog } from './failure-log.js';
 import { Publisher } from './publisher.js';
 import { resolveTransport } from './registry.js';
 import { serializersFor, type Serializer } from './serializer.js';
@@ -34,6 +36,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
   private readonly batcher: Batcher;
   private readonly publisher: Publisher;
   private readonly subscriptions = new Set<Subscription>();
+  /** Delivery failures logged per kind at a bounded rate (src/failure-log.ts). */
+  private readonly limitedLog: LimitedLog;
   private closing: Promise<void> | undefined;
 
   /** @internal use {@link createEventBus} */
@@ -45,6 +49,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     readonly logger: Logger,
     serializers: Map<string, Serializer> = serializersFor(events.schemas),
   ) {
+    this.limitedLog = new LimitedLog(logger);
     // Written twice: a field that no object of its shape has ever rewritten is a constant to V8's
     // optimizing compiler, and optimized code may rely on that. `closing` is first rewritten by close(), so
     // without this the first bus closed in a process would throw away the optimized publish path of every
@@ -151,6 +156,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
           backoff: retry.backoff,
           drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
           validateOnConsume: this.config.validateOnConsume,
+          observer: failureLog(this.limitedLog, maxDeliveries),
           options: rest,
         },
         typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),
@@ -259,7 +265,7 @@ export async function createEventBus<M extends EventMap, T extends string = stri
     throw new ConfigError('config.events must be the result of defineEvents({...}).', [{ path: ['events'], message: 'not an event map' }]);
   }
   const parsed = parseConfig(busConfigSchema, rest, '');
-  const logger = childLogger(givenLogger ?? silentLogger, { lib: 'eventlane', service: parsed.service });
+  const logger = childLogger(busLogger(givenLogger), { lib: 'eventlane', service: parsed.service });
   const factory = await resolveTransport(parsed.transport.type);
   const serializers = serializersFor(events.schemas);
   const writers = new Map<string, JsonWriter | undefined>();

@@ -19,6 +19,8 @@ import { DeliverySlice, NextTurn } from './next-turn.js';
 import { afterFailure, deadLetterOf, isLastAttempt, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 import type { EventEnvelope } from './envelope.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
+import type { DeliveryObserver } from './failure-log.js';
+import { TimeoutError } from './errors.js';
 
 /** The verdict of another attempt. */
 export type RetryVerdict = Extract<FailureVerdict, { retry: true }>;
@@ -28,6 +30,8 @@ export interface EngineSpec extends DeliveryRules {
   readonly group: string;
   /** Handlers running at once. */
   readonly concurrency: number;
+  /** Told of each failure and its verdict (`SubscriptionSpec.observer`: the bus logs them). */
+  readonly observer?: DeliveryObserver | undefined;
 }
 
 /** A handler that returned a promise, tracked until it settles or a drain gives it up. */
@@ -188,6 +192,7 @@ export abstract class DeliveryEngine<T> {
    */
   protected verdict(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, err: unknown): void {
     const v = afterFailure(this.spec, ctx.attempt, err);
+    this.spec.observer?.failed(env, ctx, err, v);
     if (v.retry) this.retry(item, index, env, ctx, v, err);
     else this.dead(item, index, env, deadLetterOf(env, this.spec.group, ctx.partition, ctx.attempt, v.error));
   }
@@ -233,7 +238,11 @@ export abstract class DeliveryEngine<T> {
       this.running--;
       this.ended(run.item, run.tag);
       const { env, ctx } = run;
-      if (isLastAttempt(this.spec, ctx.attempt)) this.dead(run.item, run.index, env, outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs));
+      const last = isLastAttempt(this.spec, ctx.attempt);
+      const dl = last ? outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs) : undefined;
+      const err = new TimeoutError(`The handler was still running when its subscription closed (drainTimeoutMs ${drainMs}).`);
+      this.spec.observer?.failed(env, ctx, err, dl !== undefined ? { retry: false, error: dl.error } : { retry: true, attempt: ctx.attempt + 1, delayMs: 0 });
+      if (dl !== undefined) this.dead(run.item, run.index, env, dl);
       else this.handBack(run.item, run.index, env, ctx);
     }
     return runs.length;

@@ -8,6 +8,7 @@
 import type { JsonWriter } from './json-writer.js';
 import type { ReaderPlan } from './json-reader.js';
 import type { Logger } from './logger.js';
+import type { DeliveryObserver } from './failure-log.js';
 import type { EventEnvelope, EventHeaders } from './envelope.js';
 
 /** One event on its way out, built once by the bus and never copied. */
@@ -161,6 +162,12 @@ export interface SubscriptionSpec {
    * (`defineHandler`).
    */
   readonly validateOnConsume: boolean;
+  /**
+   * What the bus observes of deliveries (it logs failures and dead letters): the delivery engine reports each
+   * failed handler with its verdict here. A transport whose engines run where the bus is not (other threads)
+   * leaves it out there.
+   */
+  readonly observer?: DeliveryObserver | undefined;
   /** Transport-specific options (`minIdleMs`, `blockMs`, `workers`, `handler`...), validated by the transport. */
   readonly options: Readonly<Record<string, unknown>>;
 }

@@ -193,7 +193,6 @@ export class ConsumerGroup {
   addDead(dl: DeadLetter): void {
     this.deadLetters.push(dl);
     if (this.deadLetters.length > this.maxDeadLetters) this.deadLetters.shift();
-    this.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
   }
 
   /** `item` goes back to its partition after `delayMs` (a retry's backoff). */

@@ -16,6 +16,7 @@ import { jsonReader, type JsonReader, type ReaderPlan } from '../../src/json-rea
 import { decodeRecords } from './record-decode.js';
 import { HeldBatches, type HeldBatch } from './held-batches.js';
 import { DeliveryEngine, type RetryVerdict } from '../../src/delivery-engine.js';
+import type { DeliveryObserver } from '../../src/failure-log.js';
 
 export interface ConsumerSettings {
   readonly type: string;
@@ -36,6 +37,8 @@ export interface ConsumerSettings {
   readonly hold: boolean;
   /** The payload's reader plan (schema-compiled parsing), or undefined for JSON.parse. */
   readonly reader: ReaderPlan | undefined;
+  /** The bus's observer of failures (main thread only: settings cross to worker threads without it). */
+  readonly observer?: DeliveryObserver | undefined;
 }
 
 /** An event waiting for (another) delivery. Structured-cloneable, so workers can hand it back. */

@@ -149,12 +149,18 @@ export class NativeGroup {
     };
   }
 
+  /** A dead letter the bus has not been told of: from a worker thread, or charged for a thread's death. */
   private addDead = (dl: DeadLetter): void => {
+    this.keepDead(dl);
+    this.o.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
+  };
+
+  /** Keeps a dead letter (a main-thread consumer's: its engine told the bus through `spec.observer`). */
+  private keepDead = (dl: DeadLetter): void => {
     // Kept for long: its strings must not keep the popped batch's text alive (see `detached`).
     dl = { ...dl, id: detached(dl.id), event: dl.event && detached(toPlainEnvelope(dl.event)) };
     this.deadLetters.push(dl);
     if (this.deadLetters.length > this.o.maxDeadLetters) this.deadLetters.shift();
-    this.o.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
   };
 
   /** New events are in the lane: let main-thread members pump (worker threads wake on the core's futex). */
@@ -172,7 +178,7 @@ export class NativeGroup {
   }
 
   joinMain(spec: SubscriptionSpec, handler: DeliveryHandler): TransportSubscription {
-    const consumer = new MainThreadConsumer(this.core, this.lane, this.settings(spec, false), handler, this.addDead);
+    const consumer = new MainThreadConsumer(this.core, this.lane, { ...this.settings(spec, false), observer: spec.observer }, handler, this.keepDead);
     const member = new MainMember(spec, consumer);
     this.members.push(member);
     this.on('join');

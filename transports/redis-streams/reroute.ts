@@ -23,13 +23,11 @@ export class Reroute {
     return this.retry(s.partition, entry.events[i]!, next.attempt, Date.now() + next.delayMs, entry.id, describeError(err));
   }
 
-  /** Failed event `i` of `entry` is done with (the engine's verdict): to the partition's DLQ. */
+  /** Failed event `i` of `entry` is done with (the engine's verdict, which the bus logs): to the partition's DLQ. */
   deadLettered(entry: Entry, i: number, dl: DeadLetter): Promise<unknown> {
     const s = this.ctx.streams[entry.stream]!;
     const ev = entry.events[i]!;
-    return this.deadLetter(s.partition, entry.id, s.key, dl.attempts, dl.error, ev, undefined).then(() =>
-      this.ctx.logger.warn({ group: this.ctx.spec.group, id: ev.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered'),
-    );
+    return this.deadLetter(s.partition, entry.id, s.key, dl.attempts, dl.error, ev, undefined);
   }
 
   /** A malformed entry: DLQ with the reason and the raw fields. */
