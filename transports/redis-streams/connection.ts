@@ -28,7 +28,11 @@ export class Connector {
   readonly isCluster: boolean;
   private seq = 0;
 
-  constructor(private readonly config: ResolvedConfig) {
+  constructor(
+    private readonly config: ResolvedConfig,
+    /** Given each client created, to log its losses (connection-log.ts). */
+    private readonly watch: (client: Client, role: Role) => void = noop,
+  ) {
     this.isCluster = config.cluster !== undefined;
     if (config.cluster) {
       this.address = 'redis cluster ' + config.cluster.nodes.map((n) => (typeof n === 'string' ? redactUrl(n) : `${n.host}:${n.port}`)).join(',');
@@ -77,7 +81,7 @@ export class Connector {
     return o;
   }
 
-  /** A new, not yet connected client. */
+  /** A new, not yet connected client (watched: see the constructor). */
   create(role: Role): Client {
     const c = this.config;
     if (c.cluster) {
@@ -111,12 +115,13 @@ export class Connector {
   }
 
   /**
-   * The command connection's commands time out after commandTimeoutMs, from its first 'ready' on. Not while
+   * Watches the client (`watch`). The command connection's commands time out after commandTimeoutMs, from its first 'ready' on. Not while
    * it first connects: ioredis queues its handshake (CLIENT SETNAME, SETINFO, INFO) again on each attempt and
    * loses the previous attempt's commands unsettled when a socket that opened fails (another server on the
    * port, a proxy), so their timers kept the process alive commandTimeoutMs after createEventBus rejected.
    */
   private commandTimeoutOnceReady(role: Role, client: Client): Client {
+    this.watch(client, role);
     if (role !== 'command') return client;
     const ms = this.config.commandTimeoutMs;
     client.once('ready', () => {

@@ -1,6 +1,7 @@
 /**
  * The Redis Streams transport: wires config, connections, the publisher, consumers and admin ops.
  */
+import { logConnectionState } from './connection-log.js';
 import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
@@ -35,7 +36,7 @@ export class RedisStreamsTransport implements Transport {
     this.closed = false;
     this.closing = Promise.resolve();
     this.closing = undefined;
-    this.connector = new Connector(config);
+    this.connector = new Connector(config, (client, role) => logConnectionState(client, role, this.connector.address, ctx.logger));
     // Payloads are encoded per write with the bus's compiled serializer (nothing but the payload object
     // waits in a batch); the bus still checks sizes at publish against maxEventBytes.
     // Up to 32 writes in flight per pool connection, pipelined: concurrent unbatched publishers then share
