@@ -6,6 +6,8 @@
  * Subscribing is here: it wraps the handler with the consumer-side validation and hands it to the transport.
  * `createEventBus` builds the transport from the registry and the bus over it.
  */
+import { publishChannel, traced } from './diagnostics.js';
+import { tracedPublish } from './publish-trace.js';
 import { Batcher } from './batcher.js';
 import { closeBus } from './bus-close.js';
 import { publishMany } from './bulk-publish.js';
@@ -70,6 +72,11 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * @example await bus.publish('order.created', { orderId: 'o-1', amount: 10 }, { key: 'customer-7' });
    */
   publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void> {
+    if (traced(publishChannel)) return tracedPublish(type, this.transport.type, 1, options, (o) => this.send(type, data, o));
+    return this.send(type, data, options);
+  }
+
+  private send<K extends EventName<M>>(type: K, data: EventInput<M, K>, options: PublishOptions | undefined): Promise<void> {
     if (this.publisher.closed) return Promise.reject(new ClosedError());
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
@@ -114,6 +121,13 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * payload rejects the call and sends nothing. Resolves when all were accepted.
    */
   publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options?: PublishManyOptions<EventInput<M, K>>): Promise<void> {
+    if (traced(publishChannel) && Array.isArray(payloads)) {
+      return tracedPublish(type, this.transport.type, payloads.length, options as PublishOptions | undefined, (o) => this.sendMany(type, payloads, o as typeof options));
+    }
+    return this.sendMany(type, payloads, options);
+  }
+
+  private sendMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options: PublishManyOptions<EventInput<M, K>> | undefined): Promise<void> {
     if (this.publisher.closed) return Promise.reject(new ClosedError());
     const t = this.types.get(type);
     if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));

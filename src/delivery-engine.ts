@@ -21,6 +21,7 @@ import type { EventEnvelope } from './envelope.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
 import type { DeliveryObserver } from './failure-log.js';
 import { TimeoutError } from './errors.js';
+import { ackChannel, deadLetterChannel, processChannel, retryChannel, traced, type OutcomeMessage, type ProcessMessage } from './diagnostics.js';
 
 /** The verdict of another attempt. */
 export type RetryVerdict = Extract<FailureVerdict, { retry: true }>;
@@ -151,9 +152,11 @@ export abstract class DeliveryEngine<T> {
    */
   protected startHandler(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
     this.running++;
+    // The `eventlane:process` tracing channel's message, when anyone subscribes (src/diagnostics.ts).
+    const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx } : undefined;
     let r: void | Promise<void>;
     try {
-      r = this.handler(env, ctx);
+      r = msg === undefined ? this.handler(env, ctx) : processChannel.traceSync(this.handler, msg, undefined, env, ctx);
     } catch (err) {
       this.end(item, index, env, ctx, tag, err);
       return;
@@ -162,27 +165,40 @@ export abstract class DeliveryEngine<T> {
       const run = new Running(item, index, env, ctx, tag);
       this.runs.add(run);
       (r as Promise<void>).then(
-        () => this.settle(run, undefined, false),
-        (err: unknown) => this.settle(run, err, true),
+        () => this.settle(run, undefined, false, msg),
+        (err: unknown) => this.settle(run, err, true, msg),
       );
     } else {
       this.end(item, index, env, ctx, tag, undefined, false);
     }
   }
 
-  private settle(run: Running<T>, err: unknown, failed: boolean): void {
-    if (run.givenUp) return;
-    this.runs.delete(run);
-    this.end(run.item, run.index, run.env, run.ctx, run.tag, err, failed);
-    this.resume();
+  private settle(run: Running<T>, err: unknown, failed: boolean, msg: ProcessMessage | undefined): void {
+    if (msg !== undefined) {
+      if (failed) {
+        msg.error = err;
+        processChannel.error.publish(msg);
+      }
+      processChannel.asyncStart.publish(msg);
+    }
+    if (!run.givenUp) {
+      this.runs.delete(run);
+      this.end(run.item, run.index, run.env, run.ctx, run.tag, err, failed);
+      this.resume();
+    }
+    if (msg !== undefined) processChannel.asyncEnd.publish(msg);
   }
 
   /** A run ended: its slot is free, and its outcome's verdict applies. */
   private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, err: unknown, failed = true): void {
     this.running--;
     this.ended(item, tag);
-    if (failed) this.verdict(item, index, env, ctx, err);
-    else this.succeeded(item, index, env);
+    if (failed) {
+      this.verdict(item, index, env, ctx, err);
+    } else {
+      if (ackChannel.hasSubscribers) ackChannel.publish({ event: env, context: ctx } satisfies OutcomeMessage);
+      this.succeeded(item, index, env);
+    }
     this.wakeIfIdle();
   }
 
@@ -192,7 +208,7 @@ export abstract class DeliveryEngine<T> {
    */
   protected verdict(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, err: unknown): void {
     const v = afterFailure(this.spec, ctx.attempt, err);
-    this.spec.observer?.failed(env, ctx, err, v);
+    this.report(env, ctx, err, v);
     if (v.retry) this.retry(item, index, env, ctx, v, err);
     else this.dead(item, index, env, deadLetterOf(env, this.spec.group, ctx.partition, ctx.attempt, v.error));
   }
@@ -241,11 +257,21 @@ export abstract class DeliveryEngine<T> {
       const last = isLastAttempt(this.spec, ctx.attempt);
       const dl = last ? outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs) : undefined;
       const err = new TimeoutError(`The handler was still running when its subscription closed (drainTimeoutMs ${drainMs}).`);
-      this.spec.observer?.failed(env, ctx, err, dl !== undefined ? { retry: false, error: dl.error } : { retry: true, attempt: ctx.attempt + 1, delayMs: 0 });
+      this.report(env, ctx, err, dl !== undefined ? { retry: false, error: dl.error } : { retry: true, attempt: ctx.attempt + 1, delayMs: 0 });
       if (dl !== undefined) this.dead(run.item, run.index, env, dl);
       else this.handBack(run.item, run.index, env, ctx);
     }
     return runs.length;
+  }
+
+  /** A failure and its verdict, to the bus's observer and the `eventlane:retry` / `eventlane:dead-letter` channels. */
+  private report(env: EventEnvelope, ctx: DeliveryContext, err: unknown, v: FailureVerdict): void {
+    this.spec.observer?.failed(env, ctx, err, v);
+    if (v.retry) {
+      if (retryChannel.hasSubscribers) retryChannel.publish({ event: env, context: ctx, nextAttempt: v.attempt, delayMs: v.delayMs, error: err } satisfies OutcomeMessage);
+    } else if (deadLetterChannel.hasSubscribers) {
+      deadLetterChannel.publish({ event: env, context: ctx, reason: v.error, error: err } satisfies OutcomeMessage);
+    }
   }
 
   private wakeIfIdle(): void {

@@ -64,3 +64,4 @@ export {
   type EventlaneErrorOptions,
   type ValidationIssue,
 } from './errors.js';
+export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage } from './diagnostics.js';

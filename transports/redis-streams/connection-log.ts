@@ -6,12 +6,20 @@
  */
 import type { Logger } from '../../src/logger.js';
 import type { Client, Role } from './connection.js';
+import { connectionChannel, type ConnectionMessage } from '../../src/diagnostics.js';
+
+function tell(state: ConnectionMessage['state'], role: Role, address: string): void {
+  if (connectionChannel.hasSubscribers) connectionChannel.publish({ transport: 'redis-streams', state, role, address } satisfies ConnectionMessage);
+}
 
 export function logConnectionState(client: Client, role: Role, address: string, logger: Logger): void {
   let ready = false;
   let lostAt = 0;
   client.on('ready', () => {
-    if (lostAt !== 0) logger.info({ role, address, downMs: Date.now() - lostAt }, 'connection to Redis restored');
+    if (lostAt !== 0) {
+      logger.info({ role, address, downMs: Date.now() - lostAt }, 'connection to Redis restored');
+      tell('restored', role, address);
+    }
     ready = true;
     lostAt = 0;
   });
@@ -20,5 +28,6 @@ export function logConnectionState(client: Client, role: Role, address: string, 
     ready = false;
     lostAt = Date.now();
     logger.warn({ role, address }, 'connection to Redis lost; reconnecting');
+    tell('lost', role, address);
   });
 }

@@ -6,6 +6,7 @@
  * once, so the delivery a claim counts is a handler start. Delivery counts (XPENDING) of entries claimed or
  * re-read give their attempt. Group housekeeping runs with the first pass and every 20th.
  */
+import { reclaimChannel, type ReclaimMessage } from '../../src/diagnostics.js';
 import { describeError } from '../../src/errors.js';
 import type { AckBatcher } from './ack-batch.js';
 import { isConnectionProblem } from './connection.js';
@@ -44,7 +45,7 @@ export class Reclaimer {
     } finally {
       // One warning per stream and pass: suspects are claimed one at a time, and there can be thousands.
       reportTrimmed(this.ctx, this.ctx.streams.keys());
-      for (const [idx, count] of this.claimed) this.ctx.logger.info({ group: this.ctx.spec.group, stream: this.ctx.streams[idx]!.key, count }, 'reclaimed idle pending entries');
+      for (const [idx, count] of this.claimed) this.reclaimed(idx, count, 'reclaimed idle pending entries');
       this.claimed.clear();
       this.reclaiming = false;
     }
@@ -141,12 +142,19 @@ export class Reclaimer {
       return;
     }
     if (claimed.length === 0 || this.ctx.closing) return; // taken or acked meanwhile
-    this.ctx.logger.info({ group: this.ctx.spec.group, stream: s.key, id }, 'reclaimed an entry delivered before without an ack, alone');
+    this.reclaimed(idx, 1, 'reclaimed an entry delivered before without an ack, alone');
     const started: Entry[] = [];
     this.deliveries.accept(idx, claimed, await this.deliveryCounts(idx, claimed), started);
     release();
     await this.withdrawHeld(idx);
     await this.deliveries.finished(started);
+  }
+
+  /** Entries taken over from other consumers: logged (`info`) and told to `eventlane:reclaim`. */
+  private reclaimed(idx: number, entries: number, msg: string): void {
+    const { spec } = this.ctx;
+    this.ctx.logger.info({ group: spec.group, stream: this.ctx.streams[idx]!.key, count: entries }, msg);
+    if (reclaimChannel.hasSubscribers) reclaimChannel.publish({ type: spec.type, group: spec.group, consumer: spec.consumer, entries } satisfies ReclaimMessage);
   }
 
   /**

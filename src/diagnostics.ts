@@ -1,0 +1,75 @@
+/**
+ * eventlane's `diagnostics_channel`s: what an instrumentation (OpenTelemetry, metrics, a test) subscribes to.
+ * Nothing is built or published while no one subscribes: every call site checks `traced(...)` or
+ * `hasSubscribers` first.
+ *
+ * Tracing channels (start, end, asyncStart, asyncEnd, error; see Node's TracingChannel):
+ * - `eventlane:publish`: a `publish()` or `publishMany()` call, message `PublishMessage`. A subscriber to
+ *   `start` may set `headers` (e.g. W3C `traceparent`): they are added to the events' headers, under any the
+ *   caller set.
+ * - `eventlane:process`: a handler run, message `ProcessMessage`, on every transport's delivery engine (main
+ *   thread; native worker threads run where no subscriber is).
+ *
+ * Channels: `eventlane:ack`, `eventlane:retry`, `eventlane:dead-letter` (`OutcomeMessage`), `eventlane:reclaim`
+ * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`).
+ */
+import dc from 'node:diagnostics_channel';
+import type { EventEnvelope, EventHeaders } from './envelope.js';
+import type { DeliveryContext } from './transport.js';
+
+export interface PublishMessage {
+  readonly type: string;
+  /** The transport's type (`messaging.system`). */
+  readonly transport: string;
+  /** Events in the call: 1 for `publish()`. */
+  readonly count: number;
+  /** Set by a `start` subscriber: headers added to every event of the call (the caller's win). */
+  headers: EventHeaders | undefined;
+  /** Set on `error`. */
+  error?: unknown;
+}
+
+export interface ProcessMessage {
+  readonly event: EventEnvelope;
+  readonly context: DeliveryContext;
+  /** Set on `error`. */
+  error?: unknown;
+}
+
+export interface OutcomeMessage {
+  readonly event: EventEnvelope;
+  readonly context: DeliveryContext;
+  /** retry: the next attempt and its delay; dead-letter: the reason. */
+  readonly nextAttempt?: number;
+  readonly delayMs?: number;
+  readonly reason?: string;
+  readonly error?: unknown;
+}
+
+export interface ReclaimMessage {
+  readonly type: string;
+  readonly group: string;
+  readonly consumer: string;
+  /** Entries (Redis: stream entries) taken over from consumers that stopped. */
+  readonly entries: number;
+}
+
+export interface ConnectionMessage {
+  readonly transport: string;
+  readonly state: 'lost' | 'restored';
+  readonly role: string;
+  readonly address: string;
+}
+
+export const publishChannel = dc.tracingChannel<'eventlane:publish', PublishMessage>('eventlane:publish');
+export const processChannel = dc.tracingChannel<'eventlane:process', ProcessMessage>('eventlane:process');
+export const ackChannel = dc.channel('eventlane:ack');
+export const retryChannel = dc.channel('eventlane:retry');
+export const deadLetterChannel = dc.channel('eventlane:dead-letter');
+export const reclaimChannel = dc.channel('eventlane:reclaim');
+export const connectionChannel = dc.channel('eventlane:connection');
+
+/** Whether anyone subscribes to one of a tracing channel's events (each is checked: older Node 20 lacks the aggregate). */
+export function traced(tc: dc.TracingChannel<string, object>): boolean {
+  return tc.start.hasSubscribers || tc.end.hasSubscribers || tc.asyncStart.hasSubscribers || tc.asyncEnd.hasSubscribers || tc.error.hasSubscribers;
+}
