@@ -6,14 +6,15 @@
  *   when a slot comes free (the adaptive step, `slotFree`).
  * - `flush` sends sealed batches, and the open one, while slots are free; a write that completes synchronously
  *   and asks for a flush from within makes the running loop go round again.
- * - A write's result settles each unit (a result per unit, or one failure for all); units the transport
- *   reported written early settled then. Each settled event stops counting as pending (`PendingLedger`).
+ * - Each unit settles once, with the first report of its fate: through the write's `WriteSettlement`
+ *   (`BatchSettlement`, one per write), or else through the write's result (a result per unit, or one failure
+ *   for all). Each settled event stops counting as pending (`PendingLedger`).
  */
 import type { Batch, Unit } from './batch-units.js';
 import type { BatchSizer } from './batch-sizing.js';
 import type { BatcherStats, WriteFn } from './batcher.js';
 import { EventlaneError, TransportError } from './errors.js';
-import { withWritten, writtenCount, type WriteResult } from './transport.js';
+import type { WriteResult, WriteSettlement } from './transport.js';
 import type { WriteSlots } from './write-slots.js';
 
 /**
@@ -108,11 +109,7 @@ export class BatchSender {
     this.stats.units += batch.units.length;
     let result: Promise<WriteResult> | WriteResult;
     try {
-      result = this.write(
-        batch.units,
-        () => this.freeSlot(batch),
-        (i) => this.unitWritten(batch, i),
-      );
+      result = this.write(batch.units, new BatchSettlement(this, batch));
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -128,29 +125,29 @@ export class BatchSender {
   }
 
   /**
-   * The transport says a write waits on something slow (a Cluster master in failover): its slot goes to the
-   * next batch, so writes to the other nodes do not queue behind it. Its events stay pending
-   * (`maxPendingEvents` still bounds them) until it settles.
+   * The transport says a write waits on something slow (`WriteSettlement.stalled`): its slot goes to the next
+   * batch, so writes that need not wait do not queue behind it. Its events stay pending (`maxPendingEvents`
+   * still bounds them) until they settle.
    */
-  private freeSlot(batch: Batch): void {
+  stalled(batch: Batch): void {
     if (!this.slots.release(batch)) return;
     this.stats.slotsFreed++;
     this.slotFree();
   }
 
   /**
-   * The transport reports unit `i` of a write in flight as written (a Cluster write waiting on one slow master
-   * while the others replied): its publishes resolve now, and they stop counting as pending. The write's own
-   * outcome for the unit is ignored when it settles.
+   * The transport reports the fate of unit `i` of a write (`WriteSettlement.written` / `failed`): its
+   * publishes settle now, and its events stop counting as pending. Only the first report of a unit, while the
+   * write is out, counts; the write's own outcome for the unit is then ignored.
    */
-  private unitWritten(batch: Batch, i: number): void {
+  settleUnit(batch: Batch, i: number, err: Error | undefined, written: number): void {
     const unit = batch.units[i];
     if (batch.settled || unit === undefined || batch.early?.[i] === 1) return;
     (batch.early ??= new Uint8Array(batch.units.length))[i] = 1;
     batch.earlyEvents += unit.count;
     this.ledger.release(unit.count);
     this.stats.events += unit.count;
-    unit.settle(undefined);
+    this.stats.failedEvents += unit.settle(err === undefined ? undefined : asTransportError(err), written);
     this.ledger.admitWaiters();
     this.ledger.drainedIfIdle();
   }
@@ -168,7 +165,7 @@ export class BatchSender {
   }
 
   /**
-   * A write slot came free (a write settled, or the transport freed its slot). Adaptive step: what
+   * A write slot came free (a write settled, or the transport said it stalled). Adaptive step: what
    * accumulated while the write was out leaves now (a lingering batch is scheduled: it was not while every
    * slot was busy); producers waiting for a slot go on.
    */
@@ -180,24 +177,44 @@ export class BatchSender {
   }
 }
 
+/** The `WriteSettlement` of one write: reports go to the sender, for this write's batch. */
+class BatchSettlement implements WriteSettlement {
+  constructor(
+    private readonly sender: BatchSender,
+    private readonly batch: Batch,
+  ) {}
+
+  written(unit: number): void {
+    this.sender.settleUnit(this.batch, unit, undefined, 0);
+  }
+
+  failed(unit: number, err: Error, writtenEvents = 0): void {
+    // A failure without a reason still failed.
+    this.sender.settleUnit(this.batch, unit, err ?? new TransportError('Transport write failed without a reason.'), writtenEvents);
+  }
+
+  stalled(): void {
+    this.sender.stalled(this.batch);
+  }
+}
+
 /**
  * Settles the units of a write with its result (`res`: a failure per unit, or none) or its `failure` (for all),
- * except those settled early (`early[i] === 1`). Returns how many of their events failed.
+ * except those settled through the write's settlement (`early[i] === 1`). Returns how many of their events
+ * failed.
  */
 function settleUnits(units: readonly Unit[], early: Uint8Array | undefined, res: WriteResult, failure: unknown): number {
   const failed = failure !== undefined ? asTransportError(failure) : undefined;
   let failedEvents = 0;
   for (let i = 0; i < units.length; i++) {
-    if (early !== undefined && early[i] === 1) continue; // settled already (`unitWritten`)
+    if (early !== undefined && early[i] === 1) continue; // settled already (`WriteSettlement`)
     const own = res ? res[i] : undefined;
-    failedEvents += units[i]!.settle(failed ?? (own ? asTransportError(own) : undefined));
+    failedEvents += units[i]!.settle(failed ?? (own ? asTransportError(own) : undefined), 0);
   }
   return failedEvents;
 }
 
 function asTransportError(err: unknown): Error {
   if (err instanceof EventlaneError) return err;
-  const wrapped = new TransportError(`Transport write failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  const written = writtenCount(err);
-  return written > 0 ? withWritten(wrapped, written) : wrapped;
+  return new TransportError(`Transport write failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }

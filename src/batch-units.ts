@@ -5,7 +5,7 @@
  * die with each batch; `BATCH_ANCHORS` keeps one of each alive so their maps survive full GCs.
  */
 import { emptyArray } from './arrays.js';
-import { writtenCount, type EventRun, type OutgoingEvent, type PublishUnit } from './transport.js';
+import type { EventRun, OutgoingEvent, PublishUnit } from './transport.js';
 
 /** A run the batcher can split where it crosses a batch or unit bound (`Run` of outgoing.ts). */
 export interface SplittableRun extends EventRun {
@@ -31,6 +31,20 @@ function noop(): void {}
 
 /** Settles one event's own promise: with no error it resolves. */
 type Settle = (err: Error | undefined) => void;
+
+/**
+ * The promises of units that failed after their first events were written (`WriteSettlement.failed`), and how
+ * many were: only such units are entered, so a unit written whole or failed whole costs nothing here.
+ */
+const WRITTEN_BEFORE_FAILURE = new WeakMap<Promise<void>, number>();
+
+/**
+ * How many of the first events of the unit whose promise is `p` were written before it failed (0 for a unit
+ * that was written whole, failed whole, or has not settled). `publishMany` reads it once its units settled.
+ */
+export function writtenBeforeFailure(p: Promise<void>): number {
+  return WRITTEN_BEFORE_FAILURE.get(p) ?? 0;
+}
 
 export class Unit implements PublishUnit {
   events: OutgoingEvent[] = emptyArray();
@@ -69,20 +83,21 @@ export class Unit implements PublishUnit {
   }
 
   /**
-   * The unit's fate: written (`err` undefined), or failed after its first `writtenCount(err)` events were
-   * written. Returns how many of its events failed.
+   * The unit's fate: written (`err` undefined), or failed after its first `written` events were written.
+   * Returns how many of its events failed.
    */
-  settle(err: Error | undefined): number {
+  settle(err: Error | undefined, written: number): number {
     const own = this.own;
     if (err === undefined) {
       this.resolve();
       if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(undefined);
       return 0;
     }
-    const written = Math.min(writtenCount(err), this.count);
+    const n = written > 0 ? Math.min(written, this.count) : 0;
+    if (n > 0) WRITTEN_BEFORE_FAILURE.set(this.promise, n);
     this.reject(err);
-    if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(i < written ? undefined : err);
-    return this.count - written;
+    if (own !== undefined) for (let i = 0; i < own.length; i++) own[i]?.(i < n ? undefined : err);
+    return this.count - n;
   }
 
   release(): void {
@@ -95,9 +110,9 @@ export class Batch {
   readonly units: Unit[] = emptyArray();
   events = 0;
   bytes = 0;
-  /** Sent, and no longer counted in `inFlight` (the transport freed its slot, or it settled). */
+  /** Sent, and no longer counted in `inFlight` (the transport said it stalled, or it settled). */
   slotFreed = false;
-  /** Units the transport reported written before the write settled (`unitWritten`), and their events. */
+  /** Units the transport settled through the write's `WriteSettlement` (1 at their index), and their events. */
   early: Uint8Array | undefined = undefined;
   earlyEvents = 0;
   settled = false;

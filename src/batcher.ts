@@ -22,7 +22,7 @@ import { BatchSender, type PendingLedger } from './batch-sender.js';
 import type { Lane, SplittableRun } from './batch-units.js';
 import { Deque } from './deque.js';
 import { BackpressureError, ClosedError } from './errors.js';
-import type { OutgoingEvent, PublishUnit, WriteResult } from './transport.js';
+import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from './transport.js';
 import { WriteSlots } from './write-slots.js';
 
 export { BATCH_ANCHORS, Lane, type SplittableRun } from './batch-units.js';
@@ -43,11 +43,10 @@ export interface BatcherOptions {
 }
 
 /**
- * A write; a result returned directly (not a promise) means it completed synchronously. `freeSlot` stops the
- * write counting against `maxInFlight` before it settles; `unitWritten(i)` settles unit i as written before the
- * write does (see Transport.write).
+ * A write; a result returned directly (not a promise) means it completed synchronously. `settle` reports units'
+ * fates before the write settles, and a write that stopped counting against `maxInFlight` (see Transport.write).
  */
-export type WriteFn = (units: readonly PublishUnit[], freeSlot: () => void, unitWritten: (index: number) => void) => Promise<WriteResult> | WriteResult;
+export type WriteFn = (units: readonly PublishUnit[], settle: WriteSettlement) => Promise<WriteResult> | WriteResult;
 
 /** Counters since the batcher was created. */
 export interface BatcherStats {
@@ -55,7 +54,7 @@ export interface BatcherStats {
   batches: number;
   units: number;
   failedEvents: number;
-  /** Writes whose slot the transport freed before they settled (a slow Cluster node: see Transport.write). */
+  /** Writes whose slot came free before they settled: the transport said they stalled (`WriteSettlement.stalled`). */
   slotsFreed: number;
 }
 
@@ -141,8 +140,8 @@ export class Batcher implements PendingLedger {
   /**
    * Queue one event of a slice `room` made space for (no per-event backpressure check). The promise settles
    * with the fate of the unit that carries it, where it is event `placedAt` (read it at once): a unit written
-   * in part (`withWritten`) wrote its first events in unit order, whoever published them, so the place is what
-   * says whether the event was written.
+   * in part (`WriteSettlement.failed`) wrote its first events in unit order, whoever published them, so the
+   * place is what says whether the event was written.
    */
   addFitted(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) {

@@ -5,7 +5,7 @@
  */
 import { emptyObjectArray } from './arrays.js';
 import { PublishPartialError } from './errors.js';
-import { writtenCount } from './transport.js';
+import { writtenBeforeFailure } from './batch-units.js';
 
 function noop(): void {}
 
@@ -92,17 +92,18 @@ export class BulkCall {
     const carrier = this.carrier ?? this.runCarriers();
     const failed: number[] = [];
     const errors: Error[] = [];
-    // A unit that failed after its first events were written (`withWritten`) wrote its events before that
-    // count, in unit order: an event of the call was written when its place in the unit (its stretch's start
-    // and the stretch's events met so far) is below it.
+    // A unit that failed after its first events were written (`WriteSettlement.failed`) wrote its events before
+    // that count, in unit order: an event of the call was written when its place in the unit (its stretch's
+    // start and the stretch's events met so far) is below it.
     const seen = new Int32Array(settled.length);
     const firsts = this.firsts;
+    const written = this.pending.map(writtenBeforeFailure);
     for (let i = 0; i < carrier.length; i++) {
       const c = carrier[i]!;
       const r = settled[c]!;
       if (r.status === 'fulfilled') continue;
       const err = r.reason as Error;
-      if (firsts[c]! + seen[c]!++ < writtenCount(err)) continue;
+      if (firsts[c]! + seen[c]!++ < written[c]!) continue;
       failed.push(i);
       // Distinct failures: per-event writes refused for one reason (WRONGTYPE on a partition) are one.
       if (!errors.some((e) => e === err || (e?.constructor === err?.constructor && e?.message === err?.message))) errors.push(err);

@@ -61,7 +61,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     this.closing = Promise.resolve();
     this.closing = undefined;
     const caps = transport.capabilities;
-    this.batcher = new Batcher((units, freeSlot, unitWritten) => transport.write(units, freeSlot, unitWritten), batcherOptions(config.batching, caps));
+    this.batcher = new Batcher((units, settle) => transport.write(units, settle), batcherOptions(config.batching, caps));
     this.publisher = new Publisher(this.batcher, config.batching, caps);
     this.types = compileTypeStates(events, transport, serializers, this.publisher.room >= 0);
   }

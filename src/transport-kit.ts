@@ -18,13 +18,13 @@ export type {
   RunBytes,
   OutgoingEvent,
   WriteResult,
+  WriteSettlement,
   SubscriptionSpec,
   DeliveryHandler,
   DeliveryContext,
   DeadLetter,
   BackoffOptions,
 } from './transport.js';
-export { withWritten, writtenCount } from './transport.js';
 export { registerTransport } from './registry.js';
 export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 export { DeliveryEngine, Running, type EngineSpec, type RetryVerdict } from './delivery-engine.js';

@@ -65,7 +65,8 @@ export interface EventRun {
  * written by the bus at publish (`TransportCapabilities.runBytes`). Record i spans `[i === 0 ? start :
  * ends[i - 1], ends[i])` of `buffer`: first `room` bytes the transport may overwrite with its own header, then
  * the payload. The records of a run are back to back; the buffer is the publish call's, shared by its runs, and
- * the bus reuses it once every unit of the call has settled: a transport must not read it after its write.
+ * the bus reuses it once every unit of the call has settled: a transport must not read it once the unit that
+ * carries it has settled (its write returned, or the unit was settled through `WriteSettlement`).
  */
 export interface RunBytes {
   readonly buffer: Buffer;
@@ -75,10 +76,10 @@ export interface RunBytes {
 }
 
 /**
- * Events of one (type, partition) lane collected by the batcher. A unit succeeds or fails as a whole,
- * so the bus can settle every publish promise with the fate of its own event (a transport that cannot
- * fail a unit as a whole makes units of one event, `TransportCapabilities.maxUnitEvents`, or says which of
- * its first events were written, `partialUnits` and `withWritten`).
+ * Events of one (type, partition) lane collected by the batcher. The bus settles every publish promise with
+ * the fate of its own event's unit, so a transport reports each unit written or failed as a whole (a transport
+ * that cannot fail a unit as a whole makes units of one event, `TransportCapabilities.maxUnitEvents`, or says
+ * how many of its first events were written, `partialUnits` and `WriteSettlement.failed`).
  */
 export interface PublishUnit {
   readonly type: string;
@@ -103,28 +104,42 @@ export interface PublishUnit {
 }
 
 /**
- * Result of one write: `undefined` when every unit was accepted, otherwise one entry per unit
- * (`undefined` for an accepted unit, the error for a failed one; see `withWritten` for a unit written in part).
+ * What a write's return value says of the units not settled through its `WriteSettlement`: `undefined` when
+ * every one of them was written, otherwise one entry per unit of the write, `undefined` for a written unit and
+ * the error for a failed one (none of its events written: a unit written in part is reported with
+ * `WriteSettlement.failed`). The entry of a unit already settled through the settlement is ignored.
  */
 export type WriteResult = void | undefined | ReadonlyArray<Error | undefined>;
 
-const WRITTEN = Symbol('eventlane.writtenEvents');
-
 /**
- * Marks `err`, the failure of one unit, as coming after the unit's first `events` events were written (a
- * transport with `capabilities.partialUnits`, e.g. `native` under `block` when publishTimeoutMs runs out
- * part-way through a unit): their publish promises resolve, the others reject with `err`, and `publishMany`
- * counts them as written (`PublishPartialError`). Returns `err`.
+ * How a write reports each unit's fate as soon as it is known, given by the batcher with every write (one per
+ * write). A transport that learns every unit's fate when its write completes ignores it and returns the
+ * result (`WriteResult`); the write's return value settles every unit the settlement did not. The first report
+ * of a unit settles it: later reports of it (through the settlement, or the write's result) are ignored, as
+ * are reports once the write has settled, and reports of an index that is not a unit of the write. Reports
+ * may come during `write` or after it returned.
  */
-export function withWritten<E extends Error>(err: E, events: number): E {
-  Object.defineProperty(err, WRITTEN, { value: events, configurable: true });
-  return err;
-}
-
-/** How many of a failed unit's first events were written (`withWritten`); 0 when not marked. */
-export function writtenCount(err: unknown): number {
-  const n = err instanceof Error ? (err as Error & { [WRITTEN]?: number })[WRITTEN] : undefined;
-  return typeof n === 'number' ? n : 0;
+export interface WriteSettlement {
+  /**
+   * `units[unit]` was durably written, all its events: its publishes resolve now, and its events stop counting
+   * as pending (`batching.maxPendingEvents`), whatever the rest of the write does.
+   */
+  written(unit: number): void;
+  /**
+   * `units[unit]` failed: its first `writtenEvents` events (default 0) were written and the rest were not. The
+   * publishes of the written ones resolve and the others reject with `err` (a `TransportError` wrapping it
+   * unless it is an `EventlaneError`); `publishMany` counts the written ones as accepted in its
+   * `PublishPartialError`. A transport that may report `writtenEvents` > 0 sets
+   * `capabilities.partialUnits`, so that `publish()` calls sharing a unit get promises of their own.
+   */
+  failed(unit: number, err: Error, writtenEvents?: number): void;
+  /**
+   * The rest of this write waits on something slow that other writes need not wait for (one node of several
+   * in failover): the write stops counting against the batcher's `maxInFlight`, so later batches are handed
+   * to the transport while it is out (`bus.stats().slotsFreed` counts such writes). Its unsettled events still
+   * count as pending until they settle. Once is enough; later calls do nothing.
+   */
+  stalled(): void;
 }
 
 /** Backoff between redeliveries of a failed event. */
@@ -240,9 +255,10 @@ export interface TransportCapabilities {
    */
   readonly maxUnitBytes?: number;
   /**
-   * The transport may write a unit's first events and fail the rest (its error marked with `withWritten`).
-   * `publish()` then gets a promise of its own per event (one more promise per event), so that each settles
-   * with its own event's fate; `publishMany` reads the mark from the unit's error.
+   * The transport may write a unit's first events and fail the rest (`WriteSettlement.failed` with
+   * `writtenEvents` > 0). `publish()` then gets a promise of its own per event (one more promise per event),
+   * so that each settles with its own event's fate; publishes of a unit otherwise share one promise, which
+   * rejects when the unit fails.
    */
   readonly partialUnits?: boolean;
   /**
@@ -278,18 +294,15 @@ export interface Transport {
    */
   sendNowProbe?(type: string): ((partition: number) => boolean) | undefined;
   /**
-   * Write units; resolves once the transport has durably accepted them (see {@link WriteResult}).
-   * A transport that completed the write before returning (in-process) may return the result itself
-   * instead of a promise: the batcher then frees the write slot at once, so a synchronous publish loop
-   * keeps handing full batches to consumers instead of filling every slot and waiting for the loop to end.
-   * A write that waits on something slow while other writes need not (a Redis Cluster master in failover,
-   * when the other masters are fine) may call `freeSlot` (once is enough): it stops counting against the
-   * batcher's `maxInFlight`, so later batches go out; its events still count as pending until it settles.
-   * Such a write may also report a unit durably accepted before the write settles, `unitWritten(i)` for
-   * `units[i]` (once is enough): that unit's publishes resolve at once instead of waiting for the slow part of
-   * the write, and the write's result for it is then ignored. Only for a unit wholly written.
+   * Write units; resolves once the transport has durably written them, or failed to. Each unit settles with
+   * the first report of its fate: through `settle` (always given by the batcher; see {@link WriteSettlement}),
+   * or else through the return value, resolved or returned (see {@link WriteResult}); a rejection (or a throw)
+   * fails every unit not settled through `settle`. A transport that completed the write before returning
+   * (in-process) may return the result itself instead of a promise: the batcher then frees the write slot at
+   * once, so a synchronous publish loop keeps handing full batches to consumers instead of filling every slot
+   * and waiting for the loop to end.
    */
-  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> | WriteResult;
+  write(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> | WriteResult;
   /**
    * `bus.tryPublish`: writes `unit` now when the transport can take all of it without waiting, else writes
    * nothing and returns false ("full"). Synchronous, so only in-process transports have it. Throws the

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { ClosedError, ConnectionError, PublishPartialError, TransportError } from '../../src/index.js';
 import { partitionForKey } from '../../src/partition.js';
 import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
+import { RecordedSettlement } from '../helpers/settlement.js';
 import { boundedClose, sleep } from '../helpers/wait.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { silentLogger } from '../../src/logger.js';
@@ -168,12 +169,12 @@ describe('redis-streams: publish faults', () => {
     };
     const started = Date.now();
     const unit = { type: 'order.created', partition: 0, events: [ev], bytes: 0 };
-    const before = t.write([unit]).then(
+    const before = t.write([unit], new RecordedSettlement()).then(
       () => 'stored',
       (e: unknown) => e,
     );
     const closing = t.close();
-    const after = t.write([unit]).then(
+    const after = t.write([unit], new RecordedSettlement()).then(
       () => 'stored',
       (e: unknown) => e,
     );

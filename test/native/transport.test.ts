@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BackpressureError, ClosedError, ConfigError, NativeError, PayloadTooLargeError, PublishPartialError, TimeoutError } from '../../src/index.js';
 import { currentThreadCpus } from '../../transports/native/index.js';
+import { RecordedSettlement } from '../helpers/settlement.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { errorLog, fixture, nativeBuses, ticks, transportOf, type Bus } from './harness.js';
 
@@ -142,8 +143,10 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
       headers: undefined,
     });
     const unit = (from: number, n: number) => ({ type: 'tick', partition: 0, events: Array.from({ length: n }, (_, i) => ev(from + i)), bytes: 0 });
-    const result = await transportOf(b).write([unit(0, 10), unit(10, 10), unit(20, 10)]);
+    const settle = new RecordedSettlement();
+    const result = await transportOf(b).write([unit(0, 10), unit(10, 10), unit(20, 10)], settle);
     expect(result ?? []).toEqual(expect.not.arrayContaining([expect.any(Error)]));
+    expect(settle.failures).toEqual([]);
     await waitFor(() => seen.length === 30, 10_000, '30 events');
     expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i));
   });

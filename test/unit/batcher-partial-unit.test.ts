@@ -1,13 +1,13 @@
 /**
- * A unit written in part (`TransportCapabilities.partialUnits`, an error marked with `withWritten`): each
- * single publish settles with its own event's fate, written events resolve and the rest reject, and the
- * failed-event count is what was not written.
+ * A unit written in part (`TransportCapabilities.partialUnits`, reported with `WriteSettlement.failed(unit,
+ * err, writtenEvents)`): each single publish settles with its own event's fate, written events resolve and the
+ * rest reject, and the failed-event count is what was not written.
  */
 import { describe, expect, it } from 'vitest';
 import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
 import { BulkCall } from '../../src/bulk-call.js';
 import { PublishPartialError, TimeoutError, TransportError } from '../../src/errors.js';
-import { withWritten, writtenCount, type OutgoingEvent, type PublishUnit, type WriteResult } from '../../src/transport.js';
+import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from '../../src/transport.js';
 
 const opts: BatcherOptions = { maxEvents: 100, maxUnitEvents: 100, maxBytes: 1 << 20, maxWaitMs: 0, maxInFlight: 1, maxPendingEvents: 10_000, onFull: 'wait', partialUnits: true };
 
@@ -15,12 +15,19 @@ function ev(i: number): OutgoingEvent {
   return { id: String(i), type: 't', time: 0, key: undefined, data: i, json: undefined, partition: 0, correlationId: undefined, causationId: undefined, headers: undefined };
 }
 
-/** A write that takes the first `written` events of each unit and fails the rest (synchronously or not). */
+/**
+ * A write that takes the first `written` events of each unit and fails the rest, reported during the write
+ * (`sync`) or as its promise settles; its result says nothing of the units, or calls them written (ignored).
+ */
 function writingPart(written: number, sync: boolean, units: PublishUnit[][]) {
-  return (us: readonly PublishUnit[]): Promise<WriteResult> | WriteResult => {
+  return (us: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> | WriteResult => {
     units.push([...us]);
-    const res = us.map(() => withWritten(new TimeoutError('stayed full'), written));
-    return sync ? res : Promise.resolve(res);
+    const report = () => us.forEach((_, i) => settle.failed(i, new TimeoutError('stayed full'), written));
+    if (sync) return report();
+    return Promise.resolve().then(() => {
+      report();
+      return us.map(() => undefined);
+    });
   };
 }
 
@@ -40,16 +47,56 @@ describe('Batcher: a unit written in part', () => {
     });
   }
 
-  it('the unit promise (what publishMany tracks) rejects with the marked error; a wrapped error keeps the mark', async () => {
+  it('a plain error reported for a unit written in part rejects the rest wrapped in a TransportError', async () => {
     const plain = new Error('socket reset');
-    const b = new Batcher(() => [withWritten(plain, 2)], opts);
+    const b = new Batcher((_, settle) => settle.failed(0, plain, 2), opts);
     const lane = new Lane('t', 0);
     const ps = [0, 1, 2].map((i) => b.add(lane, ev(i), 0));
     const settled = await Promise.allSettled(ps);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
     const reason = (settled[2] as PromiseRejectedResult).reason as Error;
     expect(reason).toBeInstanceOf(TransportError);
-    expect(writtenCount(reason)).toBe(2);
+    expect(reason.cause).toBe(plain);
+    expect(b.stats.failedEvents).toBe(1);
+  });
+
+  it('one error reported for several units with different written counts: each unit keeps its own count', async () => {
+    const full = new TimeoutError('stayed full');
+    const b = new Batcher((_, settle) => {
+      settle.failed(0, full, 1);
+      settle.failed(1, full, 2);
+    }, opts);
+    const lanes = [new Lane('t', 0), new Lane('t', 1)];
+    const call = new BulkCall(6, 2, true);
+    for (let i = 0; i < 6; i++) call.track(i, i % 2, b.addFitted(lanes[i % 2]!, ev(i), 0), b.placedAt);
+    // Unit 0 carries events 0, 2, 4 (its first written), unit 1 events 1, 3, 5 (its first two written).
+    const err = call.failure('t', await Promise.allSettled(call.pending));
+    expect(err).toBeInstanceOf(PublishPartialError);
+    expect((err as PublishPartialError).failed).toEqual([2, 4, 5]);
+    expect((err as PublishPartialError).accepted).toBe(3);
+    expect(b.stats.failedEvents).toBe(3);
+  });
+
+  it('a unit failed in part while the write is still out settles at once and stops counting as pending', async () => {
+    let settle!: WriteSettlement;
+    let done!: (r: WriteResult) => void;
+    const b = new Batcher((_, s) => {
+      settle = s;
+      return new Promise<WriteResult>((resolve) => (done = resolve));
+    }, opts);
+    const lane = new Lane('t', 0);
+    const ps = [0, 1, 2].map((i) => b.add(lane, ev(i), 0));
+    await Promise.resolve();
+    expect(b.pendingEvents).toBe(3);
+    settle.failed(0, new TimeoutError('stayed full'), 1);
+    settle.failed(0, new TimeoutError('again'), 0); // settled already: nothing
+    expect(b.pendingEvents).toBe(0);
+    const settled = await Promise.allSettled(ps);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(((settled[1] as PromiseRejectedResult).reason as Error).message).toBe('stayed full');
+    done([new TimeoutError('ignored')]); // the result's entry for a settled unit is ignored
+    await Promise.resolve();
+    expect(b.stats).toMatchObject({ events: 3, failedEvents: 2 });
   });
 
   it.each([1, 2])('a bulk call whose events sit in one unit on both sides of a publish: written by their place in the unit (%i partitions)', async (partitions) => {
@@ -80,10 +127,9 @@ describe('Batcher: a unit written in part', () => {
   });
 });
 
-describe('a registered transport with partialUnits (eventlane/transport exports withWritten)', () => {
+describe('a registered transport with partialUnits', () => {
   it('publishMany gets PublishPartialError naming exactly the events its write did not take', async () => {
     const { createEventBus, defineEvents, registerTransport, PublishPartialError } = await import('../../src/index.js');
-    const { withWritten: fromRoot } = await import('../../src/transport-kit.js');
     const { z } = await import('zod');
     const taken: number[] = [];
     registerTransport('half-taker', () => ({
@@ -92,11 +138,11 @@ describe('a registered transport with partialUnits (eventlane/transport exports 
       async connect() {},
       async close() {},
       partitionsFor: () => 1,
-      write(units) {
-        return units.map((u) => {
+      write(units, settle) {
+        units.forEach((u, i) => {
           const half = Math.floor(u.events.length / 2);
           for (const e of u.events.slice(0, half)) taken.push((e.data as { n: number }).n);
-          return fromRoot(new TimeoutError('full'), half);
+          settle.failed(i, new TimeoutError('full'), half);
         });
       },
       async subscribe() {

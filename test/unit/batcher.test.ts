@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Batcher, Lane, type BatcherOptions } from '../../src/batcher.js';
 import { BackpressureError, ClosedError, TransportError } from '../../src/errors.js';
-import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
+import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from '../../src/transport.js';
 import { consumerWaitProbe } from '../../transports/native/wait-probe.js';
 
 const opts = (o: Partial<BatcherOptions> = {}): BatcherOptions => ({
@@ -261,10 +261,10 @@ describe('Batcher', () => {
   });
 });
 
-describe('Batcher: a write whose slot the transport frees', () => {
+describe('Batcher: a write the transport reports stalled', () => {
   it('lets the next batch out while it is still out, counts its events as pending until it settles, and frees its slot once', async () => {
-    const calls: { freeSlot: () => void; done: () => void }[] = [];
-    const write = (_units: readonly PublishUnit[], freeSlot: () => void) => new Promise<WriteResult>((resolve) => calls.push({ freeSlot, done: () => resolve(undefined) }));
+    const calls: { settle: WriteSettlement; done: () => void }[] = [];
+    const write = (_units: readonly PublishUnit[], settle: WriteSettlement) => new Promise<WriteResult>((resolve) => calls.push({ settle, done: () => resolve(undefined) }));
     const b = new Batcher(write, opts({ maxInFlight: 1 }));
     const lane = new Lane('t', 0);
     const first = b.add(lane, ev(1), 0);
@@ -272,8 +272,8 @@ describe('Batcher: a write whose slot the transport frees', () => {
     const second = b.add(lane, ev(2), 0);
     await tick();
     expect(calls).toHaveLength(1); // the one slot is busy
-    calls[0]!.freeSlot();
-    calls[0]!.freeSlot(); // twice: counted once
+    calls[0]!.settle.stalled();
+    calls[0]!.settle.stalled(); // twice: counted once
     await tick();
     expect(calls).toHaveLength(2); // the second batch went out while the first is still out
     expect(b.pendingEvents).toBe(2);
@@ -297,8 +297,8 @@ describe('Batcher: a write whose slot the transport frees', () => {
 
 describe('Batcher: a unit the transport reports written before its write settles', () => {
   it('settles that unit at once, counts it out of pending, and ignores the write result for it', async () => {
-    const calls: { unitWritten: (i: number) => void; done: (r: WriteResult) => void }[] = [];
-    const write = (_units: readonly PublishUnit[], _freeSlot: () => void, unitWritten: (i: number) => void) => new Promise<WriteResult>((resolve) => calls.push({ unitWritten, done: resolve }));
+    const calls: { settle: WriteSettlement; done: (r: WriteResult) => void }[] = [];
+    const write = (_units: readonly PublishUnit[], settle: WriteSettlement) => new Promise<WriteResult>((resolve) => calls.push({ settle, done: resolve }));
     const b = new Batcher(write, opts({ maxInFlight: 1, maxPendingEvents: 3 }));
     const lanes = [new Lane('t', 0), new Lane('t', 1)];
     const fates: string[] = [];
@@ -314,9 +314,10 @@ describe('Batcher: a unit the transport reports written before its write settles
     expect(calls).toHaveLength(1); // one batch: unit 0 (a), unit 1 (c, c2)
     // Full (maxPendingEvents 3): a fourth publisher waits for room.
     const d = b.add(lanes[0]!, ev(4, 0), 0);
-    calls[0]!.unitWritten(1);
-    calls[0]!.unitWritten(1); // twice: counted once
-    calls[0]!.unitWritten(7); // no such unit: nothing
+    calls[0]!.settle.written(1);
+    calls[0]!.settle.written(1); // twice: counted once
+    calls[0]!.settle.failed(1, new TransportError('too late')); // settled already: nothing
+    calls[0]!.settle.written(7); // no such unit: nothing
     await c;
     await c2;
     expect(fates).toEqual(['c ok', 'c2 ok']);
@@ -328,12 +329,13 @@ describe('Batcher: a unit the transport reports written before its write settles
     expect(fates).toEqual(['c ok', 'c2 ok', 'a slow master']);
     expect(b.stats.failedEvents).toBe(1);
     expect(b.stats.events).toBe(3);
-    calls[0]!.unitWritten(0); // after the write settled: nothing
+    calls[0]!.settle.written(0); // after the write settled: nothing
+    calls[0]!.settle.stalled(); // nor this
     await tick();
     expect(calls).toHaveLength(2);
     calls[1]!.done(undefined);
     await d;
     expect(b.pendingEvents).toBe(0);
-    expect(b.stats).toMatchObject({ events: 4, failedEvents: 1 });
+    expect(b.stats).toMatchObject({ events: 4, failedEvents: 1, slotsFreed: 0 });
   });
 });

@@ -3,14 +3,21 @@
  * and the order they keep. A ring (`lane:partition`) with a push still waiting is blocked: anything pushed
  * to it later, by this write or a later one, is chained behind that push instead of slipping ahead of its
  * remainder. A waiting push retries on the next turns, then every millisecond, until its deadline; it gives
- * up with ClosedError once `close()` is called, and returns when its group has been removed.
+ * up with ClosedError once `close()` is called, and returns when its group has been removed. A push that gives
+ * up says so in its result (`PushShortfall`), with how many of the unit's events the ring took first.
  */
 import { ClosedError, TimeoutError } from '../../src/errors.js';
-import { withWritten, type PublishUnit } from '../../src/transport.js';
+import type { PublishUnit } from '../../src/transport.js';
 import { PushMode, type PartitionCore } from '../../native/loader.js';
 import type { NativeGroup } from './group.js';
 import type { History } from './history.js';
 import { copyBatch, type EncodedBatch } from './record.js';
+
+/** A waiting push that gave up: why, and how many of the unit's events (its first ones) the ring took. */
+export interface PushShortfall {
+  readonly err: Error;
+  readonly written: number;
+}
 
 /** The key of a group's ring of `partition`. */
 export function ringKey(group: NativeGroup, partition: number): string {
@@ -39,7 +46,7 @@ export class BlockedRings {
   }
 
   /** Makes `p` what later pushes to `ring` wait for, until it settles. */
-  chain(ring: string, p: Promise<void>): void {
+  chain(ring: string, p: Promise<unknown>): void {
     const tail = p.then(
       () => undefined,
       () => undefined,
@@ -63,9 +70,10 @@ export class BlockedRings {
 
   /**
    * `block`: waits for room without blocking the event loop, until `deadline` (at least one try). `rest` is
-   * the unit's last events (of `total`): its failure says how many of the unit's events the ring took.
+   * the unit's last events (of `total`). Resolves with undefined once the ring took them all (or the group was
+   * removed), else with the shortfall: the ring took the unit's first `written` events.
    */
-  async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number, total: number): Promise<void> {
+  async blockingPush(group: NativeGroup, unit: PublishUnit, rest: EncodedBatch, deadline: number, total: number): Promise<PushShortfall | undefined> {
     let b = rest;
     for (let spins = 0; ; spins++) {
       await new Promise<void>((resolve) => {
@@ -77,19 +85,15 @@ export class BlockedRings {
         if (spins < 8) setImmediate(wake);
         else setTimeout(wake, 1);
       });
-      if (this.closed) throw withWritten(new ClosedError('native transport'), total - b.n);
-      if (group.removed) return; // no such group any more: the unit is written to every group there is
+      if (this.closed) return { err: new ClosedError('native transport'), written: total - b.n };
+      if (group.removed) return undefined; // no such group any more: the unit is written to every group there is
       const done = this.core.push(group.lane, unit.partition, b.bytes, b.lens, b.chars, b.n, PushMode.partial);
       if (done > 0) group.kick();
-      if (done === b.n) return;
+      if (done === b.n) return undefined;
       if (done > 0) b = copyBatch(b, done);
       if (Date.now() >= deadline) {
-        throw withWritten(
-          new TimeoutError(
-            `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") stayed full for ${this.publishTimeoutMs} ms (${b.n} of ${total} events not accepted); raise transport.publishTimeoutMs or capacity.`,
-          ),
-          total - b.n,
-        );
+        const message = `Partition ${unit.partition} of "${unit.type}" (group "${group.name}") stayed full for ${this.publishTimeoutMs} ms (${b.n} of ${total} events not accepted); raise transport.publishTimeoutMs or capacity.`;
+        return { err: new TimeoutError(message), written: total - b.n };
       }
     }
   }
@@ -110,14 +114,14 @@ export class BlockedRings {
           const all = copyBatch(chunk);
           const p = before.then(() => this.blockingPush(group, unit, all, deadline, all.n));
           this.chain(ring, p);
-          p.catch(incomplete);
+          p.then((short) => short !== undefined && incomplete(short.err), incomplete);
           continue;
         }
         const done = this.core.push(group.lane, partition, chunk.bytes, chunk.lens, chunk.chars, chunk.n, PushMode.partial);
         if (done < chunk.n) {
           const p = this.blockingPush(group, unit, copyBatch(chunk, done), deadline, chunk.n);
           this.chain(ring, p);
-          p.catch(incomplete);
+          p.then((short) => short !== undefined && incomplete(short.err), incomplete);
         }
       }
     });

@@ -9,7 +9,18 @@
 import { deadLettersOf } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../../src/errors.js';
-import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
+import type {
+  DeadLetter,
+  DeliveryHandler,
+  PublishUnit,
+  SubscriptionSpec,
+  Transport,
+  TransportCapabilities,
+  TransportContext,
+  TransportSubscription,
+  WriteResult,
+  WriteSettlement,
+} from '../../src/transport.js';
 import { PushMode, type PartitionCore, type RingStats } from '../../native/loader.js';
 import { nativeConfigSchema, type ResolvedNativeConfig } from './config.js';
 import { NativeGroup } from './group.js';
@@ -95,10 +106,13 @@ export class NativeTransport implements Transport {
     return t;
   }
 
-  /** Synchronous when every ring had room (the result itself); a promise when a push must wait (block). */
-  write(units: readonly PublishUnit[]): Promise<WriteResult> | WriteResult {
+  /**
+   * Synchronous when every ring had room (the result itself); a promise when a push must wait (block). A unit
+   * written in part (`block` when publishTimeoutMs runs out) is reported through `settle.failed`.
+   */
+  write(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> | WriteResult {
     if (this.closed) return Promise.reject(new ClosedError('native transport'));
-    const w = new WriteOutcome(units.length, this.config.publishTimeoutMs);
+    const w = new WriteOutcome(units.length, this.config.publishTimeoutMs, settle);
     for (let u = 0; u < units.length; u++) {
       const unit = units[u]!;
       const topic = this.topic(unit.type);

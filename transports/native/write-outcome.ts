@@ -1,10 +1,12 @@
 /**
- * The outcome of one native `write()` of several units: each unit's error (undefined for one written whole),
- * the pushes still waiting for room that the write settles after, and the units the retained history holds
- * while such a push may still fail. A unit whose waiting push fails takes back from the history what it failed
- * to write, so a group created later does not replay events whose publish rejected.
+ * The outcome of one native `write()` of several units: each unit's error (undefined for one written whole)
+ * and how many of its first events were written before it failed, the pushes still waiting for room that the
+ * write settles after, and the units the retained history holds while such a push may still fail. A unit whose
+ * waiting push fails takes back from the history what it failed to write, so a group created later does not
+ * replay events whose publish rejected.
  */
-import { writtenCount, type WriteResult } from '../../src/transport.js';
+import type { WriteResult, WriteSettlement } from '../../src/transport.js';
+import type { PushShortfall } from './blocked-rings.js';
 import type { History, HistoryMark } from './history.js';
 import type { EncodedBatch } from './record.js';
 
@@ -17,6 +19,8 @@ interface RetainedUnit {
 
 export class WriteOutcome {
   private results: (Error | undefined)[] | undefined;
+  /** Per failed unit, how many of its first events were written; undefined while every failure wrote none. */
+  private written: number[] | undefined;
   private waits: Promise<void>[] | undefined;
   private retained: RetainedUnit[] | undefined;
   private until = 0;
@@ -24,6 +28,8 @@ export class WriteOutcome {
   constructor(
     private readonly units: number,
     private readonly publishTimeoutMs: number,
+    /** Where a unit written in part is reported (`WriteSettlement.failed`). */
+    private readonly settle: WriteSettlement,
   ) {}
 
   /**
@@ -39,22 +45,27 @@ export class WriteOutcome {
     return this.waits?.length ?? 0;
   }
 
-  /** Unit `u` failed. */
-  fail(u: number, err: Error): void {
-    (this.results ??= new Array(this.units).fill(undefined))[u] = err;
+  /** Unit `u` failed, after its first `written` events were written. */
+  fail(u: number, err: Error, written = 0): void {
+    (this.results ??= new Array<Error | undefined>(this.units).fill(undefined))[u] = err;
+    if (written > 0 || this.written !== undefined) (this.written ??= new Array<number>(this.units).fill(0))[u] = written;
   }
 
   /**
-   * A push of unit `u` waiting for room: the write settles after it, and its failure fails the unit. With
-   * several groups the unit's error is the one that wrote the fewest of its events (`withWritten`).
+   * A push of unit `u` waiting for room: the write settles after it, and its shortfall (or failure) fails the
+   * unit. With several groups the unit's error is the one that wrote the fewest of its events.
    */
-  awaitPush(u: number, p: Promise<void>): void {
+  awaitPush(u: number, p: Promise<PushShortfall | undefined>): void {
+    const failed = (err: Error, written: number): void => {
+      if (this.results?.[u] === undefined || written < (this.written?.[u] ?? 0)) this.fail(u, err, written);
+    };
     (this.waits ??= []).push(
-      p.catch((err: Error) => {
-        const r = (this.results ??= new Array(this.units).fill(undefined));
-        const prev = r[u];
-        if (prev === undefined || writtenCount(err) < writtenCount(prev)) r[u] = err;
-      }),
+      p.then(
+        (short) => {
+          if (short !== undefined) failed(short.err, short.written);
+        },
+        (err: Error) => failed(err, 0),
+      ),
     );
   }
 
@@ -73,16 +84,24 @@ export class WriteOutcome {
   }
 
   /**
-   * The results of a write that waited: the events a unit failed to write (its error's `writtenCount` on)
-   * leave the retained history, so a group created later does not replay events whose publish rejected
-   * (and that the caller may publish again).
+   * The results of a write that waited: the events a unit failed to write leave the retained history, so a
+   * group created later does not replay events whose publish rejected (and that the caller may publish again);
+   * then a unit written in part is reported with how many of its events were written (its entry in the
+   * result is then ignored).
    */
   private settled(): (Error | undefined)[] | undefined {
-    const { results, retained } = this;
-    if (results === undefined || retained === undefined) return results;
-    for (const { u, history, mark } of retained) {
-      const err = results[u];
-      if (err !== undefined) history.forget(mark, writtenCount(err));
+    const { results, retained, written } = this;
+    if (results === undefined) return results;
+    if (retained !== undefined) {
+      for (const { u, history, mark } of retained) {
+        if (results[u] !== undefined) history.forget(mark, written?.[u] ?? 0);
+      }
+    }
+    if (written !== undefined) {
+      for (let u = 0; u < results.length; u++) {
+        const err = results[u];
+        if (err !== undefined && written[u]! > 0) this.settle.failed(u, err, written[u]);
+      }
     }
     return results;
   }

@@ -1,26 +1,26 @@
 /**
  * A Redis Cluster write, split per master. Each master's part (its units, in the write's order) is written on
  * its own: it waits only for its own partitions' turns and connections, has its own deadline, and its units
- * settle as soon as that master replied (Transport.write's `unitWritten`), whatever another master does.
+ * are reported written as soon as that master replied (`WriteSettlement.written`), whatever another master does.
  * A master stalled or in failover then holds only the publishes whose events go to it.
  */
 import { TransportError } from '../../src/errors.js';
-import type { PublishUnit, WriteResult } from '../../src/transport.js';
+import type { PublishUnit, WriteResult, WriteSettlement } from '../../src/transport.js';
 import { addTo } from './replica-wait.js';
 
 /** Where units with no master known for their slot go (one part for all of them). */
 const UNKNOWN = '';
 
 /**
- * Writes `units` as one part per master (`masterOf`, as the client's slot map says now) with `writePart`; a
- * part that succeeded reports its units written at once. Resolves, once every part has settled, with the
- * result per unit of the whole write.
+ * Writes `units` as one part per master (`masterOf`, as the client's slot map says now) with `writePart`; as a
+ * part settles, its written units are reported through `settle`. Resolves, once every part has settled, with
+ * the result per unit of the whole write (what it says of a unit already reported written is ignored).
  */
 export async function writePerMaster(
   units: readonly PublishUnit[],
   masterOf: (unit: PublishUnit) => string | undefined,
   writePart: (part: readonly PublishUnit[]) => Promise<WriteResult>,
-  unitWritten?: (index: number) => void,
+  settle: WriteSettlement,
 ): Promise<WriteResult> {
   const parts = new Map<string, number[]>();
   for (let u = 0; u < units.length; u++) addTo(parts, masterOf(units[u]!) ?? UNKNOWN, u);
@@ -34,7 +34,7 @@ export async function writePerMaster(
       );
       for (let k = 0; k < members.length; k++) {
         const err = res?.[k];
-        if (err === undefined) unitWritten?.(members[k]!);
+        if (err === undefined) settle.written(members[k]!);
         else (failed ??= new Array<Error | undefined>(units.length).fill(undefined))[members[k]!] = err;
       }
     }),

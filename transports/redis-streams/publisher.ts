@@ -8,7 +8,7 @@
  */
 import type { Command } from 'ioredis';
 import { ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
-import type { OutgoingEvent, PublishUnit, WriteResult } from '../../src/transport.js';
+import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from '../../src/transport.js';
 import type { JsonWriter } from '../../src/json-writer.js';
 import { BatchEncoder, pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
@@ -133,13 +133,17 @@ export class Publisher {
     return args;
   }
 
-  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
+  /**
+   * Outside a Cluster, the write settles every unit with its result. In a Cluster, each master's part reports
+   * its units through `settle` as it settles, and a part out long reports the write stalled (`writePart`).
+   */
+  write(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> {
     if (!this.connector.isCluster) return this.turns.sendable(units) ? this.send(units) : this.turns.queued(units, () => this.send(units));
     return writePerMaster(
       units,
       (unit) => this.masterOf(unit),
-      (part) => this.writePart(part, freeSlot),
-      unitWritten,
+      (part) => this.writePart(part, settle),
+      settle,
     );
   }
 
@@ -149,24 +153,26 @@ export class Publisher {
     return this.replicas.nodeOf(this.pool[t.conns[unit.partition]!]!, t, unit.partition);
   }
 
-  /** Cluster: one master's part of a write (cluster-parts.ts), with its own turns and deadline. */
-  private writePart(units: readonly PublishUnit[], freeSlot?: () => void): Promise<WriteResult> {
+  /**
+   * Cluster: one master's part of a write (cluster-parts.ts), with its own turns and deadline. A part out
+   * SLOW_WRITE_MS reports the whole write stalled (`settle.stalled`): a part that waits on its master (a
+   * failover) must not hold back writes to the others.
+   */
+  private writePart(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> {
     // Each unit's own commands, once sent (a unit that has its replies does not hold its partition's turn).
-    const unitReplies = freeSlot !== undefined ? new UnitReplies() : undefined;
+    const unitReplies = new UnitReplies();
     const p = this.turns.sendable(units) ? this.send(units, unitReplies) : this.turns.queued(units, () => this.send(units, unitReplies));
-    if (unitReplies === undefined) return p;
-    // A part that waits on its master (a failover) must not hold back writes to the others.
     this.timers.watchSlow(Date.now(), p, () => {
-      // Held first: freeing the slot sends the batches waiting for one at once, and one of them may go
+      // Held first: a stalled write's slot goes at once to the batches waiting for one, and one of them may go
       // to the same partitions.
       this.holdOnceSlow(units, p, unitReplies);
-      freeSlot!();
+      settle.stalled();
     });
     return p;
   }
 
   /**
-   * A part's slot is freed: it holds its partitions (PartitionTurns.hold) once it has been *sent*
+   * A part is out long (its write stalled): it holds its partitions (PartitionTurns.hold) once it has been *sent*
    * SLOW_WRITE_MS ago. While it waits in `queued`, its turn there keeps every later write to its partitions
    * behind it, and its time there is no sign of a master in failover: holding from then on would put it behind
    * the writes queued after it, and make those wait for its replies, a WAIT each with `waitForReplicas`.

@@ -5,7 +5,7 @@ import { logConnectionState } from './connection-log.js';
 import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
-import type { DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
+import type { DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult, WriteSettlement } from '../../src/transport.js';
 import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
 import { redisStreamsConfigSchema, redisSubscribeSchema, type ResolvedConfig } from './config.js';
 import { Connector, type Client } from './connection.js';
@@ -93,10 +93,10 @@ export class RedisStreamsTransport implements Transport {
     return this.config.topics[type]?.partitions ?? this.config.partitions;
   }
 
-  write(units: readonly PublishUnit[], freeSlot?: () => void, unitWritten?: (index: number) => void): Promise<WriteResult> {
+  write(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> {
     if (this.closed) return Promise.reject(new ClosedError('redis-streams transport'));
-    if (this.publisher === undefined) return this.connect().then(() => this.publisher!.write(units, freeSlot, unitWritten));
-    return this.publisher.write(units, freeSlot, unitWritten);
+    if (this.publisher === undefined) return this.connect().then(() => this.publisher!.write(units, settle));
+    return this.publisher.write(units, settle);
   }
 
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {

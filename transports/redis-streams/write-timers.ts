@@ -6,9 +6,10 @@ import { ConnectionError, EventlaneError } from '../../src/errors.js';
 import type { WriteResult } from '../../src/transport.js';
 
 /**
- * Cluster: a write still out after this long frees its batcher slot (Transport.write's `freeSlot`). A
- * healthy write takes a few ms; one to a master in failover waits seconds (ioredis retries it until a replica
- * takes the slot over), and holding its slot made writes to the other masters queue behind it.
+ * Cluster: a write still out after this long is reported stalled (`WriteSettlement.stalled`), so it no longer
+ * holds a batcher write slot. A healthy write takes a few ms; one to a master in failover waits seconds
+ * (ioredis retries it until a replica takes the slot over), and writes to the other masters must not queue
+ * behind it.
  */
 export const SLOW_WRITE_MS = 200;
 
