@@ -1,7 +1,7 @@
 /**
  * What a batch is made of: a `Batch` holds one `Unit` per (type, partition) `Lane` it carries events of, and a
  * unit settles the publishes of its events with its fate, through its own promise or, per event, through
- * promises of their own (`partialUnits`). A `Lane` remembers the unit it fills in the open batch. These objects
+ * promises of their own (`UnitForm.partial`). A `Lane` remembers the unit it fills in the open batch. These objects
  * die with each batch; `BATCH_ANCHORS` keeps one of each alive so their maps survive full GCs.
  */
 import { emptyArray } from './arrays.js';
@@ -66,7 +66,7 @@ export class Unit implements PublishUnit {
   }
 
   /**
-   * Per event, the settle of its own promise (`add` with `partialUnits`), or undefined for an event that
+   * Per event, the settle of its own promise (`add` with `UnitForm.partial`), or undefined for an event that
    * settles with `promise` only; undefined while no event has one.
    */
   own: (Settle | undefined)[] | undefined = undefined;

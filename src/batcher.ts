@@ -29,16 +29,16 @@ export { BATCH_ANCHORS, Lane, type SplittableRun } from './batch-units.js';
 
 export interface BatcherOptions {
   maxEvents: number;
-  /** Most events per unit (at most maxEvents): see `TransportCapabilities.maxUnitEvents`. */
+  /** Most events per unit (at most maxEvents): see `UnitForm.maxEvents` (`TransportCapabilities.units`). */
   maxUnitEvents: number;
   maxBytes: number;
-  /** Most bytes per unit (default and at most maxBytes): see `TransportCapabilities.maxUnitBytes`. */
+  /** Most bytes per unit (default and at most maxBytes): see `UnitForm.maxBytes`. */
   maxUnitBytes?: number;
   maxWaitMs: number;
   maxInFlight: number;
   maxPendingEvents: number;
   onFull: 'wait' | 'reject';
-  /** `add` gives each event a promise of its own: see `TransportCapabilities.partialUnits`. */
+  /** `add` gives each event a promise of its own: see `UnitForm.partial`. */
   partialUnits?: boolean;
 }
 
@@ -88,7 +88,7 @@ export class Batcher implements PendingLedger {
   private drained: (() => void)[] = [];
   private closed = false;
   readonly stats: BatcherStats = { events: 0, batches: 0, units: 0, failedEvents: 0, slotsFreed: 0 };
-  /** Single publishes (`add`) get a promise of their own per event: `partialUnits`. */
+  /** Single publishes (`add`) get a promise of their own per event: `UnitForm.partial`. */
   private readonly ownPromises: boolean;
 
   constructor(
@@ -193,7 +193,7 @@ export class Batcher implements PendingLedger {
     return p;
   }
 
-  /** `own`: the event gets a promise of its own (`partialUnits`), made before the batch may leave. */
+  /** `own`: the event gets a promise of its own (`UnitForm.partial`), made before the batch may leave. */
   private push(lane: Lane, event: OutgoingEvent, size: number, own = false): Promise<void> {
     const unit = this.sizer.place(lane, event, size);
     this.pending++;

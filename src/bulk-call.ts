@@ -18,7 +18,7 @@ export class BulkCall {
   /** Whether some payload was encoded at publish (`jsons` holds a string). */
   encoded = false;
   /**
-   * For a call written as bytes at publish (`TransportCapabilities.runBytes`; then `values` and `jsons` are
+   * For a call written as bytes at publish (`TransportCapabilities.input` `runBytes`; then `values` and `jsons` are
    * empty): the buffer, and where each event's record ends in it (the next one starts there).
    */
   bytes: Buffer | undefined = undefined;

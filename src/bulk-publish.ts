@@ -27,7 +27,7 @@ import { validated, type TypeState } from './type-plans.js';
 type KeyFn = (data: never, index: number) => string | undefined;
 
 /**
- * Most events of a `publishMany` call written as bytes at publish (`runBytes`). A call is written whole before
+ * Most events of a `publishMany` call written as bytes at publish (`input` `runBytes`). A call is written whole before
  * any of it is queued; a larger one is kept as checked copies and written slice by slice at write time, so
  * its first slices reach the transport (and its consumers) while the rest are encoded, and its memory is not
  * one buffer of all its payloads.
@@ -104,7 +104,7 @@ function parseAll(pub: Publisher, t: TypeState, payloads: readonly unknown[], ca
 }
 
 /**
- * `parseAll` for a transport that takes runs as bytes (`capabilities.runBytes`): checks every payload and
+ * `parseAll` for a transport that takes runs as bytes (`capabilities.input` `runBytes`): checks every payload and
  * writes its JSON at publish, `room` bytes after the end of the one before, into one buffer for the call. The
  * payloads are not copied: the bytes are what the call publishes. Undefined when some payload has text the
  * writer leaves to the string encoder (to escape, or not ASCII): the call then takes the usual path.

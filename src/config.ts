@@ -120,12 +120,13 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, wher
   throw new ConfigError(`Invalid config: ${formatIssues(issues)}`, issues);
 }
 
-export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'maxUnitEvents' | 'maxUnitBytes' | 'partialUnits'>): BatcherOptions {
+export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabilities, 'maxInFlight' | 'units'>): BatcherOptions {
+  const units = caps.units;
   return {
     ...b,
     maxInFlight: b.maxInFlight ?? caps.maxInFlight,
-    maxUnitEvents: Math.min(b.maxEvents, caps.maxUnitEvents ?? Infinity),
-    maxUnitBytes: Math.min(b.maxBytes, caps.maxUnitBytes ?? Infinity),
-    partialUnits: caps.partialUnits === true,
+    maxUnitEvents: Math.min(b.maxEvents, units?.maxEvents ?? Infinity),
+    maxUnitBytes: Math.min(b.maxBytes, units?.maxBytes ?? Infinity),
+    partialUnits: units?.partial === true,
   };
 }

@@ -25,9 +25,9 @@ export class Publisher {
    */
   closed: boolean;
   readonly maxEventBytes: number;
-  /** The transport takes a publishMany call's events of one lane as runs (`TransportCapabilities.runs`). */
+  /** The transport takes a publishMany call's events of one lane as runs (`TransportCapabilities.input` `runs` or `runBytes`). */
   readonly runs: boolean;
-  /** Bytes of room before each payload a transport taking runs as bytes wants (`capabilities.runBytes`); else -1. */
+  /** Bytes of room before each payload a transport taking runs as bytes wants (`input` `runBytes`); else -1. */
   readonly room: number;
   /** A settled call's byte buffer, for the next call written as bytes (`keepSpare` in src/bulk-publish.ts). */
   spare: Buffer | undefined = undefined;
@@ -45,8 +45,9 @@ export class Publisher {
     this.closed = true;
     this.closed = false;
     this.maxEventBytes = caps.maxEventBytes;
-    this.runs = caps.runs === true;
-    this.room = this.runs && caps.runBytes !== undefined ? caps.runBytes.room : -1;
+    const input = caps.input;
+    this.runs = input !== undefined && input.kind !== 'events';
+    this.room = input !== undefined && input.kind === 'runBytes' ? input.room : -1;
   }
 
   enqueue(t: TypeState, data: unknown, options: PublishOptions | undefined, key: string | undefined, extra: number): Promise<void> {

@@ -14,6 +14,8 @@ export type {
   TransportCapabilities,
   TransportSubscription,
   PublishUnit,
+  PublishInput,
+  UnitForm,
   EventRun,
   RunBytes,
   OutgoingEvent,

@@ -32,7 +32,7 @@ export interface OutgoingEvent {
 
 /**
  * Consecutive events of one `publishMany` call in one lane, handed to a transport that reads runs
- * (`TransportCapabilities.runs`) without an `OutgoingEvent` object per event. They share type, time, key
+ * (`TransportCapabilities.input` `runs` or `runBytes`) without an `OutgoingEvent` object per event. They share type, time, key
  * and options; event `i` (0 <= i < count) carries the payload `values[i]` (encoded as `jsons[i]` when the bus
  * encoded it at publish) and the id `idHeadAt(idPrefix, firstSeq + i) + idTail((firstSeq + i) & 1023)`
  * (`id(i)`; src/envelope.ts). `events()` builds the `OutgoingEvent`s, for paths that want them.
@@ -48,7 +48,7 @@ export interface EventRun {
   readonly count: number;
   /** The payloads; for a run that carries `bytes`, decoded from them when first read (slow: read `bytes`). */
   readonly values: readonly unknown[];
-  /** The payloads as JSON bytes, written at publish for a transport that asked for them (`capabilities.runBytes`); else undefined. */
+  /** The payloads as JSON bytes, written at publish for a transport that asked for them (`input: { kind: 'runBytes' }`); else undefined. */
   readonly bytes: RunBytes | undefined;
   /** Undefined when no event of the run was encoded at publish. */
   readonly jsons: readonly (string | undefined)[] | undefined;
@@ -62,7 +62,7 @@ export interface EventRun {
 
 /**
  * The payloads of a run as the JSON of the schema's parsed output, printable ASCII (so a byte is a UTF-16 unit),
- * written by the bus at publish (`TransportCapabilities.runBytes`). Record i spans `[i === 0 ? start :
+ * written by the bus at publish (`TransportCapabilities.input` `runBytes`). Record i spans `[i === 0 ? start :
  * ends[i - 1], ends[i])` of `buffer`: first `room` bytes the transport may overwrite with its own header, then
  * the payload. The records of a run are back to back; the buffer is the publish call's, shared by its runs, and
  * the bus reuses it once every unit of the call has settled: a transport must not read it once the unit that
@@ -78,16 +78,16 @@ export interface RunBytes {
 /**
  * Events of one (type, partition) lane collected by the batcher. The bus settles every publish promise with
  * the fate of its own event's unit, so a transport reports each unit written or failed as a whole (a transport
- * that cannot fail a unit as a whole makes units of one event, `TransportCapabilities.maxUnitEvents`, or says
- * how many of its first events were written, `partialUnits` and `WriteSettlement.failed`).
+ * that cannot fail a unit as a whole makes units of one event, `TransportCapabilities.units.maxEvents`, or
+ * says how many of its first events were written, `units.partial` and `WriteSettlement.failed`).
  */
 export interface PublishUnit {
   readonly type: string;
   readonly partition: number;
   readonly events: OutgoingEvent[];
   /**
-   * Set when the unit carries a run of a `publishMany` call (only for a transport with
-   * `capabilities.runs`): the events are then in `run`, and `events` is empty.
+   * Set when the unit carries a run of a `publishMany` call (only for a transport whose `capabilities.input`
+   * is `runs` or `runBytes`): the events are then in `run`, and `events` is empty.
    */
   readonly run?: EventRun | undefined;
   /**
@@ -130,7 +130,7 @@ export interface WriteSettlement {
    * publishes of the written ones resolve and the others reject with `err` (a `TransportError` wrapping it
    * unless it is an `EventlaneError`); `publishMany` counts the written ones as accepted in its
    * `PublishPartialError`. A transport that may report `writtenEvents` > 0 sets
-   * `capabilities.partialUnits`, so that `publish()` calls sharing a unit get promises of their own.
+   * `capabilities.units.partial`, so that `publish()` calls sharing a unit get promises of their own.
    */
   failed(unit: number, err: Error, writtenEvents?: number): void;
   /**
@@ -242,38 +242,52 @@ export interface TransportCapabilities {
   readonly maxInFlight: number;
   /** Largest encoded event accepted, in bytes; checked at publish when `json` is known. */
   readonly maxEventBytes: number;
+  /** What the transport reads of the events it is handed (default `{ kind: 'events' }`): see {@link PublishInput}. */
+  readonly input?: PublishInput;
+  /** How the batcher cuts units for the transport (default: no bound but the batch's): see {@link UnitForm}. */
+  readonly units?: UnitForm;
+}
+
+/**
+ * The form in which the bus hands a transport the events of a `publishMany` call (single publishes are always
+ * `OutgoingEvent`s in `PublishUnit.events`):
+ * - `events`: as `OutgoingEvent`s too; `PublishUnit.run` is never set.
+ * - `runs`: a call's events of one lane may come as a run (`PublishUnit.run`, an `EventRun`), with no
+ *   `OutgoingEvent` per event: the transport must read `run` when it is set (the unit's `events` are then
+ *   empty).
+ * - `runBytes`: as `runs`, and the bus writes the payloads of a call as JSON bytes at publish, where the type's
+ *   schema has a compiled checking writer (`src/checked-writer.ts`) and the call has no key or options,
+ *   leaving `room` bytes before each for the transport's record header. The transport must read `run.bytes`
+ *   when it is set (`values` and `jsons` are then read only by decoding the bytes, slowly) and not after the
+ *   unit has settled (`RunBytes`). The checked payloads are not copied: the bytes are what the call published,
+ *   so a transport that writes the payload after a fixed header can push a run's records where they are.
+ */
+export type PublishInput = { readonly kind: 'events' } | { readonly kind: 'runs' } | { readonly kind: 'runBytes'; readonly room: number };
+
+/**
+ * How the batcher cuts the units it hands a transport (`TransportCapabilities.units`). Each bound applies to
+ * single events and runs alike (a run is split where it crosses one).
+ */
+export interface UnitForm {
   /**
-   * Most events the batcher puts in one unit (default: `batching.maxEvents`). A transport that stores each
-   * event on its own and may store some of a unit's and fail others (Redis per-event entries) sets 1, so
-   * every publish promise settles with the fate of its own event.
+   * Most events in one unit (default and at most `batching.maxEvents`). A transport that stores each event on
+   * its own, may store some of a unit's and fail others, and cannot say which (Redis per-event entries) sets 1,
+   * so that every publish promise settles with the fate of its own event.
    */
-  readonly maxUnitEvents?: number;
+  readonly maxEvents?: number;
   /**
-   * Most bytes (as counted toward `batching.maxBytes`) the batcher puts in one unit (default:
-   * `batching.maxBytes`). A transport that takes a unit whole or not at all into a store of bounded size (the
-   * native rings under `error`) sets what an empty store surely holds, so that no unit is refused for its size.
+   * Most bytes (as counted toward `batching.maxBytes`) in one unit (default and at most `batching.maxBytes`). A
+   * transport that takes a unit whole or not at all into a store of bounded size (the native rings under
+   * `error`) sets what an empty store surely holds, so that no unit is refused for its size alone.
    */
-  readonly maxUnitBytes?: number;
+  readonly maxBytes?: number;
   /**
-   * The transport may write a unit's first events and fail the rest (`WriteSettlement.failed` with
-   * `writtenEvents` > 0). `publish()` then gets a promise of its own per event (one more promise per event),
-   * so that each settles with its own event's fate; publishes of a unit otherwise share one promise, which
-   * rejects when the unit fails.
+   * The transport may write a unit's first events and fail the rest, and reports it with
+   * `WriteSettlement.failed(unit, err, writtenEvents)`. `publish()` then gets a promise of its own per event
+   * (one more promise per event), so that each settles with its own event's fate. Without it, the `publish()`
+   * calls of a unit share one promise, which rejects when the unit fails, whatever it says was written.
    */
-  readonly partialUnits?: boolean;
-  /**
-   * The transport reads `PublishUnit.run`: the bus may hand it a `publishMany` call's events of one lane as
-   * a run, with no `OutgoingEvent` per event (the `events` of such a unit are empty).
-   */
-  readonly runs?: boolean;
-  /**
-   * With `runs`: the bus writes the payloads of a `publishMany` call as JSON bytes at publish, where the type's
-   * schema has a compiled checking writer (`src/checked-writer.ts`) and the call has no key or options, leaving `room` bytes before
-   * each for the transport's record header (`EventRun.bytes`). The checked payloads are then not copied: the
-   * bytes are what the call published. A transport that writes the payload after a fixed header can then push
-   * a run's records where they are.
-   */
-  readonly runBytes?: { readonly room: number };
+  readonly partial?: boolean;
 }
 
 /** What every transport implements. */

@@ -33,7 +33,7 @@ export interface TypeState {
   readonly lanes: Lane[];
   readonly encode: boolean;
   /**
-   * For a transport that takes runs as bytes (`capabilities.runBytes`): the schema's checking writer (checks
+   * For a transport that takes runs as bytes (`capabilities.input` `runBytes`): the schema's checking writer (checks
    * and writes a payload in one pass, `compileCheckedWriter`) and its JSON writer (for zod's output where the
    * checking writer is unsure), with which `publishMany` writes payloads as bytes at publish; undefined when
    * either is missing.

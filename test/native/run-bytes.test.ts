@@ -1,5 +1,5 @@
 /**
- * publishMany on the native transport writes the payloads as bytes at publish (`capabilities.runBytes`): the
+ * publishMany on the native transport writes the payloads as bytes at publish (`capabilities.input` `runBytes`): the
  * checked payloads are not copied, the records' headers are written into the room before each payload, and the
  * call's buffer is reused by the next call. What a user sees is as on the per-event path: the data delivered
  * is the schema's output as it was at the call, the same ids and order, and every refusal happens before anything is
@@ -15,7 +15,7 @@ describe.each(['native', 'js'] as const)('publishMany written as bytes (%s)', (i
 
   it('is what the native transport asks for, and delivers what the call published, not what the caller changed after', async () => {
     const b = await bus({ partitions: 3 });
-    expect(transportOf(b).capabilities.runBytes).toEqual({ room: 40 });
+    expect(transportOf(b).capabilities.input).toEqual({ kind: 'runBytes', room: 40 });
     const got: { id: string; data: unknown; partition: number }[] = [];
     await b.subscribe('tick', { group: 'g' }, (e, ctx) => void got.push({ id: e.id, data: e.data, partition: ctx.partition }));
     const payloads = Array.from({ length: 5000 }, (_, seq) => ({ seq, pad: seq % 7 === 0 ? `p${seq}` : undefined, extra: 'stripped' }));

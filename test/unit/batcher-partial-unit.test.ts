@@ -1,5 +1,5 @@
 /**
- * A unit written in part (`TransportCapabilities.partialUnits`, reported with `WriteSettlement.failed(unit,
+ * A unit written in part (`TransportCapabilities.units.partial`, reported with `WriteSettlement.failed(unit,
  * err, writtenEvents)`): each single publish settles with its own event's fate, written events resolve and the
  * rest reject, and the failed-event count is what was not written.
  */
@@ -115,7 +115,7 @@ describe('Batcher: a unit written in part', () => {
     expect((err as PublishPartialError).accepted).toBe(3);
   });
 
-  it('without partialUnits the publishes of a unit share its promise, and a failed unit fails them all', async () => {
+  it('without units.partial the publishes of a unit share its promise, and a failed unit fails them all', async () => {
     const b = new Batcher(writingPart(3, true, []), { ...opts, partialUnits: false });
     const lane = new Lane('t', 0);
     const ps = Array.from({ length: 5 }, (_, i) => b.add(lane, ev(i), 0));
@@ -127,14 +127,14 @@ describe('Batcher: a unit written in part', () => {
   });
 });
 
-describe('a registered transport with partialUnits', () => {
+describe('a registered transport with units.partial', () => {
   it('publishMany gets PublishPartialError naming exactly the events its write did not take', async () => {
     const { createEventBus, defineEvents, registerTransport, PublishPartialError } = await import('../../src/index.js');
     const { z } = await import('zod');
     const taken: number[] = [];
     registerTransport('half-taker', () => ({
       type: 'half-taker',
-      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20, partialUnits: true },
+      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20, units: { partial: true } },
       async connect() {},
       async close() {},
       partitionsFor: () => 1,

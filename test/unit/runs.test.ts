@@ -1,6 +1,6 @@
 /**
  * Runs: a publishMany call's events of one lane handed to a transport without an object per event
- * (`TransportCapabilities.runs`). Their ids, splitting and settling must be what the per-event path gives.
+ * (`TransportCapabilities.input: { kind: 'runs' }`). Their ids, splitting and settling must be what the per-event path gives.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -194,7 +194,7 @@ describe('publishMany through a transport that reads runs', () => {
       const partitions = Number(cfg['partitions'] ?? 1);
       const t: Transport = {
         type,
-        capabilities: { encoding: 'none', maxInFlight: 4, maxEventBytes: 1 << 20, runs: true },
+        capabilities: { encoding: 'none', maxInFlight: 4, maxEventBytes: 1 << 20, input: { kind: 'runs' } },
         connect: async () => {},
         partitionsFor: () => partitions,
         write: (us) =>

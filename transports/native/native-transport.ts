@@ -12,12 +12,14 @@ import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../
 import type {
   DeadLetter,
   DeliveryHandler,
+  PublishInput,
   PublishUnit,
   SubscriptionSpec,
   Transport,
   TransportCapabilities,
   TransportContext,
   TransportSubscription,
+  UnitForm,
   WriteResult,
   WriteSettlement,
 } from '../../src/transport.js';
@@ -69,14 +71,13 @@ export class NativeTransport implements Transport {
     this.source = ctx.service === broker.service ? undefined : ctx.service;
     this.rings = new BlockedRings(this.core, config.publishTimeoutMs);
     // Runs written as bytes at publish, with room for the record header, when the records are plain (no source).
-    const runBytes = this.source === undefined ? { room: RECORD_HEADER_BYTES } : undefined;
-    // `block` may write a unit's first events and time out on the rest (blockingPush).
-    const partialUnits = config.backpressure === 'block';
-    // `error` takes a unit whole or refuses it: a unit larger than an empty ring would always be refused (a
-    // burst of publish() calls in one tick, batched into one unit, must not be refused whole by an empty ring).
-    const units = config.backpressure === 'error' ? { maxUnitEvents: this.core.capacity, maxUnitBytes: this.core.arenaBytes / 4 } : {};
+    const input: PublishInput = this.source === undefined ? { kind: 'runBytes', room: RECORD_HEADER_BYTES } : { kind: 'runs' };
+    // `block` may write a unit's first events and time out on the rest (blockingPush). `error` takes a unit
+    // whole or refuses it: a unit larger than an empty ring would always be refused (a burst of publish() calls
+    // in one tick, batched into one unit, must not be refused whole by an empty ring).
+    const units: UnitForm = config.backpressure === 'block' ? { partial: true } : config.backpressure === 'error' ? { maxEvents: this.core.capacity, maxBytes: this.core.arenaBytes / 4 } : {};
     const maxEventBytes = config.maxEventBytes ?? maxEventBytesOf(this.core);
-    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes, runs: true, runBytes, partialUnits, ...units };
+    this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes, input, units };
     this.mode = MODE[config.backpressure];
   }
 

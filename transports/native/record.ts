@@ -40,7 +40,7 @@ export interface Extras {
 export const ID_LEN = ID_BYTES;
 /** Characters of the fixed header: id, 13 time digits, flag. */
 export const HEADER = ID_LEN + 13 + 1;
-/** Bytes of a plain record before its payload (id, time, flag): the room asked for runs written as bytes (`runBytes`). */
+/** Bytes of a plain record before its payload (id, time, flag): the room asked for runs written as bytes (`input` `runBytes`). */
 export const RECORD_HEADER_BYTES = HEADER;
 
 /** A copy of records `from..n` of a batch that outlives the scratch memory. */

@@ -43,7 +43,8 @@ export class RedisStreamsTransport implements Transport {
     // round trips the way ioredis auto-pipelining does.
     // Per-event entries: each event is its own XADD, and Redis may take some of a pipeline's and refuse others
     // (OOM at maxmemory): a unit per event, so a publish that was stored never rejects (and is not retried).
-    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...(config.entryMode === 'event' ? { maxUnitEvents: 1 } : { runs: true }) };
+    const form: Pick<TransportCapabilities, 'input' | 'units'> = config.entryMode === 'event' ? { units: { maxEvents: 1 } } : { input: { kind: 'runs' } };
+    this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...form };
   }
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
