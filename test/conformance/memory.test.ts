@@ -1,7 +1,7 @@
-import { describeConformance } from './suite.js';
-import { uniqueName } from '../helpers/wait.js';
+import * as vitest from 'vitest';
+import { describeConformance, uniqueName } from '../../src/conformance/index.js';
 
-describeConformance({
+describeConformance(vitest, {
   name: 'memory',
   transport: () => ({ type: 'memory', partitions: 4, name: uniqueName('mem') }),
   partitionOwners: { retain: { maxLen: 10_000 } },

@@ -1,13 +1,14 @@
 /**
  * The shared delivery contract against a real redis-server (started by the harness, or REDIS_URL).
  */
-import { describeConformance } from './suite.js';
+import * as vitest from 'vitest';
+import { describeConformance } from '../../src/conformance/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 
 let server: { url: string; stop(): Promise<void> } | undefined;
 
 for (const entryMode of ['batch', 'event'] as const) {
-  describeConformance({
+  describeConformance(vitest, {
     name: `redis-streams (${entryMode} entries)`,
     setup: async () => {
       server ??= await RedisServer.startOrExternal();

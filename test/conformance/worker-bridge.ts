@@ -5,22 +5,16 @@
  * (fixtures/bridge-handler.ts). What the suite observes of deliveries is then what worker threads did.
  */
 import { BroadcastChannel } from 'node:worker_threads';
-import { isRetryable, type DeliveryContext, type EventBus, type EventEnvelope, type Subscription } from '../../src/index.js';
+import { isRetryable, type DeliveryContext, type EventEnvelope, type Subscription } from '../../src/index.js';
 import { uniqueName } from '../helpers/wait.js';
-import type { conformanceEvents } from './events.js';
+import type { ConformanceBus, OrderHandler } from '../../src/conformance/index.js';
 
 type Call = { kind: 'call'; call: string; event: EventEnvelope; ctx: DeliveryContext };
 
 const BRIDGE = new URL('./fixtures/bridge-handler.ts', import.meta.url);
 
 /** Subscribes `handler` to `type` on `bus` through `workers` worker threads running the bridge module. */
-export async function subscribeInWorkers(
-  workers: number,
-  bus: EventBus<typeof conformanceEvents>,
-  type: 'order.created',
-  options: Record<string, unknown>,
-  handler: (e: EventEnvelope<{ orderId: string; amount: number; seq: number }>, ctx: DeliveryContext) => unknown,
-): Promise<Subscription> {
+export async function subscribeInWorkers(workers: number, bus: ConformanceBus, type: 'order.created', options: Record<string, unknown>, handler: OrderHandler): Promise<Subscription> {
   const name = uniqueName('bridge');
   const channel = new BroadcastChannel(name);
   channel.unref();

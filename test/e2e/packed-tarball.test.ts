@@ -151,6 +151,29 @@ describe('packed tarball', () => {
     }
   };
 
+  it("exposes 'eventlane/conformance' through import and require, with no test runner installed: it declares the suite and a declared test runs", () => {
+    // A stand-in runner: collects the tests and hooks, then runs the first test between the hooks.
+    const probe = `const tests = []; const hooks = {};
+const expect = (actual) => ({ toBe: (want) => { if (actual !== want) throw new Error(actual + ' !== ' + want); } });
+const api = { describe: (_name, body) => body(), it: (name, body) => tests.push({ name, body }), beforeAll: (fn) => (hooks.before = fn), afterEach: (fn) => (hooks.after = fn), afterAll: () => {}, expect };
+c.describeConformance(api, { name: 'memory', transport: () => ({ type: 'memory', name: c.uniqueName('packed'), partitions: 4 }) });
+(async () => {
+  await hooks.before();
+  await tests[0].body();
+  await hooks.after();
+  console.log(tests.length, tests[0].name, c.conformanceEvents.names.join());
+})();`;
+    const cjs = execFileSync(process.execPath, ['-e', `const c = require('eventlane/conformance');\n${probe}`], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const c = await import('eventlane/conformance');\n${probe}`], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    for (const out of [cjs, esm]) expect(out.trim()).toBe('23 delivers every published event at least once order.created,order.cancelled');
+    const program = `import { describeConformance, uniqueName, type ConformanceTestApi } from 'eventlane/conformance';
+declare const api: ConformanceTestApi;
+describeConformance(api, { name: 'memory', transport: () => ({ type: 'memory', name: uniqueName('m') }), timeoutMs: 5_000 });
+`;
+    expect(tsc('ts-conformance-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'main.mts': program })).toBe('');
+    expect(tsc('ts-conformance-cjs', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
+  }, 120_000);
+
   it("compiles the README's quickstart as written (tsc --strict, ESM, module NodeNext)", () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const quickstart = /## Quickstart\n\n```ts\n([\s\S]*?)```/.exec(readme)![1]!;

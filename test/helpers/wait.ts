@@ -1,16 +1,5 @@
-/** Polls `check` until it returns true or `timeoutMs` passes; throws with `what` on timeout. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+/** Waiting helpers of the tests: the conformance suite's (src/conformance/wait.ts), and bounds on a promise or a close. */
+export { sleep, uniqueName, waitFor } from '../../src/conformance/wait.js';
 
 /** What `within` returns for a promise still unsettled when its time is up. */
 export const TIMED_OUT = 'timed out' as const;
@@ -29,10 +18,4 @@ export async function boundedClose(x: { close(): Promise<void> }, ms: number): P
     ms,
   );
   return r === TIMED_OUT ? `still closing after ${ms} ms` : r;
-}
-
-let counter = 0;
-/** A name no other test in this process uses. */
-export function uniqueName(prefix = 't'): string {
-  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${(counter++).toString(36)}`;
 }
