@@ -17,7 +17,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'main',
-          include: ['test/**/*.test.ts', 'transports/**/*.test.ts', 'benchmarking/**/*.test.ts', 'native/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'transports/**/*.test.ts', 'benchmarking/**/*.test.ts', 'native/**/*.test.ts', 'examples/**/*.test.ts'],
           exclude: [...EXCLUSIVE, '**/node_modules/**'],
           sequence: { groupOrder: 0 },
         },

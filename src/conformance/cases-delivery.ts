@@ -123,7 +123,7 @@ export const deliveryCases: ConformanceCase[] = [
     async run({ target, bus, track, subscribe, subOpts, timeout, expect }) {
       const transport = await target.transport();
       const consumer = await bus(transport);
-      const publisher: ConformanceBus = track(await createEventBus({ service: 'other-service', events: conformanceEvents, transport: transport as { type: string } }));
+      const publisher: ConformanceBus = track(await createEventBus({ service: 'other-service', events: conformanceEvents, transport: transport as { type: string }, logger: false }));
       const sources = new Map<number, string>();
       await subscribe(consumer, 'order.created', subOpts({ group: 'g' }), (e) => void sources.set(e.data.seq, e.source));
       await publisher.publish('order.created', { orderId: 'o-1', amount: 1, seq: 1 });

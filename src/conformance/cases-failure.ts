@@ -131,7 +131,7 @@ export const failureCases: ConformanceCase[] = [
       const transport = await target.transport();
       // Another producer whose schema for the type is looser (amount as a string).
       const looseEvents = defineEvents({ 'order.created': z.object({ orderId: z.string(), amount: z.string(), seq: z.number().int() }) });
-      const loose = track(await createEventBus({ service: 'other-producer', events: looseEvents, transport: transport as { type: string } }));
+      const loose = track(await createEventBus({ service: 'other-producer', events: looseEvents, transport: transport as { type: string }, logger: false }));
       const b = await bus(transport);
       const seen: number[] = [];
       await subscribe(b, 'order.created', subOpts({ group: 'g', maxDeliveries: 5 }), (e) => void seen.push(e.data.seq));

@@ -57,7 +57,7 @@ function makeKit(api: ConformanceTestApi, target: ConformanceTarget, open: { clo
     track,
     async bus(transport?: TargetBlock, extra: Record<string, unknown> = {}): Promise<ConformanceBus> {
       const block = transport ?? (await target.transport());
-      return track(await createEventBus({ service: 'conformance', events: conformanceEvents, transport: block as { type: string }, ...extra }));
+      return track(await createEventBus({ service: 'conformance', events: conformanceEvents, transport: block as { type: string }, logger: false, ...extra }));
     },
     subscribe: (b, type, options, handler) => (target.subscribeVia ? target.subscribeVia(b, type, options, handler) : b.subscribe(type, options as never, handler)),
     subOpts: (o) => ({ ...target.subscribeOptions, ...FAST_RETRY, ...o }),
