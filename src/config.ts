@@ -6,6 +6,35 @@ import { ConfigError, type ValidationIssue } from './errors.js';
 import type { BatcherOptions } from './batcher.js';
 import type { BackoffOptions, TransportCapabilities } from './transport.js';
 
+/** Options a schema refuses by name, by dotted path within its input: what replaces each. */
+export type RemovedOptions = Readonly<Record<string, string>>;
+
+const removedBySchema = new WeakMap<z.ZodType, RemovedOptions>();
+
+/**
+ * Marks options `schema` does not take: `parseConfig` refuses each one given (whatever its value) with a
+ * `ConfigError` whose issue names it and says what replaces it, as it refuses an unknown key. Returns `schema`.
+ */
+export function withRemovedOptions<S extends z.ZodType>(schema: S, removed: RemovedOptions): S {
+  removedBySchema.set(schema, removed);
+  return schema;
+}
+
+/** The removed options present in `input`, as issues (paths relative to `input`). */
+function removedIssues(input: unknown, removed: RemovedOptions | undefined): ValidationIssue[] {
+  if (removed === undefined) return [];
+  const found: ValidationIssue[] = [];
+  for (const [dotted, instead] of Object.entries(removed)) {
+    const path = dotted.split('.');
+    let at: unknown = input;
+    for (const key of path.slice(0, -1)) at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined;
+    if (at !== null && typeof at === 'object' && Object.hasOwn(at, path[path.length - 1]!)) {
+      found.push({ path, message: `removed option: ${instead}`, code: 'unrecognized_keys' });
+    }
+  }
+  return found;
+}
+
 export const batchingSchema = z
   .object({
     /** Most events in one batch (and one unit). @default 4000 */
@@ -18,8 +47,6 @@ export const batchingSchema = z
       .default(4 * 1024 * 1024),
     /** 0: adaptive (leave as soon as a write slot is free). >0: linger this long to fill a batch. @default 0 */
     maxWaitMs: z.number().min(0).max(60_000).default(0),
-    /** Concurrent writes; defaults to what the transport suggests. */
-    maxInFlight: z.number().int().min(1).max(1024).optional(),
     /** Events buffered in the client before `onFull` applies. @default 100000 */
     maxPendingEvents: z.number().int().min(1).default(100_000),
     /** When the buffer is full: `'wait'` for room, or `'reject'` with `BackpressureError`. @default 'wait' */
@@ -41,22 +68,27 @@ export const backoffSchema = z
     return { ...b, maxMs: b.maxMs ?? Math.max(30_000, b.initialMs) };
   });
 
-export const busConfigSchema = z
-  .object({
-    /** Name of this service; written as each event's `source` and used in consumer names. */
-    service: z.string().min(1).max(200),
-    /** Transport block: `{ type: 'memory' | 'noop' | 'redis-streams' | 'native' | <registered>, ...options }`. */
-    transport: z.object({ type: z.string().min(1) }).passthrough(),
-    batching: batchingSchema.default(batchingSchema.parse({})),
-    /** How long `close()` waits for in-flight handlers. @default 30000 */
-    drainTimeoutMs: z.number().int().min(0).default(30_000),
-    /**
-     * Validate payloads again on the consumer side (events written by other producers); not for types whose
-     * schema transforms values (see `EventMap.transforming`). @default true
-     */
-    validateOnConsume: z.boolean().default(true),
-  })
-  .strict();
+export const busConfigSchema = withRemovedOptions(
+  z
+    .object({
+      /** Name of this service; written as each event's `source` and used in consumer names. */
+      service: z.string().min(1).max(200),
+      /** Transport block: `{ type: 'memory' | 'noop' | 'redis-streams' | 'native' | <registered>, ...options }`. */
+      transport: z.object({ type: z.string().min(1) }).passthrough(),
+      batching: batchingSchema.default(batchingSchema.parse({})),
+      /** How long `close()` waits for in-flight handlers. @default 30000 */
+      drainTimeoutMs: z.number().int().min(0).default(30_000),
+      /**
+       * Validate payloads again on the consumer side (events written by other producers); not for types whose
+       * schema transforms values (see `EventMap.transforming`). @default true
+       */
+      validateOnConsume: z.boolean().default(true),
+    })
+    .strict(),
+  {
+    'batching.maxInFlight': "writes in flight are the transport's (capabilities.maxInFlight: Redis Streams 32 x pool.size, native 64)",
+  },
+);
 
 export type BatchingConfig = z.input<typeof batchingSchema>;
 export type ResolvedBatching = z.output<typeof batchingSchema>;
@@ -104,18 +136,26 @@ export function formatIssues(issues: ValidationIssue[]): string {
   return issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
 }
 
-/** Parse `input` with `schema`, throwing a `ConfigError` that names each bad field under `where`. */
+/**
+ * Parse `input` with `schema`, throwing a `ConfigError` that names each bad field under `where`. An option the
+ * schema marks removed (`withRemovedOptions`) is refused with what replaces it, never ignored.
+ */
 export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
+  const removed = removedIssues(input, removedBySchema.get(schema));
   const res = schema.safeParse(input);
-  if (res.success) return res.data;
-  const raw = res.error.issues;
-  const issues = toIssues(res.error)
-    // zod reports unknown keys as one issue at their parent: name each key in the path, as any other field is.
-    .flatMap((issue, n) => {
-      const zi = raw[n]!;
-      return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: 'Unrecognized key' })) : [issue];
-    })
-    .map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
+  if (res.success && removed.length === 0) return res.data;
+  const raw = res.error?.issues ?? [];
+  const named = new Set(removed.map((i) => i.path.join('.')));
+  const issues = [
+    ...removed,
+    ...toIssues(res.error ?? new z.ZodError([]))
+      // zod reports unknown keys as one issue at their parent: name each key in the path, as any other field is.
+      .flatMap((issue, n) => {
+        const zi = raw[n]!;
+        return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: 'Unrecognized key' })) : [issue];
+      })
+      .filter((i) => !named.has(i.path.join('.'))),
+  ].map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));
   // Each issue names its full path ("transport.partitions", "subscribe options.group"), `where` first.
   throw new ConfigError(`Invalid config: ${formatIssues(issues)}`, issues);
 }
@@ -124,7 +164,7 @@ export function batcherOptions(b: ResolvedBatching, caps: Pick<TransportCapabili
   const units = caps.units;
   return {
     ...b,
-    maxInFlight: b.maxInFlight ?? caps.maxInFlight,
+    maxInFlight: caps.maxInFlight,
     maxUnitEvents: Math.min(b.maxEvents, units?.maxEvents ?? Infinity),
     maxUnitBytes: Math.min(b.maxBytes, units?.maxBytes ?? Infinity),
     partialUnits: units?.partial === true,

@@ -1,0 +1,38 @@
+/**
+ * A removed option (one a schema lists with its replacement, `withRemovedOptions`) is a ConfigError naming it
+ * and what replaces it, as an unknown key is refused, never ignored: the error says what to change.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+
+const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
+
+async function configError(run: () => Promise<unknown>): Promise<ConfigError> {
+  const err = await run().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
+}
+
+describe('removed bus options', () => {
+  it('batching.maxInFlight names the transport capability that replaces it', async () => {
+    const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxInFlight: 4 } } as never));
+    expect(err.issues.map((i) => i.path.join('.'))).toEqual(['batching.maxInFlight']);
+    expect(err.message).toContain("batching.maxInFlight: removed option: writes in flight are the transport's");
+  });
+
+  it('a removed option is named once, next to the other problems of the config', async () => {
+    const config = { service: 's', events, transport: { type: 'memory' }, batching: { maxInFlight: 4, maxEvent: 1 } };
+    const err = await configError(() => createEventBus(config as never));
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['batching.maxEvent', 'batching.maxInFlight']);
+    expect(err.issues.find((i) => i.path.join('.') === 'batching.maxEvent')!.message).toBe('Unrecognized key');
+  });
+
+  it('is refused whatever its value, undefined too, as an unknown key is', async () => {
+    const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'memory' }, batching: { maxInFlight: undefined } } as never));
+    expect(err.issues.map((i) => i.path.join('.'))).toEqual(['batching.maxInFlight']);
+  });
+});
