@@ -29,7 +29,7 @@ export interface EventBusConfig<M extends EventMap, T extends string = string> {
    * failures on their last attempt, dead letters, lost connections) go to stderr through pino at level `warn`.
    */
   logger?: Logger | false | undefined;
-  /** How long `close()` waits for in-flight handlers. @default 30000 */
+  /** How long `close()` (of the bus or of one subscription) waits for in-flight handlers. @default 30000 */
   drainTimeoutMs?: number | undefined;
   /** Validate payloads on the consumer side too (events from other producers). @default true */
   validateOnConsume?: boolean | undefined;
@@ -50,9 +50,11 @@ export interface CommonSubscribeOptions {
   startFrom?: '$' | '0' | undefined;
   /** Attempts before an event is dead-lettered. @default 5 */
   maxDeliveries?: number | undefined;
-  retry?: { backoff?: { initialMs?: number | undefined; maxMs?: number | undefined; multiplier?: number | undefined; jitter?: number | undefined } | undefined } | undefined;
-  /** How long `close()` waits for this subscription's in-flight handlers. @default the bus's drainTimeoutMs */
-  drainTimeoutMs?: number | undefined;
+  /**
+   * Delay before each retry: `initialMs` before the first, doubling each time up to `maxMs`, spread by up to 20%
+   * either way. @default { initialMs: 100, maxMs: 30000 (or initialMs when that is longer) }
+   */
+  retry?: { backoff?: { initialMs?: number | undefined; maxMs?: number | undefined } | undefined } | undefined;
 }
 
 /**

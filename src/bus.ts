@@ -148,7 +148,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
       throw new ConfigError(`subscribe("${type}") needs a handler function.`);
     }
     const o = parseConfig(subscribeOptionsSchema, options, 'subscribe options');
-    const { group, consumer, concurrency, startFrom, maxDeliveries, retry, drainTimeoutMs, ...rest } = o;
+    const { group, consumer, concurrency, startFrom, maxDeliveries, retry, ...rest } = o;
     const taken = takeConsumerName(this.service, type, group, consumer, this.logger);
     const consumerName = taken.name;
     // Undefined for a transforming schema: it published its output, which it cannot check again as input.
@@ -168,7 +168,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
           startFrom,
           maxDeliveries,
           backoff: retry.backoff,
-          drainTimeoutMs: drainTimeoutMs ?? this.config.drainTimeoutMs,
+          drainTimeoutMs: this.config.drainTimeoutMs,
           validateOnConsume: this.config.validateOnConsume,
           observer: failureLog(this.limitedLog, maxDeliveries),
           options: rest,

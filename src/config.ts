@@ -54,18 +54,22 @@ export const batchingSchema = z
   })
   .strict();
 
+/** Each retry waits twice as long as the one before, up to `maxMs`. */
+export const BACKOFF_MULTIPLIER = 2;
+/** Each delay is spread by up to this fraction either way, so retries of events that failed together spread out. */
+export const BACKOFF_JITTER = 0.2;
+
 export const backoffSchema = z
   .object({
+    /** Delay before the first retry; each later one doubles it (spread by up to 20% either way). @default 100 */
     initialMs: z.number().min(0).default(100),
-    /** Default: 30 s, or `initialMs` when that is longer. */
+    /** Longest delay between attempts. @default 30000, or `initialMs` when that is longer */
     maxMs: z.number().min(0).optional(),
-    multiplier: z.number().min(1).default(2),
-    jitter: z.number().min(0).max(1).default(0.2),
   })
   .strict()
-  .transform((b, ctx) => {
+  .transform((b, ctx): BackoffOptions => {
     if (b.maxMs !== undefined && b.maxMs < b.initialMs) ctx.addIssue({ code: 'custom', path: ['maxMs'], message: `must be at least initialMs (${b.initialMs}), the first delay` });
-    return { ...b, maxMs: b.maxMs ?? Math.max(30_000, b.initialMs) };
+    return { initialMs: b.initialMs, maxMs: b.maxMs ?? Math.max(30_000, b.initialMs), multiplier: BACKOFF_MULTIPLIER, jitter: BACKOFF_JITTER };
   });
 
 export const busConfigSchema = withRemovedOptions(
@@ -76,7 +80,7 @@ export const busConfigSchema = withRemovedOptions(
       /** Transport block: `{ type: 'memory' | 'noop' | 'redis-streams' | 'native' | <registered>, ...options }`. */
       transport: z.object({ type: z.string().min(1) }).passthrough(),
       batching: batchingSchema.default(batchingSchema.parse({})),
-      /** How long `close()` waits for in-flight handlers. @default 30000 */
+      /** How long `close()` (of the bus or of one subscription) waits for in-flight handlers. @default 30000 */
       drainTimeoutMs: z.number().int().min(0).default(30_000),
       /**
        * Validate payloads again on the consumer side (events written by other producers); not for types whose
@@ -93,20 +97,26 @@ export const busConfigSchema = withRemovedOptions(
 export type BatchingConfig = z.input<typeof batchingSchema>;
 export type ResolvedBatching = z.output<typeof batchingSchema>;
 
-export const subscribeOptionsSchema = z
-  .object({
-    group: z.string().min(1).max(200),
-    consumer: z.string().min(1).max(200).optional(),
-    concurrency: z.number().int().min(1).max(100_000).default(1),
-    startFrom: z.enum(['$', '0']).default('$'),
-    maxDeliveries: z.number().int().min(1).max(1000).default(5),
-    retry: z
-      .object({ backoff: backoffSchema.default(backoffSchema.parse({})) })
-      .strict()
-      .default({ backoff: backoffSchema.parse({}) }),
-    drainTimeoutMs: z.number().int().min(0).optional(),
-  })
-  .passthrough();
+export const subscribeOptionsSchema = withRemovedOptions(
+  z
+    .object({
+      group: z.string().min(1).max(200),
+      consumer: z.string().min(1).max(200).optional(),
+      concurrency: z.number().int().min(1).max(100_000).default(1),
+      startFrom: z.enum(['$', '0']).default('$'),
+      maxDeliveries: z.number().int().min(1).max(1000).default(5),
+      retry: z
+        .object({ backoff: backoffSchema.default(backoffSchema.parse({})) })
+        .strict()
+        .default({ backoff: backoffSchema.parse({}) }),
+    })
+    .passthrough(),
+  {
+    drainTimeoutMs: "a subscription's close() waits up to the bus's drainTimeoutMs",
+    'retry.backoff.multiplier': `each retry waits ${BACKOFF_MULTIPLIER}x the one before, up to retry.backoff.maxMs (for a constant delay, give maxMs = initialMs)`,
+    'retry.backoff.jitter': `delays are spread by up to ${BACKOFF_JITTER * 100}% either way`,
+  },
+);
 
 /** `bus.deadLetters()` options. */
 export const deadLettersOptionsSchema = z

@@ -100,12 +100,12 @@ export const lifecycleCases: ConformanceCase[] = [
     name: 'close() gives up on a handler past drainTimeoutMs, and the event is delivered again to another member',
     async run({ target, bus, subscribe, subOpts, timeout, expect }) {
       const transport = await target.transport();
-      const b1 = await bus(transport);
+      const b1 = await bus(transport, { drainTimeoutMs: 200 });
       const b2 = await bus(transport);
       const attempts: [string, number][] = [];
       let release: () => void = () => {};
       const stuck = new Promise<void>((resolve) => (release = resolve));
-      const sub = await subscribe(b1, 'order.created', subOpts({ group: 'g', consumer: 'stuck', drainTimeoutMs: 200 }), async (_e, ctx) => {
+      const sub = await subscribe(b1, 'order.created', subOpts({ group: 'g', consumer: 'stuck' }), async (_e, ctx) => {
         attempts.push(['stuck', ctx.attempt]);
         await stuck;
       });

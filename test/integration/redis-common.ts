@@ -11,7 +11,7 @@ export const events = defineEvents({
   'audit.logged': z.object({ line: z.string() }),
 });
 
-export const fastRetry = { retry: { backoff: { initialMs: 10, maxMs: 50, multiplier: 2, jitter: 0 } } };
+export const fastRetry = { retry: { backoff: { initialMs: 10, maxMs: 50 } } };
 export const fastRead = { blockMs: 200, minIdleMs: 1000 };
 
 export function orders(n: number, from = 0): { orderId: string; amount: number; seq: number }[] {

@@ -103,7 +103,7 @@ describe('redis-streams consumer: events nested deeper than JSON.stringify recur
     const c = await createEventBus({ service: 'review', events, validateOnConsume: false, transport: { type: 'redis-streams', url: r.server.url, prefix: p2, partitions: 1 } });
     r.cleanup.push(() => c.close());
     const depths: string[] = [];
-    await c.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, jitter: 0 } } }, (e, ctx) => {
+    await c.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10 } } }, (e, ctx) => {
       let d = 0;
       for (let v: unknown = e.data; Array.isArray(v) && v.length > 0; v = v[0]) d++;
       depths.push(`${d}@${ctx.attempt}`);
@@ -224,7 +224,7 @@ describe('redis-streams consumer: admin', () => {
   it('groups() counts pending entries of the retry streams too, as pending() does', async () => {
     const prefix = uniquePrefix('adminretry');
     const a = await bus(prefix);
-    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000, multiplier: 2, jitter: 0 } } }, () => {
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000 } } }, () => {
       throw new Error('later');
     });
     await a.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 });
@@ -242,7 +242,7 @@ describe('redis-streams consumer: admin', () => {
   it("idle()'s count of what is left counts a retry entry once (it is pending and in the retry stream)", async () => {
     const prefix = uniquePrefix('idlecount');
     const a = await bus(prefix, { partitions: 2 });
-    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000, multiplier: 2, jitter: 0 } } }, () => {
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 60_000, maxMs: 60_000 } } }, () => {
       throw new Error('later');
     });
     await a.publishMany(
@@ -261,7 +261,7 @@ describe('redis-streams consumer: admin', () => {
     const prefix = uniquePrefix('idleleft');
     const a = await bus(prefix);
     let fails = 1;
-    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10, multiplier: 2, jitter: 0 } } }, () => {
+    await a.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10 } } }, () => {
       if (fails-- > 0) throw new Error('once');
     });
     // One event retried and finished: its retry entry acked and deleted as usual.

@@ -24,7 +24,7 @@ describe('redis-streams consumer: attempt numbers', () => {
   it('a retry left waiting for its due time by close() keeps its attempt number for the next consumer', async () => {
     const prefix = uniquePrefix('closeretry');
     const a = await bus(prefix);
-    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000, multiplier: 2, jitter: 0 } } };
+    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000 } } };
     const seen: string[] = [];
     const subA = await a.subscribe('order.created', { ...opts, consumer: 'a' }, (e, ctx) => {
       seen.push(`a:${ctx.attempt}`);
@@ -50,7 +50,7 @@ describe('redis-streams consumer: attempt numbers', () => {
     const prefix = uniquePrefix('skewdue');
     const b = await bus(prefix);
     const seen: number[] = [];
-    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 100, maxMs: 300, multiplier: 2, jitter: 0 } } }, (e, ctx) => void seen.push(ctx.attempt));
+    await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 100, maxMs: 300 } } }, (e, ctx) => void seen.push(ctx.attempt));
     // A retry written by a consumer on a host whose clock runs an hour ahead.
     const fields = ['v', '1', 'kind', 'event', 'id', 'e-skew', 'type', 'order.created', 'source', 'other', 'time', String(Date.now()), 'data', JSON.stringify({ orderId: 'o-0', amount: 0, seq: 0 })];
     await r.raw.xadd(retryKey(prefix, 'order.created', 0, 'g'), '*', ...fields, 'attempt', '2', 'due', String(Date.now() + 3_600_000), 'origin', '1-1', 'error', 'failed');

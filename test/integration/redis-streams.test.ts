@@ -338,11 +338,17 @@ describe('redis-streams: admin', () => {
     const prefix = uniquePrefix('trimwarn');
     const logger = warningLogger();
     const warnings = logger.warnings;
-    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, entryMode: 'event', maxLen: 100 } });
+    const b = await createEventBus({
+      service: 'it',
+      events,
+      logger,
+      drainTimeoutMs: 100,
+      transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, entryMode: 'event', maxLen: 100 },
+    });
     open.push(b);
     let release!: () => void;
     const stuck = new Promise<void>((resolve) => (release = resolve));
-    await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, readCount: 1, blockMs: 100, minIdleMs: 5000, reclaimIntervalMs: 100, drainTimeoutMs: 100 }, () => stuck);
+    await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, readCount: 1, blockMs: 100, minIdleMs: 5000, reclaimIntervalMs: 100 }, () => stuck);
     try {
       for (const o of orders(600)) await b.publish('order.created', o);
       // A housekeeping pass (every 20th reclaim pass, ~2 s here) may meet the stream while the loop above still

@@ -52,7 +52,7 @@ const OTHER = 6;
 const TIMED_OUT = 7; // block: reported not written (a publish's TimeoutError, or named in PublishPartialError.failed)
 
 const MAX_DELIVERIES = 4;
-const fastRetry = { retry: { backoff: { initialMs: 2, maxMs: 10, multiplier: 2, jitter: 0.2 } } };
+const fastRetry = { retry: { backoff: { initialMs: 2, maxMs: 10 } } };
 const sab = (n: number) => new Int32Array(new SharedArrayBuffer(4 * n));
 
 /** Per-seq counters of one group, in shared memory (worker threads write them too). */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { TimeoutError } from '../../src/index.js';
 import { fixture, nativeBuses, ticks, transportOf } from './harness.js';
 
-const fast = { retry: { backoff: { initialMs: 10, maxMs: 20, multiplier: 1, jitter: 0 } } };
+const fast = { retry: { backoff: { initialMs: 10, maxMs: 20 } } };
 
 describe.each(['native', 'js'] as const)('bus.idle() on native (%s)', (implementation) => {
   const bus = nativeBuses(implementation, `idle-${implementation}`);

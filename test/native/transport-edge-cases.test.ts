@@ -114,9 +114,9 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again by the next member', async () => {
-    const b = await bus();
+    const b = await bus({}, { drainTimeoutMs: 50 });
     const log: string[] = [];
-    const first = await b.subscribe('tick', { group: 'g', maxDeliveries: 1, drainTimeoutMs: 50 }, (e, ctx) => {
+    const first = await b.subscribe('tick', { group: 'g', maxDeliveries: 1 }, (e, ctx) => {
       log.push(`first ${e.data.seq} attempt ${ctx.attempt}`);
       return new Promise(() => {});
     });
@@ -309,13 +309,13 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('error: with several groups, a unit one group cannot take is taken by none', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { drainTimeoutMs: 50 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const a: number[] = [];
     const c: number[] = [];
     await b.subscribe('tick', { group: 'a' }, (e) => void a.push(e.data.seq));
-    await b.subscribe('tick', { group: 'b', drainTimeoutMs: 50 }, async () => void (await gate));
+    await b.subscribe('tick', { group: 'b' }, async () => void (await gate));
     await b.subscribe('tick', { group: 'c' }, (e) => void c.push(e.data.seq));
     for (let i = 0; i < 5; i++) {
       // One at a time: a and c keep up; b holds the first in its stuck handler and the other 4 fill its ring.
@@ -341,13 +341,13 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('error: a ring that gains room while a unit is refused does not take it', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { drainTimeoutMs: 50 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const a: number[] = [];
     await b.subscribe('tick', { group: 'a' }, (e) => void a.push(e.data.seq));
-    await b.subscribe('tick', { group: 'b', drainTimeoutMs: 50 }, async () => void (await gate));
-    await b.subscribe('tick', { group: 'c', drainTimeoutMs: 50 }, async () => void (await gate));
+    await b.subscribe('tick', { group: 'b' }, async () => void (await gate));
+    await b.subscribe('tick', { group: 'c' }, async () => void (await gate));
     for (let i = 0; i < 5; i++) {
       // b and c each hold the first event in a stuck handler; the other 4 fill their rings.
       await b.publish('tick', { seq: i });
@@ -516,11 +516,13 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('worker consumers: events handed to a thread that stops before it reads them go back to the group', async () => {
-    const b = await bus({ partitions: 2, batchSize: 1 });
+    // The bus's drain timeout bounds each close: the main member's (its handler never settles), and the worker's,
+    // whose handler finishes as soon as the gate opens.
+    const b = await bus({ partitions: 2, batchSize: 1 }, { drainTimeoutMs: 500 });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 8));
     const gate = new Int32Array(new SharedArrayBuffer(4));
     // The main-thread member subscribes first (partition 0 then stays with it); its handler of seq 1 never settles.
-    const main = await b.subscribe('tick', { group: 'g', drainTimeoutMs: 50 }, async (e) => {
+    const main = await b.subscribe('tick', { group: 'g' }, async (e) => {
       if (e.data.seq === 1) await new Promise(() => {});
       Atomics.add(seen, e.data.seq, 1);
     });

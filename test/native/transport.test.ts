@@ -7,7 +7,7 @@ import { errorLog, fixture, nativeBuses, ticks, transportOf, type Bus } from './
 
 /** The CPUs this thread may run on that fit a 31-bit mask (the affinity fixture's). */
 const maskableCpus = () => currentThreadCpus()!.filter((c) => c < 31);
-const fast = { retry: { backoff: { initialMs: 10, maxMs: 20, multiplier: 1, jitter: 0 } } };
+const fast = { retry: { backoff: { initialMs: 10, maxMs: 20 } } };
 
 describe.each(['native', 'js'] as const)('native transport (%s)', (implementation) => {
   const bus = nativeBuses(implementation, 'native-test');
@@ -359,7 +359,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     const b = await bus({ partitions: 1 }, { logger: errorLog().logger });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 40));
     const flags = new SharedArrayBuffer(4);
-    const slowRetry = { retry: { backoff: { initialMs: 5_000, maxMs: 5_000, multiplier: 1, jitter: 0 } } };
+    const slowRetry = { retry: { backoff: { initialMs: 5_000, maxMs: 5_000 } } };
     await b.subscribe('tick', { group: 'parked', workers: 1, ...slowRetry, handler: fixture('retry-then-crash.mjs'), workerData: { seen: seen.buffer, flags, failAt: 3, crashAt: 20 } });
     await b.publishMany('tick', ticks(40));
     // seq 3 waits 5 s for its retry in the thread that dies on seq 20; the new thread delivers it at once.
@@ -491,9 +491,9 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('closing a worker subscription whose handler never returns: the thread is ended and its events go to the group', async () => {
-    const b = await bus({ partitions: 1 });
+    const b = await bus({ partitions: 1 }, { drainTimeoutMs: 100 });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 200));
-    const sub = await b.subscribe('tick', { group: 's', workers: 1, drainTimeoutMs: 100, handler: fixture('stuck-handler.mjs'), workerData: { seen: seen.buffer, stuckAt: 50 } });
+    const sub = await b.subscribe('tick', { group: 's', workers: 1, handler: fixture('stuck-handler.mjs'), workerData: { seen: seen.buffer, stuckAt: 50 } });
     await b.publishMany('tick', ticks(200));
     await waitFor(() => seen[49] === 1, 5000, 'the worker to reach the stuck event');
     await sub.close(); // drain timeout, then the grace period, then terminate()

@@ -138,9 +138,9 @@ describe('bus.deadLetters', () => {
   });
 
   it('on the memory transport: an event whose handler outlived the drain on its last allowed delivery is dead-lettered, not run again', async () => {
-    const bus = await createEventBus({ service: 'c', events, transport: { type: 'memory', name: uniqueName('dlq-drain') } });
+    const bus = await createEventBus({ service: 'c', events, transport: { type: 'memory', name: uniqueName('dlq-drain') }, drainTimeoutMs: 50 });
     const log: string[] = [];
-    const first = await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1, drainTimeoutMs: 50 }, (e, ctx) => {
+    const first = await bus.subscribe('order.placed', { group: 'g', maxDeliveries: 1 }, (e, ctx) => {
       log.push(`first ${e.data.orderId} attempt ${ctx.attempt}`);
       return new Promise(() => {}); // never finishes
     });

@@ -36,3 +36,19 @@ describe('removed bus options', () => {
     expect(err.issues.map((i) => i.path.join('.'))).toEqual(['batching.maxInFlight']);
   });
 });
+
+describe('removed subscribe options', () => {
+  it('drainTimeoutMs, retry.backoff.multiplier and retry.backoff.jitter name what replaces them', async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    try {
+      const options = { group: 'g', drainTimeoutMs: 50, retry: { backoff: { initialMs: 10, multiplier: 1, jitter: 0 } } };
+      const err = await configError(() => bus.subscribe('order.created', options as never, () => {}));
+      expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['subscribe options.drainTimeoutMs', 'subscribe options.retry.backoff.jitter', 'subscribe options.retry.backoff.multiplier']);
+      expect(err.message).toContain("subscribe options.drainTimeoutMs: removed option: a subscription's close() waits up to the bus's drainTimeoutMs");
+      expect(err.message).toContain('retry.backoff.multiplier: removed option: each retry waits 2x the one before');
+      expect(err.message).toContain('retry.backoff.jitter: removed option: delays are spread by up to 20% either way');
+    } finally {
+      await bus.close();
+    }
+  });
+});

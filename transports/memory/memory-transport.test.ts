@@ -15,8 +15,8 @@ const events = defineEvents({ 'o.made': z.object({ seq: z.number().int() }) });
 type Bus = EventBus<typeof events>;
 
 const open: Bus[] = [];
-async function bus(service: string, transport: Record<string, unknown>): Promise<Bus> {
-  const b = await createEventBus({ service, events, transport: transport as { type: string } });
+async function bus(service: string, transport: Record<string, unknown>, drainTimeoutMs?: number): Promise<Bus> {
+  const b = await createEventBus({ service, events, transport: transport as { type: string }, drainTimeoutMs });
   open.push(b);
   return b;
 }
@@ -41,7 +41,7 @@ describe('memory transport', () => {
     await waitFor(() => replay.size === 2, 5000, 'the retained events');
     expect(Object.fromEntries(replay)).toEqual({ 1: 'checkout', 2: 'billing' });
 
-    await consumer.subscribe('o.made', { group: 'dlq', startFrom: '0', maxDeliveries: 2, retry: { backoff: { initialMs: 1, jitter: 0 } } }, () => {
+    await consumer.subscribe('o.made', { group: 'dlq', startFrom: '0', maxDeliveries: 2, retry: { backoff: { initialMs: 1 } } }, () => {
       throw new Error('no');
     });
     await waitFor(async () => (await consumer.deadLetters('o.made', { group: 'dlq' })).length === 2, 5000, 'two dead letters');
@@ -91,9 +91,9 @@ describe('memory transport', () => {
   });
 
   it('returns events that outlived the drain timeout in their partition order', async () => {
-    const b = await bus('s', { type: 'memory', partitions: 1 });
+    const b = await bus('s', { type: 'memory', partitions: 1 }, 50);
     const first: number[] = [];
-    const sub = await b.subscribe('o.made', { group: 'g', consumer: 'a', concurrency: 4, drainTimeoutMs: 50 }, async (e) => {
+    const sub = await b.subscribe('o.made', { group: 'g', consumer: 'a', concurrency: 4 }, async (e) => {
       first.push(e.data.seq);
       await sleep(2000);
     });
