@@ -42,7 +42,7 @@ describe('redis-streams consumer: keepalive without scripts', () => {
     const prefix = uniquePrefix('noscripts');
     const logger = recordingLogger();
     const slow = await bus(prefix, { username: 'noscripts', password: 'pw' }, logger);
-    const opts = { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 };
+    const opts = { group: 'g', blockMs: 100, minIdleMs: 600 };
     let done = false;
     await slow.subscribe('order.created', { ...opts, consumer: 'slow' }, async () => {
       await sleep(2500); // four times minIdleMs: only the keepalive keeps the entry here
@@ -67,7 +67,7 @@ describe('redis-streams consumer: keepalive without scripts', () => {
     await r.raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
     const logger = recordingLogger();
     const b = await bus(prefix, { username: 'noscripts2', password: 'pw' }, logger);
-    await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100, deleteIdleConsumersMs: 1 }, () => undefined);
+    await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, deleteIdleConsumersMs: 1 }, () => undefined);
     const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
     await waitFor(async () => !(await consumers()).includes('gone'), 5000, 'the idle consumer to be deleted');
     expect(logger.messages).toContain('deleted an idle consumer with no pending entries');

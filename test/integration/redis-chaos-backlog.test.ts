@@ -5,7 +5,7 @@
  * read-ahead.
  *
  * Rounds: each writes a fresh backlog (per-event entries, and batch entries in the first round), subscribes a
- * `slow` consumer (fixtures/redis-backlog-consumer.ts: default `prefetch`, `readCount`, `claimCount` and
+ * `slow` consumer (fixtures/redis-backlog-consumer.ts: default `prefetch` (and so read and claim sizes) and
  * `maxDeliveries`; concurrency 1, handlers of ~20 ms) and kills it with SIGKILL 1.2-1.6 s later (drawn from the
  * seed), after it has read the backlog and reclaimed what the one before it held. Then `fast` consumers take
  * over. No handler fails or crashes, so a delivery counted against `maxDeliveries` is one a consumer died with,

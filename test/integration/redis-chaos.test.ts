@@ -224,7 +224,7 @@ describe('redis-streams: chaos', () => {
         case 'kill-command':
           return killConnections('command:', arg);
         case 'pause': {
-          const ms = Math.round(200 + arg * 1300); // < commandTimeoutMs; past blockMs + watchdogMs above 1200
+          const ms = Math.round(200 + arg * 1300); // < commandTimeoutMs; past blockMs + the watchdog's commandTimeoutMs / 2 above 1200
           s.pause();
           await sleep(ms);
           s.resume();

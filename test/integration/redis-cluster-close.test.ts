@@ -16,7 +16,8 @@ const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster close', () => {
   it('close() returns while a master is stalled and the read loop is reopening its connection', async () => {
-    // Each round: a subscription whose partitions' reads on the stalled master outlive the watchdog, so
+    // Each round: a subscription whose partitions' reads on the stalled master outlive the watchdog (blockMs plus
+    // half of commandTimeoutMs: 700 ms), so
     // their readers keep reopening; whether an attempt then waits on the stalled master is chance (ioredis
     // picks a node at random), hence several rounds.
     for (let round = 0; round < 3; round++) {
@@ -26,7 +27,7 @@ describe('redis-streams: cluster close', () => {
         events,
         transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
       });
-      await b.subscribe('order.created', { group: 'g', blockMs: 200, watchdogMs: 300, minIdleMs: 1000 }, () => undefined);
+      await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 1000 }, () => undefined);
       const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));
       stalled.pause();
       try {

@@ -67,7 +67,7 @@ describe('redis-streams: cluster reclaim', () => {
       await raw.xreadgroup('GROUP', 'g', 'dead', 'COUNT', 3, 'STREAMS', key, '0');
       await raw.xtrim(key, 'MAXLEN', 1);
       const seen: string[] = [];
-      await b.subscribe('order.created', { group: 'g', consumer: 'live', blockMs: 200, minIdleMs: 200, reclaimIntervalMs: 100 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
+      await b.subscribe('order.created', { group: 'g', consumer: 'live', blockMs: 200, minIdleMs: 200 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
       await waitFor(() => seen.length === 1, 10_000, 'the surviving suspect');
       expect(seen).toEqual(['2@3']);
       const reports = () => logger.warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed'));

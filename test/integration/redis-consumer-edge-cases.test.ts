@@ -42,7 +42,7 @@ describe('redis-streams consumer: close()', () => {
     const a = await bus(prefix, { entryMode: 'event' });
     const started: number[] = [];
     // One at a time, 200 ms each, with the other 19 entries read ahead and queued.
-    const sub = await a.subscribe('order.created', { group: 'g', consumer: 'a', concurrency: 1, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 50 }, async (e) => {
+    const sub = await a.subscribe('order.created', { group: 'g', consumer: 'a', concurrency: 1, blockMs: 100, minIdleMs: 300 }, async (e) => {
       started.push(e.data.seq);
       await sleep(200);
     });
@@ -55,7 +55,7 @@ describe('redis-streams consumer: close()', () => {
     expect(started).toEqual([0]);
     const b = await bus(prefix, { entryMode: 'event' });
     const later: string[] = [];
-    await b.subscribe('order.created', { group: 'g', consumer: 'b', concurrency: 8, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 50 }, (e, ctx) => void later.push(`${e.data.seq}@${ctx.attempt}`));
+    await b.subscribe('order.created', { group: 'g', consumer: 'b', concurrency: 8, blockMs: 100, minIdleMs: 300 }, (e, ctx) => void later.push(`${e.data.seq}@${ctx.attempt}`));
     await waitFor(() => later.length >= 19, 10_000, 'the rest reclaimed');
     await sleep(300);
     expect(later.sort()).toEqual(Array.from({ length: 19 }, (_, i) => `${i + 1}@1`).sort());
@@ -141,7 +141,7 @@ describe('redis-streams consumer: reclaim', () => {
     const b = await bus(prefix, { entryMode: 'event' });
     const handled = new Map<number, string[]>();
     const note = (seq: number, who: string): void => void handled.set(seq, [...(handled.get(seq) ?? []), who]);
-    const opts = { group: 'g', minIdleMs: 600, reclaimIntervalMs: 50, blockMs: 200 };
+    const opts = { group: 'g', minIdleMs: 600, blockMs: 200 };
     let release = false;
     // A: one at a time, and the first event takes long (well past minIdleMs).
     await a.subscribe('order.created', { ...opts, consumer: 'a', concurrency: 1, prefetch: 1 }, async (e) => {
@@ -175,7 +175,7 @@ describe('redis-streams consumer: reclaim', () => {
     const b = await bus(prefix);
     const attempts = new Map<number, number>();
     let release = false;
-    await b.subscribe('order.created', { group: 'g', consumer: 'live', concurrency: 4, minIdleMs, reclaimIntervalMs: 100, blockMs: 200 }, async (e, ctx) => {
+    await b.subscribe('order.created', { group: 'g', consumer: 'live', concurrency: 4, minIdleMs, blockMs: 200 }, async (e, ctx) => {
       if (!attempts.has(e.data.seq)) attempts.set(e.data.seq, ctx.attempt);
       if (e.data.seq === 10) await waitFor(() => release, 20_000, 'release'); // the serial pending drain stops here
     });
@@ -209,7 +209,7 @@ describe('redis-streams consumer: deleting idle consumers', () => {
     const key0 = streamKey(prefix, 'order.created', 0);
     const key1 = streamKey(prefix, 'order.created', 1);
     const b = await bus(prefix, { partitions: 2 });
-    await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 1000, reclaimIntervalMs: 400, deleteIdleConsumersMs: 1 }, () => undefined);
+    await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 800, deleteIdleConsumersMs: 1 }, () => undefined);
     await r.raw.xgroup('CREATECONSUMER', key1, 'g', 'gone');
     // Someone clobbers partition 0's stream: XINFO CONSUMERS on it fails (WRONGTYPE) from now on.
     await r.raw.del(key0);

@@ -24,7 +24,7 @@ describe('redis-streams consumer: attempt numbers', () => {
   it('a retry left waiting for its due time by close() keeps its attempt number for the next consumer', async () => {
     const prefix = uniquePrefix('closeretry');
     const a = await bus(prefix);
-    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000 } } };
+    const opts = { group: 'g', maxDeliveries: 2, minIdleMs: 300, blockMs: 200, retry: { backoff: { initialMs: 2000, maxMs: 2000 } } };
     const seen: string[] = [];
     const subA = await a.subscribe('order.created', { ...opts, consumer: 'a' }, (e, ctx) => {
       seen.push(`a:${ctx.attempt}`);
@@ -65,7 +65,7 @@ describe('redis-streams consumer: attempt numbers', () => {
     const proxy = await TcpProxy.start(r.server.port);
     r.cleanup.push(() => proxy.stop());
     const a = await bus(prefix, proxy.url);
-    const opts = { group: 'g', maxDeliveries: 1, minIdleMs: 300, reclaimIntervalMs: 50, blockMs: 10_000 };
+    const opts = { group: 'g', maxDeliveries: 1, minIdleMs: 300, blockMs: 10_000 };
     const seen: string[] = [];
     const subA = await a.subscribe('order.created', { ...opts, consumer: 'a' }, (e, ctx) => void seen.push(`a:${ctx.attempt}`));
     await waitFor(() => /xreadgroup[\s\S]*>/.test(proxy.sentText(/eventlane:read:/)), 5000, 'the blocking read sent');

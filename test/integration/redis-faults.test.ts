@@ -47,7 +47,7 @@ describe('redis-streams: faults', () => {
     await new Promise((r) => child.once('exit', r));
     // The survivor joins the same group and reclaims the victim's idle entries.
     const seen = new Set<number>();
-    await pub.subscribe('order.created', { group: 'g', consumer: 'survivor', concurrency: 16, blockMs: 100, minIdleMs: 300, reclaimIntervalMs: 100 }, (e, ctx) => {
+    await pub.subscribe('order.created', { group: 'g', consumer: 'survivor', concurrency: 16, blockMs: 100, minIdleMs: 300 }, (e, ctx) => {
       expect(ctx.attempt).toBe(2);
       seen.add(e.data.seq);
     });
@@ -129,7 +129,9 @@ describe('redis-streams: faults', () => {
     await raw.xadd(key, '*', 'data', '{"orderId":"x","amount":1,"seq":1}');
     await raw.xreadgroup('GROUP', 'g', 'gone-holding', 'COUNT', 1, 'STREAMS', key, '>');
     await sleep(300);
-    await b.subscribe('order.created', { group: 'g', consumer: 'alive', blockMs: 100, minIdleMs: 600_000, reclaimIntervalMs: 50, deleteIdleConsumersMs: 200 }, () => undefined);
+    // The first reclaim pass (after minIdleMs / 2) deletes idle consumers; gone-holding's entry is not idle past
+    // minIdleMs yet, so it is not reclaimed from it before that.
+    await b.subscribe('order.created', { group: 'g', consumer: 'alive', blockMs: 100, minIdleMs: 2000, deleteIdleConsumersMs: 200 }, () => undefined);
     const names = async () => ((await raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((r) => String(r[1])).sort();
     await waitFor(async () => !(await names()).includes('gone-empty'), 5000, 'the idle empty consumer to go');
     expect(await names()).toEqual(['alive', 'gone-holding']);
@@ -222,13 +224,14 @@ describe('redis-streams: faults', () => {
     const s = await server();
     const warnings: string[] = [];
     const logger = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (_o: object, msg?: string) => void warnings.push(msg ?? '') };
-    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('watchdog') } });
+    // The watchdog gives a read half of commandTimeoutMs past its BLOCK: 500 ms.
+    const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('watchdog'), commandTimeoutMs: 1000 } });
     cleanup.push(() => b.close());
     const seen = new Set<number>();
-    await b.subscribe('order.created', { group: 'g', blockMs: 100, watchdogMs: 200 }, (e) => void seen.add(e.data.seq));
+    await b.subscribe('order.created', { group: 'g', blockMs: 100 }, (e) => void seen.add(e.data.seq));
     const raw = new Redis(s.url);
     cleanup.push(() => raw.disconnect());
-    // The server stops answering everyone for 1.5 s: reads outlive blockMs + watchdogMs.
+    // The server stops answering everyone for 1.5 s: reads outlive blockMs + the watchdog's 500 ms.
     await raw.client('PAUSE', 1500, 'ALL');
     await sleep(1000);
     await b.publishMany('order.created', orders(20));
@@ -432,7 +435,7 @@ describe('redis-streams: faults', () => {
       let release!: () => void;
       const released = new Promise<void>((r) => (release = r));
       const rescued: number[] = [];
-      await pub.subscribe('order.created', { group: 'g', consumer: 'rescuer', concurrency: 3, blockMs: 100, minIdleMs: 600, reclaimIntervalMs: 100 }, async (e) => {
+      await pub.subscribe('order.created', { group: 'g', consumer: 'rescuer', concurrency: 3, blockMs: 100, minIdleMs: 600 }, async (e) => {
         rescued.push(e.data.seq);
         await released;
       });

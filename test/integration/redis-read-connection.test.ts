@@ -69,12 +69,13 @@ describe('redis-streams consumer: the read watchdog', () => {
   it('does not take a read-ahead for a hang when its reply waited while synchronous handlers held the event loop', async () => {
     const prefix = uniquePrefix('busyloop');
     const logger = recordingLogger();
-    const b = await bus(prefix, logger, { entryMode: 'event' });
+    const b = await bus(prefix, logger, { entryMode: 'event', commandTimeoutMs: 400 });
     await b.publishMany('order.created', orders(10));
     const seen: string[] = [];
-    // Reads of 5 entries: each reply is full, so the next read is sent before its 5 handlers run, 100 ms each, with
-    // the event loop held: 500 ms, past blockMs + watchdogMs. The read's reply has come, unread, meanwhile.
-    await b.subscribe('order.created', { group: 'g', startFrom: '0', readCount: 5, blockMs: 100, watchdogMs: 200, minIdleMs: 60_000 }, (e, ctx) => {
+    // Reads of 5 entries (a read asks for at most prefetch): each reply is full, so the next read is sent before its
+    // 5 handlers run, 100 ms each, with the event loop held: 500 ms, past blockMs + the watchdog's commandTimeoutMs / 2.
+    // The read's reply has come, unread, meanwhile.
+    await b.subscribe('order.created', { group: 'g', startFrom: '0', prefetch: 5, blockMs: 100, minIdleMs: 60_000 }, (e, ctx) => {
       seen.push(`${e.data.seq}@${ctx.attempt}`);
       busyWait(100);
     });

@@ -28,7 +28,7 @@ describe('redis-streams reclaim: entries trimmed while pending', () => {
     r.cleanup.push(() => b.close());
     await sleep(150); // idle past minIdleMs
     const seen: string[] = [];
-    await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100, reclaimIntervalMs: 50 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
+    await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100 }, (e, ctx) => void seen.push(`${e.data.seq}@${ctx.attempt}`));
     const reports = () => logger.warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed'));
     // Redis drops the three from the pending list at the XCLAIM: the loss is reported, not silent.
     await waitFor(() => reports().reduce((n, w) => n + Number(w.obj['count']), 0) === 3, 5000, 'three trimmed pending entries reported');

@@ -325,7 +325,7 @@ describe('redis-streams: admin', () => {
     const b = await createEventBus({ service: 'it', events, logger, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1 } });
     open.push(b);
     await sleep(150); // the dead consumer's entries idle past minIdleMs
-    await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100, reclaimIntervalMs: 50 }, () => undefined);
+    await b.subscribe('order.created', { group: 'g', consumer: 'me', blockMs: 100, minIdleMs: 100 }, () => undefined);
     const lost = () => warnings.filter((w) => w.msg?.startsWith('pending entries were trimmed')).reduce((n, w) => n + Number(w.obj['count']), 0);
     // Both pairs are reported (own ones acked, the dead one's gone from the PEL), not dropped without a word.
     await waitFor(() => lost() === 4, 5000, 'four trimmed pending entries reported');
@@ -348,7 +348,7 @@ describe('redis-streams: admin', () => {
     open.push(b);
     let release!: () => void;
     const stuck = new Promise<void>((resolve) => (release = resolve));
-    await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, readCount: 1, blockMs: 100, minIdleMs: 5000, reclaimIntervalMs: 100 }, () => stuck);
+    await b.subscribe('order.created', { group: 'g', concurrency: 1, prefetch: 1, blockMs: 100, minIdleMs: 200 }, () => stuck);
     try {
       for (const o of orders(600)) await b.publish('order.created', o);
       // A housekeeping pass (every 20th reclaim pass, ~2 s here) may meet the stream while the loop above still

@@ -87,7 +87,7 @@ describe('typed API', () => {
   it("types subscribe's options by the bus's transport type; a bus of unknown type takes any, checked at run time", async () => {
     const compileOnly = async () => {
       const redis = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', url: 'redis://127.0.0.1:6379' } });
-      await redis.subscribe('user.deleted', { group: 'g', concurrency: 4, minIdleMs: 60_000, blockMs: 500, readCount: 100 }, () => {});
+      await redis.subscribe('user.deleted', { group: 'g', concurrency: 4, minIdleMs: 60_000, blockMs: 500, prefetch: 100 }, () => {});
       // @ts-expect-error a misspelt common option
       await redis.subscribe('user.deleted', { group: 'g', concurency: 4 }, () => {});
       // @ts-expect-error a native option on a Redis bus

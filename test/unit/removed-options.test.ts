@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+import { resolveSubscribeOptions } from '../../transports/redis-streams/config.js';
 
 const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
 
@@ -50,5 +51,34 @@ describe('removed subscribe options', () => {
     } finally {
       await bus.close();
     }
+  });
+});
+
+describe('removed Redis subscribe options', () => {
+  it('readCount, claimCount, reclaimIntervalMs and watchdogMs name what they derive from', () => {
+    const err = (() => {
+      try {
+        resolveSubscribeOptions({ readCount: 5, claimCount: 5, reclaimIntervalMs: 50, watchdogMs: 200 }, 1, { commandTimeoutMs: 10_000 });
+      } catch (e) {
+        return e;
+      }
+    })() as ConfigError;
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual([
+      'subscribe options.claimCount',
+      'subscribe options.readCount',
+      'subscribe options.reclaimIntervalMs',
+      'subscribe options.watchdogMs',
+    ]);
+    expect(err.message).toContain('readCount: removed option: a read asks for at most max(1000, concurrency) entries, and no more than prefetch');
+    expect(err.message).toContain('reclaimIntervalMs: removed option: the reclaim pass runs every minIdleMs / 2');
+    expect(err.message).toContain('watchdogMs: removed option: a read is abandoned once its reply is commandTimeoutMs / 2 late past blockMs');
+  });
+
+  it('derives read and claim sizes from concurrency and prefetch, periods from minIdleMs and commandTimeoutMs', () => {
+    const defaults = resolveSubscribeOptions({}, 1, { commandTimeoutMs: 10_000 });
+    expect(defaults).toMatchObject({ prefetch: 8000, readCount: 1000, claimCount: 100, minIdleMs: 30_000, reclaimIntervalMs: 15_000, watchdogMs: 5000 });
+    expect(resolveSubscribeOptions({}, 5000, { commandTimeoutMs: 10_000 })).toMatchObject({ prefetch: 8000, readCount: 5000, claimCount: 500 });
+    expect(resolveSubscribeOptions({ prefetch: 5, minIdleMs: 300 }, 1, { commandTimeoutMs: 400 })).toMatchObject({ readCount: 5, claimCount: 1, reclaimIntervalMs: 150, watchdogMs: 200 });
   });
 });

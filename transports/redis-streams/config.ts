@@ -4,6 +4,7 @@
  * `ConfigError` naming the field (`transport.pool.size: ...`).
  */
 import { z } from 'zod';
+import { parseConfig, withRemovedOptions } from '../../src/config.js';
 
 /**
  * What ioredis can connect to: `redis://` or `rediss://` with a host, a numeric port and a numeric db, or a
@@ -213,29 +214,75 @@ export type RedisStreamsConfig = z.input<typeof redisStreamsConfigSchema>;
 export type ResolvedConfig = z.output<typeof redisStreamsConfigSchema>;
 
 /** Transport-specific subscribe options (next to group, concurrency, maxDeliveries...). */
-export const redisSubscribeSchema = z
-  .object({
-    /** Entries idle this long in another consumer's pending list are reclaimed (XAUTOCLAIM). */
-    minIdleMs: z.number().int().min(10).max(86_400_000).default(30_000),
-    /** How often the reclaim loop runs. Default `minIdleMs / 2`. */
-    reclaimIntervalMs: z.number().int().min(10).max(86_400_000).optional(),
-    /** BLOCK of each XREADGROUP; finite so the loop notices close and dead connections. */
-    blockMs: z.number().int().min(1).max(60_000).default(2_000),
-    /** A read outstanding longer than `blockMs + watchdogMs` is abandoned and its connection replaced. */
-    watchdogMs: z.number().int().min(100).max(600_000).default(5_000),
-    /** Events held locally (read but not finished) before the loop stops reading. Default max(concurrency, 8000). */
-    prefetch: z.number().int().min(1).max(10_000_000).optional(),
-    /** Most entries per XREADGROUP. */
-    readCount: z.number().int().min(1).max(100_000).default(1_000),
-    /** Entries per XAUTOCLAIM call. */
-    claimCount: z.number().int().min(1).max(10_000).default(100),
-    /**
-     * Consumers of the group idle longer than this and holding no pending entries are deleted
-     * (XGROUP DELCONSUMER) by the reclaim loop, so restarts with new names do not pile up. 0: never.
-     */
-    deleteIdleConsumersMs: z.number().int().min(0).default(86_400_000),
-  })
-  .strict();
+export const redisSubscribeSchema = withRemovedOptions(
+  z
+    .object({
+      /**
+       * Entries idle this long in another consumer's pending list are reclaimed (XAUTOCLAIM); the reclaim pass
+       * runs every `minIdleMs / 2`, and this consumer's own entries are kept alive every `minIdleMs / 3`.
+       * @default 30000
+       */
+      minIdleMs: z.number().int().min(10).max(86_400_000).default(30_000),
+      /**
+       * BLOCK of each XREADGROUP; finite so the loop notices close and dead connections. A read whose reply is
+       * `commandTimeoutMs / 2` late past it is abandoned and its connection replaced. @default 2000
+       */
+      blockMs: z.number().int().min(1).max(60_000).default(2_000),
+      /**
+       * Events held locally (read but not finished) before the loop stops reading; a read asks for at most
+       * this many entries. Near `concurrency` (e.g. `2 * concurrency`), members of a group share a burst of
+       * slow events instead of the first reader taking it all, at the cost of more reads per event.
+       * @default max(concurrency, 8000)
+       */
+      prefetch: z.number().int().min(1).max(10_000_000).optional(),
+      /**
+       * Consumers of the group idle longer than this and holding no pending entries are deleted
+       * (XGROUP DELCONSUMER) by the reclaim loop, so restarts with new names do not pile up. 0: never.
+       * @default 86400000 (24 h)
+       */
+      deleteIdleConsumersMs: z.number().int().min(0).default(86_400_000),
+    })
+    .strict(),
+  {
+    readCount: 'a read asks for at most max(1000, concurrency) entries, and no more than prefetch',
+    claimCount: 'the reclaim scans a tenth of the read size (max(1000, concurrency), at most prefetch) per call',
+    reclaimIntervalMs: 'the reclaim pass runs every minIdleMs / 2',
+    watchdogMs: 'a read is abandoned once its reply is commandTimeoutMs / 2 late past blockMs',
+  },
+);
 
 export type RedisSubscribeOptions = z.input<typeof redisSubscribeSchema>;
-export type ResolvedSubscribeOptions = z.output<typeof redisSubscribeSchema>;
+
+/** A subscription's options: those given, with their defaults, and the sizes and periods derived from them. */
+export interface ResolvedSubscribeOptions extends Omit<z.output<typeof redisSubscribeSchema>, 'prefetch'> {
+  /** Events held (read but not finished) before reading pauses. */
+  readonly prefetch: number;
+  /** Most entries one XREADGROUP asks for. */
+  readonly readCount: number;
+  /** Entries one reclaim call (XPENDING) scans. */
+  readonly claimCount: number;
+  /** Period of the reclaim pass. */
+  readonly reclaimIntervalMs: number;
+  /** How late past its BLOCK a read's reply may be before its connection is replaced. */
+  readonly watchdogMs: number;
+}
+
+/**
+ * The subscribe options `spec.options` gives (a ConfigError names a bad one), and what derives from them, the
+ * subscription's concurrency and the transport's commandTimeoutMs: reads fill every handler slot at once (at
+ * least 1000 entries, as the prefetch allows), the reclaim claims a tenth of a read per call and runs twice per
+ * minIdleMs, and a blocking read's reply may be half a command's timeout late.
+ */
+export function resolveSubscribeOptions(options: Record<string, unknown>, concurrency: number, config: Pick<ResolvedConfig, 'commandTimeoutMs'>): ResolvedSubscribeOptions {
+  const o = parseConfig(redisSubscribeSchema, options, 'subscribe options');
+  const prefetch = o.prefetch ?? Math.max(concurrency, 8000);
+  const readCount = Math.min(prefetch, Math.max(1000, concurrency));
+  return {
+    ...o,
+    prefetch,
+    readCount,
+    claimCount: Math.max(1, Math.floor(readCount / 10)),
+    reclaimIntervalMs: Math.max(10, Math.floor(o.minIdleMs / 2)),
+    watchdogMs: Math.max(100, Math.floor(config.commandTimeoutMs / 2)),
+  };
+}

@@ -113,7 +113,7 @@ export class RedisConsumer implements TransportSubscription {
     }
     void checkUnreadPartitions(this.ctx);
     for (const r of this.reads.readers) this.loops.push(this.readLoop(r));
-    const reclaimMs = this.opts.reclaimIntervalMs ?? Math.max(10, Math.floor(this.opts.minIdleMs / 2));
+    const reclaimMs = this.opts.reclaimIntervalMs;
     this.reads.startWatchdog();
     this.reclaimTimer = setInterval(() => void this.reclaimer.run(), reclaimMs);
     this.reclaimTimer.unref();

@@ -63,7 +63,7 @@ export class Deliveries extends HandlerSlots {
     super(ctx, handler);
     const { spec } = ctx;
     this.writes = new RerouteWrites(ctx);
-    this.prefetch = ctx.opts.prefetch ?? Math.max(spec.concurrency, 8000);
+    this.prefetch = ctx.opts.prefetch;
     this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // The first read assumes full batch entries so it cannot pull a huge backlog at once.
     this.avgEvents = ctx.config.entryMode === 'event' ? 1 : 4000;

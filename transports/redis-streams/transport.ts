@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
 import type { DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult, WriteSettlement } from '../../src/transport.js';
 import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
-import { redisStreamsConfigSchema, redisSubscribeSchema, type ResolvedConfig } from './config.js';
+import { redisStreamsConfigSchema, resolveSubscribeOptions, type ResolvedConfig } from './config.js';
 import { Connector, type Client } from './connection.js';
 import { jsonReader } from '../../src/json-reader.js';
 import { RedisConsumer } from './consumer.js';
@@ -102,7 +102,7 @@ export class RedisStreamsTransport implements Transport {
 
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
     if (this.closed) throw new ClosedError('redis-streams transport');
-    const opts = parseConfig(redisSubscribeSchema, spec.options, 'subscribe options');
+    const opts = resolveSubscribeOptions(spec.options, spec.concurrency, this.config);
     await this.connect();
     const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger, jsonReader(this.ctx.readerPlan?.(spec.type)));
     await consumer.start();
