@@ -82,3 +82,15 @@ describe('removed Redis subscribe options', () => {
     expect(resolveSubscribeOptions({ prefetch: 5, minIdleMs: 300 }, 1, { commandTimeoutMs: 400 })).toMatchObject({ readCount: 5, claimCount: 1, reclaimIntervalMs: 150, watchdogMs: 200 });
   });
 });
+
+describe('removed Redis transport options', () => {
+  it('host, port, db and tls name url (and redisOptions.tls); dlqMaxLen names maxDeadLetters', async () => {
+    const transport = { type: 'redis-streams', host: 'h', port: 6380, db: 2, tls: true, dlqMaxLen: 10 };
+    const err = await configError(() => createEventBus({ service: 's', events, transport } as never));
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['transport.db', 'transport.dlqMaxLen', 'transport.host', 'transport.port', 'transport.tls']);
+    expect(err.message).toContain('transport.host: removed option: give url: redis://host:port');
+    expect(err.message).toContain('transport.db: removed option: give the database in url: redis://host:port/db');
+    expect(err.message).toContain('transport.tls: removed option: give a rediss:// url (or rediss:// cluster seeds); TLS options go in redisOptions.tls');
+    expect(err.message).toContain('transport.dlqMaxLen: removed option: maxDeadLetters');
+  });
+});

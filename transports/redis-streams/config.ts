@@ -49,19 +49,19 @@ export const topicSchema = z
   })
   .strict();
 
-export const redisStreamsConfigSchema = z
+const redisStreamsObject = z
   .object({
     type: z.literal('redis-streams'),
-    /** `redis://[user:pass@]host:port[/db]` or `rediss://...` for TLS. Default `redis://127.0.0.1:6379`. */
+    /**
+     * Where to connect: `redis://[user:pass@]host:port[/db]`, `rediss://...` for TLS, or a Unix socket path.
+     * @default 'redis://127.0.0.1:6379' (none with `cluster`, or with Sentinel in `redisOptions`)
+     */
     url: z.string().min(1).refine(isRedisUrl, 'must be redis://[user:pass@]host[:port][/db], rediss://... (TLS) or a Unix socket path').optional(),
-    host: z.string().min(1).optional(),
-    port: z.number().int().min(1).max(65535).optional(),
+    /** ACL user, for every connection (and every Cluster node); one in `url` wins. @default none */
     username: z.string().optional(),
+    /** Password, for every connection (and every Cluster node); one in `url` wins. @default none */
     password: z.string().optional(),
-    db: z.number().int().min(0).optional(),
-    /** TLS options passed to ioredis (`true` for defaults). */
-    tls: z.union([z.boolean(), z.record(z.string(), z.unknown())]).optional(),
-    /** Redis Cluster: seed nodes; ioredis discovers the rest. Connection options above apply to every node. */
+    /** Redis Cluster: seed nodes; ioredis discovers the rest. `username`/`password` apply to every node. */
     cluster: z
       .object({
         nodes: z.array(hostPort).min(1),
@@ -76,44 +76,48 @@ export const redisStreamsConfigSchema = z
       .strict()
       .optional(),
     /**
-     * Extra ioredis options for every connection (advanced; the transport's own settings win). Not
-     * `keyPrefix`: use `prefix` (the transport names its keys itself and matches them in replies).
+     * Extra ioredis options for every connection (advanced; the transport's own settings win): Sentinel
+     * (`sentinels`, `name`, with no `url`), TLS options (`tls`: a CA, client certificates). Not `keyPrefix`: use
+     * `prefix` (the transport names its keys itself and matches them in replies). @default none
      */
     redisOptions: z
       .record(z.string(), z.unknown())
       .refine((o) => o['keyPrefix'] === undefined, { message: 'keyPrefix is not supported here; use transport.prefix' })
       .optional(),
-    /** Key prefix: streams are `<prefix>:{<type>:<partition>}`. */
+    /** Key prefix: streams are `<prefix>:{<type>:<partition>}`. @default 'el' */
     prefix: z
       .string()
       .min(1)
       .max(100)
       .regex(/^[^{}\s]+$/, 'must not contain braces or whitespace')
       .default('el'),
-    /** Partitions (streams) per event type. */
+    /** Partitions (streams) per event type. @default 1 */
     partitions: z.number().int().min(1).max(4096).default(1),
-    /** Per-type overrides of partitions and trimming. */
+    /** Per-type overrides of partitions and trimming (`{ partitions?, maxLen?, minIdAgeMs? }`). @default {} */
     topics: z.record(z.string(), topicSchema).default({}),
-    /** `'batch'`: one stream entry per publish unit (many events). `'event'`: one entry per event (interop). */
+    /** `'batch'`: one stream entry per publish unit (many events). `'event'`: one entry per event (interop). @default 'batch' */
     entryMode: z.enum(['batch', 'event']).default('batch'),
-    /** Approximate retention per partition stream, in entries (`MAXLEN ~`). 0 keeps everything. */
+    /** Approximate retention per partition stream, in entries (`MAXLEN ~`). 0 keeps everything. @default 1000000 */
     maxLen: z.number().int().min(0).default(1_000_000),
-    /** Approximate retention by age (`MINID ~`); replaces `maxLen` when set. */
+    /** Approximate retention by age (`MINID ~`); replaces `maxLen` when set. @default none */
     minIdAgeMs: z.number().int().min(1).optional(),
-    /** Approximate retention of each dead-letter stream, in entries. */
-    dlqMaxLen: z.number().int().min(0).default(100_000),
+    /** Approximate retention of each partition's dead-letter stream (`MAXLEN ~`), in entries; 0 keeps everything. @default 100000 */
+    maxDeadLetters: z.number().int().min(0).default(100_000),
     pool: z
       .object({
-        /** Publish connections (never used for blocking reads); also the batcher's writes in flight. */
+        /** Publish connections (never used for blocking reads); the batcher keeps 32 writes in flight per connection. @default 2 */
         size: z.number().int().min(1).max(64).default(2),
       })
       .strict()
       .default({ size: 2 }),
-    /** How long `connect()` may take before it rejects with `ConnectionError`. */
+    /** How long `connect()` may take before it rejects with `ConnectionError`. @default 5000 */
     connectTimeoutMs: z.number().int().min(1).max(600_000).default(5_000),
-    /** How long a write (or any non-blocking command) may wait, also while Redis is unreachable. */
+    /**
+     * How long a write (or any non-blocking command) may wait, also while Redis is unreachable; a blocking read
+     * may be half of it late past its BLOCK. @default 10000
+     */
     commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
-    /** Largest encoded event accepted, bytes. */
+    /** Largest encoded event accepted, bytes. @default 16 MiB */
     maxEventBytes: z
       .number()
       .int()
@@ -123,12 +127,12 @@ export const redisStreamsConfigSchema = z
     /**
      * Replicas that must hold a write before its publishes resolve: `WAIT <count> <timeoutMs>` follows the
      * writes on their connection. Unset: a publish resolves once the master stored it (a master that dies
-     * before replicating loses it). Too few acknowledgements in time reject with `ReplicationError`.
+     * before replicating loses it). Too few acknowledgements in time reject with `ReplicationError`. @default none
      */
     waitForReplicas: z
       .object({
         count: z.number().int().min(1).max(100),
-        /** How long WAIT waits for them; below `commandTimeoutMs`. */
+        /** How long WAIT waits for them; below `commandTimeoutMs`. @default 1000 */
         timeoutMs: z.number().int().min(1).max(600_000).default(1_000),
       })
       .strict()
@@ -139,31 +143,33 @@ export const redisStreamsConfigSchema = z
     for (const issue of connectionIssues(c)) ctx.addIssue({ code: 'custom', ...issue });
     const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
     if (typeof seed === 'string') ctx.addIssue({ code: 'custom', path: ['cluster', 'nodes'], message: seed });
-    if (seed === undefined || typeof seed === 'string') return c;
-    return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: c.tls ?? seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
+    if (seed === undefined || typeof seed === 'string') return { ...c, tls: undefined };
+    return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
   });
+
+export const redisStreamsConfigSchema = withRemovedOptions(redisStreamsObject, {
+  host: 'give url: redis://host:port',
+  port: 'give url: redis://host:port',
+  db: 'give the database in url: redis://host:port/db',
+  tls: 'give a rediss:// url (or rediss:// cluster seeds); TLS options go in redisOptions.tls',
+  dlqMaxLen: 'maxDeadLetters (MAXLEN ~ of each dead-letter stream)',
+});
 
 /** The connection settings `connectionIssues` checks. */
 interface ConnectionSettings {
   url?: string | undefined;
-  host?: string | undefined;
-  port?: number | undefined;
   cluster?: unknown;
-  db?: number | undefined;
   commandTimeoutMs: number;
   waitForReplicas?: { timeoutMs: number } | undefined;
 }
 
 /**
  * What is wrong with the connection settings taken together, in order: where to connect is said once (a second
- * way would be ignored without a word), a Cluster has database 0 only, and WAIT gives up before a command does.
+ * way would be ignored without a word), and WAIT gives up before a command does.
  */
 function connectionIssues(c: ConnectionSettings): { path: string[]; message: string }[] {
   const issues: { path: string[]; message: string }[] = [];
-  const standalone = (['url', 'host', 'port'] as const).filter((k) => c[k] !== undefined);
-  if (c.url !== undefined && standalone.length > 1) issues.push({ path: [standalone[1]!], message: 'give url or host/port, not both' });
-  if (c.cluster !== undefined && standalone.length > 0) issues.push({ path: [standalone[0]!], message: 'not with cluster (its seed nodes say where to connect)' });
-  if (c.cluster !== undefined && c.db !== undefined && c.db !== 0) issues.push({ path: ['db'], message: 'a Redis Cluster has database 0 only (leave db out)' });
+  if (c.cluster !== undefined && c.url !== undefined) issues.push({ path: ['url'], message: 'not with cluster (its seed nodes say where to connect)' });
   if (c.waitForReplicas && c.waitForReplicas.timeoutMs >= c.commandTimeoutMs) {
     issues.push({ path: ['waitForReplicas', 'timeoutMs'], message: `must be below commandTimeoutMs (${c.commandTimeoutMs})` });
   }
@@ -172,7 +178,7 @@ function connectionIssues(c: ConnectionSettings): { path: string[]; message: str
 
 /**
  * Credentials and TLS written into cluster seed URLs (`redis://user:pass@host:port`, `rediss://` for TLS), to
- * apply to every node as `username`/`password`/`tls` do: ioredis gives a seed URL's credentials to that seed
+ * apply to every node as `username`/`password` do: ioredis gives a seed URL's credentials to that seed
  * alone, so the masters it discovers answered NOAUTH and connecting timed out. Returns the seeds as
  * host/port and what they set; a message when seeds disagree; undefined when no seed is such a URL.
  */

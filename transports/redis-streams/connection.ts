@@ -42,7 +42,8 @@ export class Connector {
     } else if (config.url) {
       this.address = redactUrl(config.url);
     } else {
-      this.address = `redis://${config.host ?? '127.0.0.1'}:${config.port ?? 6379}`;
+      const o = config.redisOptions;
+      this.address = `redis://${typeof o?.['host'] === 'string' ? o['host'] : '127.0.0.1'}:${typeof o?.['port'] === 'number' ? o['port'] : 6379}`;
     }
   }
 
@@ -72,12 +73,8 @@ export class Connector {
     }
     if (c.username !== undefined) o.username = c.username;
     if (c.password !== undefined) o.password = c.password;
-    if (c.db !== undefined) o.db = c.db;
-    if (c.tls !== undefined && c.tls !== false) o.tls = c.tls === true ? {} : (c.tls as RedisOptions['tls']);
-    if (!c.url || this.isCluster) {
-      if (c.host !== undefined) o.host = c.host;
-      if (c.port !== undefined) o.port = c.port;
-    }
+    // rediss:// cluster seeds: every node over TLS (TLS options given in redisOptions.tls are kept).
+    if (c.tls === true) o.tls ??= {};
     return o;
   }
 
@@ -216,14 +213,14 @@ export class Connector {
     const why = reason instanceof Error && !/Stream isn't writeable/.test(reason.message) ? `: ${reason.message}` : '';
     const text = reason instanceof Error ? reason.message : '';
     if (NOT_CLUSTER.test(text)) {
-      const message = `${this.address} is not a Redis Cluster (${text}): connect with transport.url (or host/port) instead of transport.cluster`;
+      const message = `${this.address} is not a Redis Cluster (${text}): connect with transport.url instead of transport.cluster`;
       return new ConfigError(message, [{ path: ['transport', 'cluster', 'nodes'], message }], { cause: reason });
     }
     return new ConnectionError(
       AUTH_REFUSED.test(text)
         ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
         : DB_REFUSED.test(text)
-          ? `Redis at ${this.address} cannot select database ${this.config.db ?? '(from the URL)'} (transport.db or the URL's /db)${why}`
+          ? `Redis at ${this.address} cannot select the database of transport.url (its /db)${why}`
           : `Cannot connect to ${this.address} within ${this.config.connectTimeoutMs} ms (transport.connectTimeoutMs)${why}`,
       { cause: reason ?? err },
     );

@@ -307,7 +307,7 @@ export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
     // The transport names its own options; here they come from the CLI's flags.
     const message = e.message
       .replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms')
-      .replace(/transport\.url \(or host\/port\)/g, '--url')
+      .replace(/transport\.url instead/g, '--url instead')
       .replace(/transport\.url/g, '--url (or $REDIS_URL)')
       .replace(/transport\.cluster(\.nodes)?/g, '--cluster')
       .replace(/transport\.prefix/g, '--prefix')

@@ -95,7 +95,7 @@ export class Reroute {
     if (event !== undefined) fields.push('event', stringifyAnyDepth(event));
     if (raw !== undefined) fields.push('raw', JSON.stringify(raw));
     const key = dlqKey(config.prefix, spec.type, partition);
-    const trim = config.dlqMaxLen > 0 ? ['MAXLEN', '~', config.dlqMaxLen] : [];
+    const trim = config.maxDeadLetters > 0 ? ['MAXLEN', '~', config.maxDeadLetters] : [];
     return this.ctx.cmd.xadd(key, ...trim, '*', ...fields);
   }
 }
