@@ -1,7 +1,8 @@
 /**
  * Building buses for scenarios, and checking up front that a transport is registered and loadable.
  */
-import { createEventBus, registeredTransports, type BatchingConfig, type EventBus } from '../../src/index.js';
+import { createEventBus, registeredTransports, registerTransport, type BatchingConfig, type EventBus } from '../../src/index.js';
+import { parseConfig } from '../../src/config.js';
 import { registerBuiltinTransports } from '../../src/builtin-transports.js';
 import { resolveTransport } from '../../src/registry.js';
 import type { z } from 'zod';
@@ -82,6 +83,22 @@ export function transportBlock(config: BenchConfig, extra: Record<string, unknow
     block['prefix'] = config.keyPrefix;
   }
   return { ...block, ...extra, ...config.transportOptions };
+}
+
+/**
+ * The transport type of a native transport whose worker consumers spin `spinUs` on an empty ring before they
+ * sleep on the futex: not a transport option, so the benchmark builds that transport itself (registered under a
+ * type of its own, the config block otherwise the native one's).
+ */
+export function spinningNativeType(spinUs: number): string {
+  const type = `native-spin-${spinUs}`;
+  if (!registeredTransports().includes(type)) {
+    registerTransport(type, async (config, ctx) => {
+      const { NativeTransport } = await import('../../transports/native/native-transport.js');
+      return new NativeTransport(parseConfig(nativeConfigSchema, { ...config, type: 'native' }, 'transport'), ctx, { spinUs });
+    });
+  }
+  return type;
 }
 
 export function batching(config: BenchConfig, extra: BatchingConfig = {}): BatchingConfig {

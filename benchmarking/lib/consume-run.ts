@@ -9,9 +9,8 @@ import type { BenchConfig, Measured, RunContext } from './types.js';
 
 /** Transport options that keep every prefilled event for a group created later with startFrom '0'. */
 export function retainAll(c: BenchConfig): Record<string, unknown> {
-  if (c.transport === 'memory') return { maxLen: Math.max(10_000, c.messageCount) };
-  // native keeps `retain` events per partition (default 10,000) for groups created later with startFrom '0'.
-  if (c.transport === 'native') return { retain: Math.max(10_000, c.messageCount) };
+  // memory and native keep `maxLen` events per partition (default 10,000) for groups created later with startFrom '0'.
+  if (c.transport === 'memory' || c.transport === 'native') return { maxLen: Math.max(10_000, c.messageCount) };
   return {};
 }
 

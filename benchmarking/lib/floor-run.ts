@@ -36,14 +36,15 @@ export function floorRowsAvailable(): boolean {
  * One iteration: as many warm-up events as the JS rows send (open loop: 10,000, or all of `--message-count` if
  * fewer; a burst: one burst of `--message-count`), untimed, by a call of their own (no JIT to warm here: it runs the threads and ring memory once), then the
  * measured events in the timed window. Each call blocks this thread for count / rate seconds; nothing else
- * runs in this child meanwhile. `spinUs`: `--transport-option spinUs` wins, as for the transport's rows.
+ * runs in this child meanwhile. `spinUs`: how long the consumer threads spin on an empty ring, as the row it
+ * stands beside.
  */
 export async function latencyFloorRun(ctx: RunContext, spinUs: number, mode: 'open' | 'burst' = 'open'): Promise<Measured> {
   const c = ctx.config;
   const n = c.messageCount;
   const burst = mode === 'burst';
   if (!burst && c.rate <= 0) throw new Error('the machine-floor row sends open loop: it needs --rate > 0');
-  const spin = Number(c.transportOptions['spinUs'] ?? spinUs);
+  const spin = spinUs;
   // Pinned (the `pin` param, as the JS row it stands beside): the sender on the first CPU this thread may use, consumers on the others.
   const cpus = pinnedCpus(ctx.variant.params['pin'] === true);
   const run = (count: number) => latencyFloor({ rate: burst ? 0 : c.rate, count, consumers: c.consumers, spinUs: spin, cpus, quietMs: burst ? QUIET_BEFORE_BURST_MS : 0 });

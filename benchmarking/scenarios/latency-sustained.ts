@@ -12,6 +12,7 @@
  * to the JS row.
  */
 import { floorRowsAvailable, latencyFloorRun } from '../lib/floor-run.js';
+import { spinningNativeType } from '../lib/bus.js';
 import { latencyRun } from '../lib/latency-run.js';
 import type { BenchConfig, ConfigKey, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
@@ -72,19 +73,16 @@ export const latencySustained: Scenario = {
     // `--rate 0` runs closed loop: no rate to name.
     const rate = c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop';
     const rows: Variant[] = [];
-    // `--transport-option spinUs=N` applies to every row (and the floor's threads): each label says so, and
-    // the row spinning 200 us of its own is left out (it would spin N us too).
-    const userSpin = c.transport === 'native' ? c.transportOptions['spinUs'] : undefined;
-    const spinning = userSpin === undefined ? '' : `, consumer spins ${String(userSpin)} us (--transport-option spinUs)`;
     for (const [p, k] of pc) {
-      const label = `${layoutName(p, k)} ${rate}${spinning}`;
+      const label = `${layoutName(p, k)} ${rate}`;
       const seed = seedFor(p, k);
       if (c.transport === 'native') rows.push(...nativeRows(c, `${p}p${k}c`, label, { partitions: p, consumers: k }, {}, seed));
       else rows.push(variant(c, `${p}p${k}c`, label, 'sustained', { partitions: p, consumers: k }, {}, { seed }));
     }
-    // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (transport option spinUs;
-    // default 0, so an idle consumer costs no CPU). The seed's C++ consumer polled every 50 us.
-    if (c.transport === 'native' && userSpin === undefined && pc.some(([p, k]) => p === 1 && k === 1)) {
+    // native: the same 1P/1C with a consumer that spins 200 us before it sleeps (a transport the benchmark
+    // builds, `spinningNativeType`; the transport's consumers sleep at once, so an idle one costs no CPU). The
+    // seed's C++ consumer polled every 50 us.
+    if (c.transport === 'native' && pc.some(([p, k]) => p === 1 && k === 1)) {
       rows.push(...nativeRows(c, '1p1c-spin', `1 partition / 1 consumer ${rate}, consumer spins 200 us (spinUs)`, { partitions: 1, consumers: 1 }, { spinUs: 200 }, SEED_1P1C));
     }
     return rows;
@@ -92,7 +90,7 @@ export const latencySustained: Scenario = {
   runners: {
     sustained: (ctx) => {
       const { spinUs, implementation } = ctx.variant.params;
-      const transport = { ...(spinUs === undefined ? {} : { spinUs }), ...(implementation === undefined ? {} : { implementation }) };
+      const transport = { ...(spinUs === undefined ? {} : { type: spinningNativeType(Number(spinUs)) }), ...(implementation === undefined ? {} : { implementation }) };
       return latencyRun(ctx, { payload: 'trade', open: true, transport });
     },
     floor: (ctx) => latencyFloorRun(ctx, Number(ctx.variant.params['spinUs'] ?? 0)),

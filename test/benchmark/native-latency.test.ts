@@ -236,19 +236,23 @@ describe('native benchmark paths (worker threads)', () => {
   }, 120_000);
 });
 
-describe('latency-sustained rows with --transport-option spinUs', () => {
-  it('every native row says it spins the given time, and the row spinning 200 us of its own is left out', async () => {
-    const { latencySustained } = await import('../../benchmarking/scenarios/latency-sustained.js');
+describe('latency-sustained: spinning consumers', () => {
+  it('spinUs is not a transport option: --transport-option spinUs is refused, and the spinning row builds its own transport', async () => {
+    const { assertTransportOptions, spinningNativeType } = await import('../../benchmarking/lib/bus.js');
     const { GLOBAL_DEFAULTS } = await import('../../benchmarking/lib/config.js');
-    const labels = (transportOptions: Record<string, unknown>) =>
-      latencySustained.variants({ ...GLOBAL_DEFAULTS, ...latencySustained.defaults, transport: 'native', transportOptions }, new Set()).map((v) => v.label);
-    const plain = labels({});
-    expect(plain.filter((l) => l.includes('spins 200 us')).length).toBeGreaterThan(0);
-    expect(plain.some((l) => l.includes('--transport-option spinUs'))).toBe(false);
-    const spun = labels({ spinUs: 2000 });
-    // With spinUs given, no row claims its own 200 us, and every row says it spins what was given.
-    expect(spun.some((l) => l.includes('spins 200 us'))).toBe(false);
-    expect(spun.length).toBeGreaterThan(0);
-    for (const l of spun) expect(l).toContain('consumer spins 2000 us (--transport-option spinUs)');
+    expect(() => assertTransportOptions({ ...GLOBAL_DEFAULTS, transport: 'native', transportOptions: { spinUs: 2000 } })).toThrow(/spinUs: not an option of the transport/);
+    const { latencySustained } = await import('../../benchmarking/scenarios/latency-sustained.js');
+    const labels = latencySustained.variants({ ...GLOBAL_DEFAULTS, ...latencySustained.defaults, transport: 'native', transportOptions: {} }, new Set()).map((v) => v.label);
+    expect(labels.filter((l) => l.includes('spins 200 us')).length).toBeGreaterThan(0);
+    const type = spinningNativeType(200);
+    expect(spinningNativeType(200)).toBe(type); // registered once
+    const { createEventBus, defineEvents } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    const bus = await createEventBus({ service: 's', events: defineEvents({ t: z.object({ n: z.number() }) }), transport: { type, implementation: 'js' } });
+    try {
+      expect(bus.transport.type).toBe('native');
+    } finally {
+      await bus.close();
+    }
   });
 });

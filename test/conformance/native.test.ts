@@ -6,13 +6,13 @@ import { subscribeInWorkers } from './worker-bridge.js';
 describeConformance(vitest, {
   name: 'native (addon)',
   transport: () => ({ type: 'native', name: uniqueName('native'), partitions: 4, capacity: 4096, implementation: 'native' }),
-  partitionOwners: { retain: { retain: 10_000 } },
+  partitionOwners: { retain: { maxLen: 10_000 } },
 });
 
 describeConformance(vitest, {
   name: 'native (JS fallback)',
   transport: () => ({ type: 'native', name: uniqueName('native-js'), partitions: 4, capacity: 4096, implementation: 'js' }),
-  partitionOwners: { retain: { retain: 10_000 } },
+  partitionOwners: { retain: { maxLen: 10_000 } },
 });
 
 // Worker-thread subscriptions of one thread each (`concurrency` counts per thread): the thread pops, checks

@@ -15,7 +15,7 @@ describe.skipIf(availableImplementation() !== 'native')('native rings the OS wil
     const out = execFileSync('bash', ['-c', `ulimit -v 2000000 && exec "${process.execPath}" "${script}"`], { cwd: resolve(__dirname, '../..'), encoding: 'utf8', timeout: 60_000 });
     const r = JSON.parse(out.trim().split('\n').at(-1)!);
     expect(r).toMatchObject({ name: 'NativeError', code: 'ERR_NATIVE' });
-    expect(r.message).toMatch(/Cannot allocate the rings of group "huge": 4096 partition\(s\) x \d+ bytes .*lower transport\.partitions, capacity or arenaBytes/);
+    expect(r.message).toMatch(/Cannot allocate the rings of group "huge": 4096 partition\(s\) x \d+ bytes .*lower transport\.partitions, capacity or maxEventBytes/);
     // Default rings: 16,384 slots of 24 bytes and a 2 MiB arena (it said 20 bytes a slot, 2,424,832 bytes).
     expect(r.message).toContain('4096 partition(s) x 2490368 bytes (9728 MiB)');
     expect(r.published).toBe(true);

@@ -266,7 +266,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
 
     const name = uniqueName('chaos');
     const { errors, logger } = errorLog();
-    const consumers = await open({ partitions: PARTITIONS, capacity: 64, batchSize: 16, name }, { logger, drainTimeoutMs: 5_000 });
+    const consumers = await open({ partitions: PARTITIONS, capacity: 64, name }, { logger, drainTimeoutMs: 5_000 });
     // Each death on the killer leaves its partition unconsumed until the replacement thread has loaded, so a
     // block publish there may wait for several thread loads in a row.
     const publisher = await open({ partitions: PARTITIONS, name, publishTimeoutMs: 30_000 }, { logger, drainTimeoutMs: 5_000 });
@@ -551,7 +551,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
     while (exits.size < 6) exits.add(Math.floor(rnd() * 120));
     for (const s of exits) plan[s]! |= EXIT;
     const { logger } = errorLog();
-    const b = await open({ partitions: PARTITIONS, capacity: 16, batchSize: 4, publishTimeoutMs: 60 }, { logger });
+    const b = await open({ partitions: PARTITIONS, capacity: 16, publishTimeoutMs: 60 }, { logger });
     const t = transportOf(b);
     const w = new Tally(N);
     const m = new Tally(N);
@@ -602,7 +602,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
       const plan = sab(N);
       for (let s = 0; s < N; s++) plan[s] = (rnd() < 0.04 ? SLOW : 0) | (rnd() < 0.5 ? ASYNC : 0);
       const { errors, logger } = errorLog();
-      const b = await open({ partitions: PARTITIONS, capacity: 16, batchSize: 4, backpressure: strategy }, { logger });
+      const b = await open({ partitions: PARTITIONS, capacity: 16, backpressure: strategy }, { logger });
       const t = transportOf(b);
       const w = new Tally(N);
       const m = new Tally(N);

@@ -21,7 +21,7 @@ describe.each(['native', 'js'] as const)('deleting consumer groups gives their r
   const bus = nativeBuses(implementation, 'group-delete');
 
   it('subscribe, close, deleteGroup 4,200 times in one transport: each subscribe works, and the core holds no lane afterwards', async () => {
-    const b = await bus({ capacity: 2, arenaBytes: 1024 });
+    const b = await bus({ capacity: 2, maxEventBytes: 256 }); // a 1 KiB arena
     const t = transportOf(b);
     const start = t.core.usage();
     for (let i = 0; i < 4200; i++) {
@@ -64,7 +64,7 @@ describe.each(['native', 'js'] as const)('deleting consumer groups gives their r
 
   it("a subscribe whose handler module fails to load: its new group's rings, and the history replay waiting for room in them, are given up", async () => {
     const { errors, warnings, logger } = log();
-    const b = await bus({ capacity: 8, retain: 100, publishTimeoutMs: 5_000 }, { logger });
+    const b = await bus({ capacity: 8, maxLen: 100, publishTimeoutMs: 5_000 }, { logger });
     const t = transportOf(b);
     const start = t.core.usage();
     await b.publishMany('tick', ticks(40)); // retained: replayed into the new group's ring, 8 at a time

@@ -179,11 +179,12 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   it('drop-oldest never freezes the event loop when the room is held by handlers: the rest is dropped as the newest', async () => {
     // A group made by a `block` bus: its worker thread holds what it pops until its handlers finish. A
     // drop-oldest bus on the same broker then finds nothing to evict while that thread is busy.
-    const a = await bus({ capacity: 8, batchSize: 8 });
-    const b = await bus({ capacity: 8, batchSize: 8, backpressure: 'drop-oldest', name: transportOf(a).config.name });
+    const a = await bus({ capacity: 8 });
+    const b = await bus({ capacity: 8, backpressure: 'drop-oldest', name: transportOf(a).config.name });
     const seen = new Int32Array(new SharedArrayBuffer(4 * 16));
     const gate = new Int32Array(new SharedArrayBuffer(4));
-    await a.subscribe('tick', { group: 'g', workers: 1, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 0 } });
+    // Concurrency 8: the thread pops one event per handler slot, the whole ring.
+    await a.subscribe('tick', { group: 'g', workers: 1, concurrency: 8, handler: fixture('gate-handler.mjs'), workerData: { seen: seen.buffer, gate: gate.buffer, gateAt: 0 } });
     await b.publishMany('tick', ticks(8));
     await waitFor(() => transportOf(b).stats('tick', 0, 'g')!.held === 8, 5_000, 'the worker to hold all 8');
     // Another thread opens the gate after 1 s whatever happens here, so a push stuck in the core cannot hang the test.
@@ -210,7 +211,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('a dead letter does not keep the text of the batch its event was popped in alive', async () => {
-    const b = await bus({ capacity: 4096, arenaBytes: 16 << 20, batchSize: 1024, retain: 0 });
+    const b = await bus({ capacity: 4096, maxEventBytes: 4 << 20, maxLen: 0 }); // a 16 MiB arena; pops of 1,024
     let handled = 0;
     await b.subscribe('tick', { group: 'g', maxDeliveries: 1 }, (e) => {
       handled++;
@@ -282,7 +283,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('startFrom 0: a retained backlog larger than the ring is delivered before events published during the replay', async () => {
-    const b = await bus({ capacity: 8, batchSize: 4, retain: 1000 });
+    const b = await bus({ capacity: 8, maxLen: 1000 });
     await b.publishMany('tick', ticks(40));
     const seen: number[] = [];
     let published: Promise<void> | undefined;
@@ -298,7 +299,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('an event too large for any ring is rejected even with no group yet, and does not break a later startFrom 0', async () => {
-    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    const b = await bus({ capacity: 16 });
     await b.publish('tick', { seq: 1 });
     await expect(b.publish('tick', { seq: 2 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
     await b.publish('tick', { seq: 3 });
@@ -309,7 +310,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('error: with several groups, a unit one group cannot take is taken by none', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { drainTimeoutMs: 50 });
+    const b = await bus({ capacity: 4, backpressure: 'error' }, { drainTimeoutMs: 50 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const a: number[] = [];
@@ -341,7 +342,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('error: a ring that gains room while a unit is refused does not take it', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { drainTimeoutMs: 50 });
+    const b = await bus({ capacity: 4, backpressure: 'error' }, { drainTimeoutMs: 50 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const a: number[] = [];
@@ -518,7 +519,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   it('worker consumers: events handed to a thread that stops before it reads them go back to the group', async () => {
     // The bus's drain timeout bounds each close: the main member's (its handler never settles), and the worker's,
     // whose handler finishes as soon as the gate opens.
-    const b = await bus({ partitions: 2, batchSize: 1 }, { drainTimeoutMs: 500 });
+    const b = await bus({ partitions: 2, capacity: 4 }, { drainTimeoutMs: 500 }); // pops of one event
     const seen = new Int32Array(new SharedArrayBuffer(4 * 8));
     const gate = new Int32Array(new SharedArrayBuffer(4));
     // The main-thread member subscribes first (partition 0 then stays with it); its handler of seq 1 never settles.

@@ -25,7 +25,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(transportOf(b).core.capacity).toBe(1024);
   });
 
-  // A consumer holding one event (batchSize 1, handler stuck) so the ring fills.
+  // A consumer holding one event (its pops take a quarter of a 4-event ring: one; handler stuck) so the ring fills.
   async function stuckConsumer(b: Bus) {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -38,7 +38,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   }
 
   it('drop-newest: accepts what fits and counts the rest exactly', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'drop-newest', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'drop-newest' });
     const { seen, release } = await stuckConsumer(b);
     await b.publishMany('tick', ticks(10));
     expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, droppedNewest: 6 });
@@ -48,7 +48,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('drop-oldest: keeps the newest and counts evictions exactly', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'drop-oldest', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'drop-oldest' });
     const { seen, release } = await stuckConsumer(b);
     await b.publishMany('tick', ticks(10));
     expect(transportOf(b).stats('tick', 0, 'g')).toMatchObject({ pushed: 10, droppedOldest: 6 });
@@ -58,7 +58,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('error: rejects a unit that does not fit with BackpressureError, counted as rejected', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'error' });
     const { seen, release } = await stuckConsumer(b);
     await b.publishMany('tick', ticks(3, 100));
     await waitFor(() => seen.length === 1, 5000, 'the first event popped'); // 2 left in the ring: room for 2
@@ -71,7 +71,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('error: a burst of publish() calls into an empty ring is taken as far as the ring holds (no unit is larger than the ring)', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'error' });
     const { seen, release } = await stuckConsumer(b);
     // One tick: the batcher makes no unit larger than the ring of 4, so an empty ring takes the first 4.
     const results = await Promise.allSettled(ticks(10).map((t) => b.publish('tick', t)));
@@ -81,7 +81,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     await waitFor(() => seen.length === 4, 5000, '4 events');
     expect(seen).toEqual([0, 1, 2, 3]);
     // By bytes too: an arena of 64 KiB takes units of at most a quarter of it.
-    const big = await bus({ arenaBytes: 64 * 1024, backpressure: 'error' }, { batching: { maxEvents: 4000 } });
+    const big = await bus({ capacity: 512, backpressure: 'error' }, { batching: { maxEvents: 4000 } });
     const held = await stuckConsumer(big); // holds the first event: the ring fills
     const pad = 'x'.repeat(1000);
     // 200 events of ~1 KB in one tick, more than the arena: not one unit refused whole.
@@ -95,7 +95,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('error: a publishMany of several units the ring takes part of rejects with PublishPartialError naming the refused payloads', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'error', batchSize: 1 }, { batching: { maxEvents: 2 } });
+    const b = await bus({ capacity: 4, backpressure: 'error' }, { batching: { maxEvents: 2 } });
     const { seen, release } = await stuckConsumer(b);
     const err = await b.publishMany('tick', ticks(10)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PublishPartialError);
@@ -108,7 +108,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('block: waits for room without freezing the event loop, and loses nothing', async () => {
-    const b = await bus({ capacity: 8, backpressure: 'block', batchSize: 4 });
+    const b = await bus({ capacity: 8, backpressure: 'block' });
     const seen: number[] = [];
     await b.subscribe('tick', { group: 'g' }, async (e) => {
       seen.push(e.data.seq);
@@ -124,7 +124,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('block: keeps partition order when one write carries several units of a full ring', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 2 });
+    const b = await bus({ capacity: 4, backpressure: 'block' });
     const seen: number[] = [];
     await b.subscribe('tick', { group: 'g' }, async (e) => {
       seen.push(e.data.seq);
@@ -152,7 +152,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('block: rejects after publishTimeoutMs when nobody consumes, naming the events the ring did not take (TimeoutError)', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 100 });
+    const b = await bus({ capacity: 4, backpressure: 'block', publishTimeoutMs: 100 });
     const { release } = await stuckConsumer(b);
     const err = await b.publishMany('tick', ticks(10)).then(
       () => undefined,
@@ -167,7 +167,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('block: publishes queued behind others waiting for room each time out publishTimeoutMs after they were written, not one after another', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1, publishTimeoutMs: 200 });
+    const b = await bus({ capacity: 4, backpressure: 'block', publishTimeoutMs: 200 });
     const { release } = await stuckConsumer(b);
     await b.publishMany('tick', ticks(5)); // one held by the handler, 4 fill the ring
     const t0 = Date.now();
@@ -186,7 +186,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('tryPublish: takes events while the partition has room, then reports full and sends nothing', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'block' });
     const { seen, release } = await stuckConsumer(b);
     // A synchronous loop: the consumer does not pop meanwhile, so the ring takes 4.
     const results = Array.from({ length: 10 }, (_, i) => b.tryPublish('tick', { seq: i }));
@@ -202,7 +202,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('tryPublish: does not overtake events still waiting for room, whatever the strategy', async () => {
-    const b = await bus({ capacity: 4, backpressure: 'block', batchSize: 1 });
+    const b = await bus({ capacity: 4, backpressure: 'block' });
     const { seen, release } = await stuckConsumer(b);
     const waiting = b.publishMany('tick', ticks(6)); // 4 in the ring, 2 waiting for room
     await sleep(20);
@@ -213,7 +213,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     expect(b.tryPublish('tick', { seq: 101 })).toBe(true);
     await waitFor(() => seen.length === 7, 5000, 'the seventh');
     expect(seen).toEqual([0, 1, 2, 3, 4, 5, 101]);
-    const dropping = await bus({ capacity: 4, backpressure: 'drop-oldest', batchSize: 1 });
+    const dropping = await bus({ capacity: 4, backpressure: 'drop-oldest' });
     const stuck = await stuckConsumer(dropping);
     expect(Array.from({ length: 6 }, (_, i) => dropping.tryPublish('tick', { seq: i }))).toEqual([true, true, true, true, false, false]);
     expect(transportOf(dropping).stats('tick', 0, 'g')).toMatchObject({ pushed: 4, droppedOldest: 0 });
@@ -232,25 +232,36 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('rejects an oversized payload with PayloadTooLargeError and sends nothing', async () => {
-    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    const b = await bus({ capacity: 16 });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
     await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
   });
 
-  it('refuses a maxEventBytes above a quarter of the arena with a ConfigError naming both, rather than capping it', async () => {
-    await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(ConfigError);
-    await expect(bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 20_000 })).rejects.toThrow(/maxEventBytes 20000 .*65536 bytes: at most 16384.*arenaBytes/);
-    const b = await bus({ capacity: 16, arenaBytes: 65_536, maxEventBytes: 16_384 });
+  it('sizes the ring arena for maxEventBytes: four of the largest event', async () => {
+    const b = await bus({ capacity: 16, maxEventBytes: 20_000 });
+    expect(b.transport.capabilities.maxEventBytes).toBe(20_000);
+    expect(transportOf(b).core.arenaBytes).toBe(131_072); // 80,000 rounded up to a power of two
+    await b.subscribe('tick', { group: 'g' }, () => {});
+    await b.publish('tick', { seq: 1, pad: 'x'.repeat(19_000) });
+    await expect(b.publish('tick', { seq: 2, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+  });
+
+  it('refuses a maxEventBytes above the arena of the broker it shares with a ConfigError naming both, rather than capping it', async () => {
+    const first = await bus({ capacity: 16 });
+    const name = transportOf(first).config.name;
+    await expect(bus({ capacity: 16, maxEventBytes: 20_000, name })).rejects.toThrow(ConfigError);
+    await expect(bus({ capacity: 16, maxEventBytes: 20_000, name })).rejects.toThrow(/maxEventBytes 20000 .*65536 bytes: at most 16384.*give that one a maxEventBytes of at least 20000/);
+    const b = await bus({ capacity: 16, maxEventBytes: 16_384, name });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
   });
 
-  it('an arenaBytes above 256 MiB is a ConfigError (a pop of a fuller ring could outgrow a JavaScript string)', async () => {
-    await expect(bus({ arenaBytes: 2 ** 29 })).rejects.toThrow(ConfigError);
+  it('a maxEventBytes above 64 MiB is a ConfigError (its arena would pass 256 MiB, and a pop of a fuller ring could outgrow a JavaScript string)', async () => {
+    await expect(bus({ maxEventBytes: 2 ** 26 + 1 })).rejects.toThrow(/transport\.maxEventBytes: must be at most 67108864 \(64 MiB\)/);
   });
 
   if (implementation === 'native') {
     it('the 4,097th group alive at once in a transport is a NativeError that says why and what to do', async () => {
-      const b = await bus({ capacity: 2, arenaBytes: 1024 });
+      const b = await bus({ capacity: 2, maxEventBytes: 256 });
       const t = transportOf(b) as unknown as { createLane(group: string): number };
       const err = await (async () => {
         for (let i = 0; i <= 4096; i++) t.createLane(`g${i}`);
@@ -261,7 +272,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   }
 
   it('rejects an event whose headers make it larger than half the arena with PayloadTooLargeError', async () => {
-    const b = await bus({ capacity: 16, arenaBytes: 65_536 });
+    const b = await bus({ capacity: 16 });
     await b.subscribe('tick', { group: 'g' }, () => {});
     await expect(b.publish('tick', { seq: 1 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
     await b.publish('tick', { seq: 2 });
@@ -514,7 +525,7 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('a main-thread consumer delivers a long backlog in slices, letting the event loop turn', async () => {
-    const b = await bus({ retain: 200_000, capacity: 262_144 });
+    const b = await bus({ maxLen: 200_000, capacity: 262_144 });
     await b.publishMany('tick', ticks(200_000));
     let handled = 0;
     let atTimer = -1;

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+import { arenaBytesFor, popBatchFor } from '../../transports/native/config.js';
 import { resolveSubscribeOptions } from '../../transports/redis-streams/config.js';
 
 const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
@@ -92,5 +93,31 @@ describe('removed Redis transport options', () => {
     expect(err.message).toContain('transport.db: removed option: give the database in url: redis://host:port/db');
     expect(err.message).toContain('transport.tls: removed option: give a rediss:// url (or rediss:// cluster seeds); TLS options go in redisOptions.tls');
     expect(err.message).toContain('transport.dlqMaxLen: removed option: maxDeadLetters');
+  });
+});
+
+describe('removed native transport options', () => {
+  it('arenaBytes, retain, batchSize and spinUs name what replaces them', async () => {
+    const transport = { type: 'native', implementation: 'js', arenaBytes: 65_536, retain: 10, batchSize: 1, spinUs: 200 };
+    const err = await configError(() => createEventBus({ service: 's', events, transport } as never));
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['transport.arenaBytes', 'transport.batchSize', 'transport.retain', 'transport.spinUs']);
+    expect(err.message).toContain("transport.arenaBytes: removed option: each ring's arena is sized from capacity and maxEventBytes");
+    expect(err.message).toContain('transport.retain: removed option: maxLen');
+    expect(err.message).toContain('transport.batchSize: removed option: a consumer pops one event per handler slot (concurrency)');
+    expect(err.message).toContain('transport.spinUs: removed option: worker consumers sleep on a futex as soon as their ring is empty');
+  });
+
+  it('derives the arena from capacity and maxEventBytes, and the pop size from the ring and concurrency', () => {
+    expect(arenaBytesFor(16_384, undefined)).toBe(2 * 1024 * 1024);
+    expect(arenaBytesFor(16, undefined)).toBe(65_536);
+    expect(arenaBytesFor(16, 20_000)).toBe(80_000);
+    expect(arenaBytesFor(2, 256)).toBe(1024);
+    expect(arenaBytesFor(16_384, 64 * 1024 * 1024)).toBe(2 ** 28);
+    expect(popBatchFor(16_384, 1)).toBe(1024);
+    expect(popBatchFor(4, 1)).toBe(1);
+    expect(popBatchFor(16, 1)).toBe(4);
+    expect(popBatchFor(8, 8)).toBe(8);
+    expect(popBatchFor(8, 64)).toBe(8);
+    expect(popBatchFor(16_384, 4096)).toBe(4096);
   });
 });

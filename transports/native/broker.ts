@@ -18,8 +18,9 @@ export class Topic {
   readonly history: History[];
   /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (wait-probe.ts). */
   readonly waiting: Int32Array;
-  constructor(partitions: number, retain: number) {
-    this.history = retain > 0 ? Array.from({ length: partitions }, () => new History(retain)) : [];
+  /** @param maxLen Events kept per partition for groups created later from '0'. */
+  constructor(partitions: number, maxLen: number) {
+    this.history = maxLen > 0 ? Array.from({ length: partitions }, () => new History(maxLen)) : [];
     this.waiting = new Int32Array(new SharedArrayBuffer(8 * partitions));
   }
 }
@@ -56,8 +57,9 @@ export function openBroker(config: ResolvedNativeConfig, ctx: TransportContext):
   const limit = maxEventBytesOf(broker.core);
   if (config.maxEventBytes !== undefined && config.maxEventBytes > limit) {
     // Refused, not capped: a capped limit would refuse an event between the two naming maxEventBytes, which allows it.
+    // Only a broker opened by another transport gets here: a new one's arena is sized for its maxEventBytes.
     brokers.release(config.name);
-    const message = `maxEventBytes ${config.maxEventBytes} is above a quarter of the ring's arena (${broker.core.arenaBytes} bytes: at most ${limit}); raise transport.arenaBytes or lower maxEventBytes`;
+    const message = `maxEventBytes ${config.maxEventBytes} is above a quarter of the ring arena of native broker "${config.name}" (${broker.core.arenaBytes} bytes: at most ${limit}), sized by the transport that opened it; give that one a maxEventBytes of at least ${config.maxEventBytes}, or lower this one`;
     throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'maxEventBytes'], message, code: 'custom' }]);
   }
   return broker;
@@ -69,7 +71,7 @@ export function releaseBroker(name: string | undefined): boolean {
 }
 
 function newBroker(config: ResolvedNativeConfig, ctx: TransportContext): Broker {
-  const arena = config.arenaBytes ?? Math.min(2 ** 28, Math.max(65_536, config.capacity * 128));
+  const arena = config.arenaBytes;
   let core: PartitionCore;
   try {
     core = createCore(config.capacity, arena, config.implementation, (msg) => {

@@ -19,7 +19,7 @@ export function coreError(err: unknown): Error {
   const code = (err as { code?: string }).code;
   if (code === 'ERR_PAYLOAD_TOO_LARGE') {
     const m = /record of (\d+) bytes exceeds the limit of (\d+)/.exec((err as Error).message);
-    return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.arenaBytes (half of it per event)');
+    return new PayloadTooLargeError(Number(m?.[1] ?? 0), Number(m?.[2] ?? 0), 'transport.maxEventBytes (the ring arena holds four of the largest event)');
   }
   if (code === 'ERR_CLOSED') return new ClosedError('native transport');
   if (err instanceof EventlaneError) return err;
@@ -46,7 +46,7 @@ export function laneError(err: unknown, group: string, core: PartitionCore, part
   const perRing = ringBytes(core.capacity, core.arenaBytes);
   const total = ((perRing * partitions) / 2 ** 20).toFixed(0);
   return new NativeError(
-    `Cannot allocate the rings of group "${group}": ${partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or arenaBytes. ${(err as Error).message}`,
+    `Cannot allocate the rings of group "${group}": ${partitions} partition(s) x ${perRing} bytes (${total} MiB); lower transport.partitions, capacity or maxEventBytes. ${(err as Error).message}`,
     { cause: err },
   );
 }

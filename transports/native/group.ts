@@ -20,11 +20,11 @@ import { Backlog, rebalance } from './rebalance.js';
 import { mayRestart, reportDeath, ThreadDeaths } from './thread-deaths.js';
 import { nextHolder, startConsumerThread, startFailure, type ThreadLaunch } from './thread-start.js';
 import { watchThread, type ThreadEvents } from './thread-watch.js';
+import { popBatchFor } from './config.js';
 
 export interface GroupOptions {
   readonly source: string;
   readonly maxDeadLetters: number;
-  readonly batchSize: number;
   readonly spinUs: number;
   /** Worker threads keep what they pop in the ring until finished (false under drop-oldest). */
   readonly hold: boolean;
@@ -142,7 +142,7 @@ export class NativeGroup {
       concurrency: spec.concurrency,
       maxDeliveries: spec.maxDeliveries,
       backoff: spec.backoff,
-      batchSize: this.o.batchSize,
+      batchSize: popBatchFor(this.core.capacity, spec.concurrency),
       lazy,
       hold: lazy && this.o.hold,
       reader: this.o.reader,

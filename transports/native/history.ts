@@ -1,5 +1,5 @@
 /**
- * The last `retain` events of one partition, kept as encoded records so a consumer group created later
+ * The last `maxLen` events of one partition, kept as encoded records so a consumer group created later
  * with `startFrom: '0'` can read them. Records are copied into blocks of preallocated memory (one set of
  * typed arrays per ~256 KiB or per larger unit, not per publish, and the oldest block is reused once dropped): keeping a copy of every one-event unit as its own typed
  * arrays would cost three ArrayBuffers per publish, all surviving into the old generation, and slow every

@@ -1,7 +1,7 @@
 /**
  * The `native` transport: events of each (type, consumer group) go through per-partition lock-free rings
  * in the partition core (the N-API addon, or its SharedArrayBuffer fallback). One core call per unit and
- * group. The last `retain` events of each partition are also kept (`History`) so a group created later
+ * group. The last `maxLen` events of each partition are also kept (`History`) so a group created later
  * with `startFrom: '0'` can read them. The shared state is broker.ts's, pushes waiting for room
  * blocked-rings.ts's, a write's outcome write-outcome.ts's, and what a subscription's options ask for
  * subscribe-mode.ts's.
@@ -59,9 +59,14 @@ export class NativeTransport implements Transport {
   /** Pushes waiting for room, and the rings they block. */
   private readonly rings: BlockedRings;
 
+  /**
+   * @param tuning Not transport options: `spinUs`, how long worker consumers spin on an empty ring before they
+   * sleep on the futex (0: at once), for a benchmark that measures a spinning consumer.
+   */
   constructor(
     readonly config: ResolvedNativeConfig,
     private readonly ctx: TransportContext,
+    private readonly tuning: { readonly spinUs?: number } = {},
   ) {
     const broker = openBroker(config, ctx);
     this.broker = broker;
@@ -103,7 +108,7 @@ export class NativeTransport implements Transport {
 
   private topic(type: string): Topic {
     let t = this.topics.get(type);
-    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions, this.config.retain)));
+    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions, this.config.maxLen)));
     return t;
   }
 
@@ -226,7 +231,7 @@ export class NativeTransport implements Transport {
     const limit = this.core.arenaBytes / 2 - 1;
     if (batch.bytes.length <= limit) return; // no record is longer than the whole batch: the usual case, no loop
     for (let i = 0; i < batch.n; i++) {
-      if (batch.lens[i]! > limit) throw new PayloadTooLargeError(batch.lens[i]!, limit, 'transport.arenaBytes (half of it per event)');
+      if (batch.lens[i]! > limit) throw new PayloadTooLargeError(batch.lens[i]!, limit, 'transport.maxEventBytes (the ring arena holds four of the largest event)');
     }
   }
 
@@ -245,8 +250,7 @@ export class NativeTransport implements Transport {
     const group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
       source: this.broker.service,
       maxDeadLetters: this.config.maxDeadLetters,
-      batchSize: this.config.batchSize,
-      spinUs: this.config.spinUs,
+      spinUs: this.tuning.spinUs ?? 0,
       hold: this.config.backpressure !== 'drop-oldest',
       reader: this.ctx.readerPlan?.(spec.type),
       waiting: topic.waiting,
