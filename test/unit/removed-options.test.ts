@@ -121,3 +121,12 @@ describe('removed native transport options', () => {
     expect(popBatchFor(16_384, 4096)).toBe(4096);
   });
 });
+
+describe('removed noop transport options', () => {
+  it('encode and maxInFlight say what the noop transport does instead', async () => {
+    const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'noop', encode: true, maxInFlight: 4 } } as never));
+    expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['transport.encode', 'transport.maxInFlight']);
+    expect(err.message).toContain('transport.encode: removed option: the noop transport takes events unencoded');
+    expect(err.message).toContain('transport.maxInFlight: removed option: the noop transport takes one write at a time');
+  });
+});

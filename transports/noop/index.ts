@@ -3,19 +3,23 @@
  * the library's own overhead (validation, envelopes, batching). It has no consumers.
  */
 import { z } from 'zod';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig, withRemovedOptions } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import type { PublishUnit, Transport, TransportCapabilities, TransportSubscription, WriteResult } from '../../src/transport.js';
 
-export const noopConfigSchema = z
-  .object({
-    type: z.literal('noop'),
-    partitions: z.number().int().min(1).max(4096).default(1),
-    /** Encode payloads to JSON at publish as a byte-moving transport would. @default false */
-    encode: z.boolean().default(false),
-    maxInFlight: z.number().int().min(1).default(1),
-  })
-  .strict();
+export const noopConfigSchema = withRemovedOptions(
+  z
+    .object({
+      type: z.literal('noop'),
+      /** Partitions per event type (the bus still picks one per event). @default 1 */
+      partitions: z.number().int().min(1).max(4096).default(1),
+    })
+    .strict(),
+  {
+    encode: 'the noop transport takes events unencoded; a transport that takes JSON declares capabilities.encoding: json',
+    maxInFlight: 'the noop transport takes one write at a time (capabilities.maxInFlight: 1); its writes complete at once',
+  },
+);
 
 /** The `noop` transport's config block, as `createEventBus` takes it. */
 export type NoopTransportConfig = z.input<typeof noopConfigSchema>;
@@ -27,7 +31,7 @@ export class NoopTransport implements Transport {
   accepted = 0;
 
   constructor(private readonly config: z.output<typeof noopConfigSchema>) {
-    this.capabilities = { encoding: config.encode ? 'json' : 'none', maxInFlight: config.maxInFlight, maxEventBytes: Number.MAX_SAFE_INTEGER };
+    this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: Number.MAX_SAFE_INTEGER };
   }
 
   async connect(): Promise<void> {}
