@@ -123,7 +123,7 @@ describe('packed tarball', () => {
 
   it("splits the surface: 'eventlane' for applications, 'eventlane/transport' for transport authors", () => {
     const probe =
-      'console.log(typeof t.registerTransport, typeof t.runHandler, typeof t.jsonCodec, typeof t.ConnectionError, typeof root.runHandler, typeof root.NO_ROOM, typeof root.jsonCodec, typeof root.createEventBus)';
+      'console.log(typeof t.registerTransport, typeof t.DeliveryEngine, typeof t.jsonCodec, typeof t.ConnectionError, typeof root.DeliveryEngine, typeof root.NO_ROOM, typeof root.jsonCodec, typeof root.createEventBus)';
     const cjs = execFileSync(process.execPath, ['-e', `const t = require('eventlane/transport'); const root = require('eventlane'); ${probe}`], { cwd: dir, encoding: 'utf8' });
     const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const t = await import('eventlane/transport'); const root = await import('eventlane'); ${probe}`], {
       cwd: dir,
