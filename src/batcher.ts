@@ -99,9 +99,6 @@ export class Batcher implements PendingLedger {
     this.slots = new WriteSlots(opts.maxInFlight);
     this.sender = new BatchSender(write, this.sizer, this.slots, this, this.stats, opts.maxWaitMs);
     this.ownPromises = opts.partialUnits === true;
-    // Written twice so V8 never treats it as a constant (see EventBus's constructor).
-    this.closed = true;
-    this.closed = false;
   }
 
   /** Every write slot is busy and sealed batches wait: producers of large bursts should yield. */

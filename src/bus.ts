@@ -52,14 +52,6 @@ export class EventBus<M extends EventMap, T extends string = string> {
     serializers: Map<string, Serializer> = serializersFor(events.schemas),
   ) {
     this.limitedLog = new LimitedLog(logger);
-    // Written twice: a field that no object of its shape has ever rewritten is a constant to V8's
-    // optimizing compiler, and optimized code may rely on that. `closing` is first rewritten by close(), so
-    // without this the first bus closed in a process would throw away the optimized publish path of every
-    // later bus (the next benchmark iteration's, a bus per test or per serverless invocation), which would run
-    // unoptimized until V8 compiles it again. The same holds for the publisher's, the batcher's and the
-    // transports' closed flags, and the id generator's clock.
-    this.closing = Promise.resolve();
-    this.closing = undefined;
     const caps = transport.capabilities;
     this.batcher = new Batcher((units, settle) => transport.write(units, settle), batcherOptions(config.batching, caps));
     this.publisher = new Publisher(this.batcher, config.batching, caps);

@@ -51,9 +51,7 @@ function base32(value: number, width: number): string {
  * and the sequence increases for every id, so ids from one process are strictly increasing.
  */
 export class IdGenerator {
-  // A double from the start (not the small integer -1): the first clock reading turned the field from a
-  // small-integer to a double field, changing the shape of every generator made after it, which made V8
-  // throw away the optimized publish path of the bus that made the next one (see EventBus's constructor).
+  /** The last clock reading used; before the first, -Infinity: every reading is later. */
   private lastMs = -Infinity;
   private prefix = '';
   private seq = 0;

@@ -41,8 +41,6 @@ export class Publisher {
     readonly batching: ResolvedBatching,
     caps: TransportCapabilities,
   ) {
-    // Written twice so V8 never treats it as a constant (see EventBus's constructor).
-    this.closed = true;
     this.closed = false;
     this.maxEventBytes = caps.maxEventBytes;
     const input = caps.input;

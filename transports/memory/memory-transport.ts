@@ -71,9 +71,6 @@ export class MemoryTransport implements Transport {
     private readonly config: z.output<typeof memoryConfigSchema>,
     private readonly ctx: TransportContext,
   ) {
-    // Written twice so V8 never treats it as a constant (see EventBus's constructor in src/bus.ts).
-    this.closed = true;
-    this.closed = false;
     this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
     const broker = brokers.acquire(config.name, () => ({ partitions: config.partitions, topics: new Map() }));
     if (broker.partitions !== config.partitions) {

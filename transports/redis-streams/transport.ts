@@ -31,11 +31,6 @@ export class RedisStreamsTransport implements Transport {
     readonly config: ResolvedConfig,
     private readonly ctx: TransportContext,
   ) {
-    // Written twice so V8 never treats them as constants (see EventBus's constructor in src/bus.ts).
-    this.closed = true;
-    this.closed = false;
-    this.closing = Promise.resolve();
-    this.closing = undefined;
     this.connector = new Connector(config, (client, role) => logConnectionState(client, role, this.connector.address, ctx.logger));
     // Payloads are encoded per write with the bus's compiled serializer (nothing but the payload object
     // waits in a batch); the bus still checks sizes at publish against maxEventBytes.
