@@ -1,8 +1,7 @@
 /**
  * What a batch is made of: a `Batch` holds one `Unit` per (type, partition) `Lane` it carries events of, and a
  * unit settles the publishes of its events with its fate, through its own promise or, per event, through
- * promises of their own (`UnitForm.partial`). A `Lane` remembers the unit it fills in the open batch. These objects
- * die with each batch; `BATCH_ANCHORS` keeps one of each alive so their maps survive full GCs.
+ * promises of their own (`UnitForm.partial`). A `Lane` remembers the unit it fills in the open batch.
  */
 import { emptyArray } from './arrays.js';
 import type { EventRun, OutgoingEvent, PublishUnit } from './transport.js';
@@ -117,9 +116,3 @@ export class Batch {
   earlyEvents = 0;
   settled = false;
 }
-
-/**
- * A unit and a batch kept for the life of the process, so their maps survive full GCs while nothing
- * is in flight (see `MAP_ANCHORS` in outgoing.ts: the publish path is optimized against them).
- */
-export const BATCH_ANCHORS: readonly object[] = [new Unit('', 0), new Batch()];

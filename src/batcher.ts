@@ -25,7 +25,7 @@ import { BackpressureError, ClosedError } from './errors.js';
 import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from './transport.js';
 import { WriteSlots } from './write-slots.js';
 
-export { BATCH_ANCHORS, Lane, type SplittableRun } from './batch-units.js';
+export { Lane, type SplittableRun } from './batch-units.js';
 
 export interface BatcherOptions {
   maxEvents: number;
