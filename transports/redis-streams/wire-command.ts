@@ -145,12 +145,6 @@ Object.defineProperty(WireCommand.prototype, 'reject', {
 });
 
 /**
- * A writer and a command kept for the life of the process, so their maps survive full GCs (see
- * `MAP_ANCHORS` in src/outgoing.ts): the XADD path and Node's socket writes are optimized against them.
- */
-export const WIRE_ANCHORS: readonly object[] = [new RespWriter(0), new WireCommand('xadd', ['k'], Buffer.alloc(0))];
-
-/**
  * Cluster: the node the last ASK or MOVED reply redirected `cmd` to. After an ASK (a key of a slot being
  * migrated that its old master no longer has) ioredis resends the command there without changing its slot
  * map, so a WAIT routed by slot would go to the old master. After a MOVED ioredis does update its map, but a
