@@ -2,30 +2,15 @@
  * `bus.close()`'s sequence: send what was published before it (up to `drainTimeoutMs`), drain the
  * subscriptions (their handlers may still publish, and those events are sent), refuse publishes from then on,
  * send what is left, close the transport (which rejects writes still waiting for it) and keep the bus as the
- * process's last closed one (`lastClosed`). The bus calls it once.
+ * process's last closed one (`keepClosedBus` in src/v8-shapes.ts). The bus calls it once.
  */
 import type { Subscription } from './bus-types.js';
 import type { Logger } from './logger.js';
 import type { Publisher } from './publisher.js';
 import type { Transport } from './transport.js';
+import { keepClosedBus } from './v8-shapes.js';
 
-/**
- * The last bus closed in this process, kept until another one closes: its objects (the bus, its type states,
- * lanes, publisher, batcher and id generator) keep their hidden classes alive. Optimized code holds the maps it
- * checks weakly: a full GC between one bus's close and the next bus's creation (a bus per test, per job or per
- * serverless invocation; each benchmark iteration) that found no object of those maps would throw away the
- * publish path compiled against them ("weak objects" in `--trace-deopt`: `publishMany`, `parse`, `make`,
- * `enqueueMany`, `addFitted`, `step`...), and the next bus would run it in the interpreter until V8 compiled
- * it again. At most one closed bus is kept. Anchors built at load time (as `MAP_ANCHORS` in outgoing.ts) do
- * not work here: these maps depend on the options and transport each bus is built with. A closed bus holds no
- * connection, thread or core memory (its transport released them); what its in-process transport retained for
- * `startFrom: '0'` replays (memory `maxLen`, native `retain`) and its dead letters stay with it until the next
- * bus closes.
- */
-// eslint-disable-next-line @typescript-eslint/no-unused-vars -- written only: holding the bus is its purpose
-let lastClosed: object | undefined;
-
-/** What close() works on: the bus (kept in `lastClosed` once closed) and the parts it drains and closes. */
+/** What close() works on: the bus (kept by `keepClosedBus` once closed) and the parts it drains and closes. */
 export interface ClosingBus {
   readonly bus: object;
   readonly publisher: Publisher;
@@ -56,7 +41,7 @@ export async function closeBus(c: ClosingBus): Promise<void> {
   await c.transport.close();
   await sent;
   c.logger.debug({}, 'event bus closed'); // the bus's logger names the service already
-  lastClosed = c.bus;
+  keepClosedBus(c.bus);
 }
 
 /** Publishes accepted before close (bulk calls' slices, buffered and waiting events), sent and settled. */
