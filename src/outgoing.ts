@@ -153,17 +153,15 @@ function payloadsOf(b: RunBytes): unknown[] {
 }
 
 /**
- * An event (and its meta) kept for the life of the process, so that their hidden classes are never
- * collected. Optimized code holds the maps it checks weakly: a full GC that finds no live object of a
- * map throws away every function optimized against it ("weak objects" in `--trace-deopt`). Without these,
- * a full GC while no event is in flight (a closed bus, a quiet service between bursts) would send the publish
- * path back to the interpreter, to be compiled again on the next burst. Built through the same
- * constructors, with values of the same representations, as the events published, so they share maps.
+ * An event and a run (with their metas) as the publish path builds them: the same constructors, with values of
+ * the same representations, so they share the maps of the events published. For `keepShapes` (src/v8-shapes.ts).
  */
-export const MAP_ANCHORS: readonly object[] = [
-  new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0),
-  new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined, undefined),
-];
+export function shapeSamples(): object[] {
+  return [
+    new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0),
+    new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined, undefined),
+  ];
+}
 
 /** Width of the ids `writeIdBytes` writes. */
 export const ID_BYTES = ID_HEAD_LENGTH + 2;

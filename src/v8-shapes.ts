@@ -18,6 +18,16 @@
  *   transport has released connections, threads and core memory. At most one closed bus is kept, until the
  *   next bus closes; what its in-process transport retained for `startFrom: '0'` replays (memory `maxLen`,
  *   native `retain`) and its dead letters stay with it until then.
+ *
+ * Shapes kept for a transport (`keepShapes`)
+ *   Guards: a transport whose events and runs all die once written (Redis: nothing in the process holds them
+ *   after XADD) keeps its optimized publish path (`make`, `enqueueMany`, `writeIdBytes`, the batch encoder...)
+ *   across a full GC while nothing is in flight (a quiet service between bursts, the benchmark's GC after its
+ *   warm-up). Only the Redis transport registers them: the in-process transports measure no gain.
+ *   Contract: the transport's module calls `keepShapes(...shapeSamples())` once, at load, before any bus makes
+ *   events; `shapeSamples` (src/outgoing.ts) builds them through the publish path's constructors with values of
+ *   the same representations, so a change to those constructors changes the samples with them. Kept for the
+ *   life of the process.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- written only: holding the bus is its purpose
@@ -26,4 +36,12 @@ let lastClosed: object | undefined;
 /** Keeps `bus`, closed, until the next bus closes (see the module's comment). */
 export function keepClosedBus(bus: object): void {
   lastClosed = bus;
+}
+
+/** Objects kept for the life of the process (`keepShapes`). */
+const shapes: object[] = [];
+
+/** Keeps `objects` for the life of the process, so their maps outlive any full GC (see the module's comment). */
+export function keepShapes(...objects: object[]): void {
+  shapes.push(...objects);
 }

@@ -8,8 +8,12 @@ import { stringifyAnyDepth } from '../../src/deep-json.js';
 import type { EventEnvelope } from '../../src/envelope.js';
 import type { EventRun, OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
-import { writeIdBytes, writeRunIdBytes } from '../../src/outgoing.js';
+import { shapeSamples, writeIdBytes, writeRunIdBytes } from '../../src/outgoing.js';
+import { keepShapes } from '../../src/v8-shapes.js';
 import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
+
+// Every event and run of a Redis bus dies once written: src/v8-shapes.ts keeps their maps.
+keepShapes(...shapeSamples());
 
 export const WIRE_VERSION = '1';
 
