@@ -1,19 +1,11 @@
 /** A misspelt or unknown option is a ConfigError whose issue path names that option, not only its parent. */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+import { createEventBus, defineEvents } from '../../src/index.js';
+import { configError } from '../helpers/config-error.js';
 import { redisStreamsConfigSchema } from '../../transports/redis-streams/config.js';
 
 const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
-
-async function configError(run: () => Promise<unknown>): Promise<ConfigError> {
-  const err = await run().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  return err as ConfigError;
-}
 
 describe('unknown config keys', () => {
   it('names a misspelt transport option in the path and the message', async () => {

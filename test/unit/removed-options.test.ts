@@ -5,19 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, createEventBus, defineEvents } from '../../src/index.js';
+import { configError } from '../helpers/config-error.js';
 import { arenaBytesFor, popBatchFor } from '../../transports/native/config.js';
 import { resolveSubscribeOptions } from '../../transports/redis-streams/config.js';
 
 const events = defineEvents({ 'order.created': z.object({ orderId: z.string() }) });
-
-async function configError(run: () => Promise<unknown>): Promise<ConfigError> {
-  const err = await run().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  return err as ConfigError;
-}
 
 describe('removed bus options', () => {
   it('batching.maxInFlight names the transport capability that replaces it', async () => {
