@@ -2,6 +2,7 @@
  * The bus's public option and result types: its configuration, subscribe options, handlers, subscriptions
  * and dead letters as `bus.deadLetters` returns them. The bus itself is in bus.ts.
  */
+import type { HealthOptions, SubscriptionHealth } from './health.js';
 import type { EventEnvelope, PublishOptions } from './envelope.js';
 import type { ValidationIssue } from './errors.js';
 import type { EventData, EventMap, EventName } from './events.js';
@@ -113,6 +114,8 @@ export interface Subscription {
   readonly type: string;
   readonly group: string;
   readonly consumer: string;
+  /** Its state and last delivery, with no round trip (`bus.health()` gives every subscription's). */
+  health(options?: HealthOptions): SubscriptionHealth;
   /** Stop consuming; in-flight handlers finish first (up to the drain timeout). */
   close(): Promise<void>;
 }

@@ -6,6 +6,8 @@
  * Subscribing is here: it wraps the handler with the consumer-side validation and hands it to the transport.
  * `createEventBus` builds the transport from the registry and the bus over it.
  */
+import { busHealth, progressOf, stallMsOf, transportHealth } from './bus-health.js';
+import type { BusHealth, HealthOptions } from './health.js';
 import { publishChannel, traced } from './diagnostics.js';
 import { tracedPublish } from './publish-trace.js';
 import { Batcher } from './batcher.js';
@@ -38,6 +40,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
   private readonly batcher: Batcher;
   private readonly publisher: Publisher;
   private readonly subscriptions = new Set<Subscription>();
+  private readonly startedAt = Date.now();
+  private closedAt: number | undefined;
   /** Delivery failures logged per kind at a bounded rate (src/failure-log.ts). */
   private readonly limitedLog: LimitedLog;
   private closing: Promise<void> | undefined;
@@ -176,6 +180,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
       type,
       group,
       consumer: consumerName,
+      health: (opts) => ({ type, group, consumer: consumerName, ...progressOf(inner, closed !== undefined, stallMsOf(opts)) }),
       close: () => {
         closed ??= inner.close().finally(() => {
           this.subscriptions.delete(sub);
@@ -237,10 +242,22 @@ export class EventBus<M extends EventMap, T extends string = string> {
   }
 
   /**
+   * For a readiness or liveness probe, at once and with no round trip that can hang: whether the transport is
+   * connected (since when, its last error) and each subscription's state and last delivery (src/health.ts).
+   * `ok` is true when the transport is connected and every subscription runs.
+   * @example const h = bus.health(); res.writeHead(h.ok ? 200 : 503).end(JSON.stringify(h));
+   */
+  health(options?: HealthOptions): BusHealth {
+    const stallMs = stallMsOf(options);
+    return busHealth(transportHealth(this.transport, this.startedAt, this.closedAt), this.subscriptions, stallMs);
+  }
+
+  /**
    * Sends what was published (up to `drainTimeoutMs`), drains in-flight handlers (acking them; up to
    * `drainTimeoutMs`), sends what they published meanwhile, then disconnects. Idempotent.
    */
   close(): Promise<void> {
+    this.closedAt ??= Date.now();
     this.closing ??= closeBus({
       bus: this,
       publisher: this.publisher,

@@ -21,6 +21,7 @@ import type { EventEnvelope } from './envelope.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.js';
 import type { DeliveryObserver } from './failure-log.js';
 import { TimeoutError } from './errors.js';
+import type { SubscriptionProgress } from './health.js';
 import { ackChannel, deadLetterChannel, processChannel, retryChannel, traced, type OutcomeMessage, type ProcessMessage } from './diagnostics.js';
 
 /** The verdict of another attempt. */
@@ -57,6 +58,10 @@ export abstract class DeliveryEngine<T> {
   private idleWaiters: (() => void)[] = [];
   private pumping = false;
   private again = false;
+  /** When the current pump pass started its first handler (0: none yet); one clock read per pass. */
+  private passAt = 0;
+  /** When a handler last started (ms since the epoch, to the pass; 0: never). */
+  private lastStartAt = 0;
   private readonly nextTurn = new NextTurn(() => this.pump());
 
   constructor(
@@ -125,6 +130,7 @@ export abstract class DeliveryEngine<T> {
       } while (this.again);
     } finally {
       this.pumping = false;
+      this.passAt = 0;
     }
     this.afterPump();
   }
@@ -152,6 +158,7 @@ export abstract class DeliveryEngine<T> {
    */
   protected startHandler(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
     this.running++;
+    if (this.passAt === 0) this.passAt = this.lastStartAt = Date.now();
     // The `eventlane:process` tracing channel's message, when anyone subscribes (src/diagnostics.ts).
     const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx } : undefined;
     let r: void | Promise<void>;
@@ -224,6 +231,16 @@ export abstract class DeliveryEngine<T> {
   protected ownRunEnded(): void {
     this.running--;
     this.wakeIfIdle();
+  }
+
+  /**
+   * For a health probe: when a handler last started, and `stalled` when every slot is held and none started for
+   * `stallMs` (handlers outliving their work, or waiting on something that does not answer).
+   */
+  progress(stallMs: number, now = Date.now()): SubscriptionProgress {
+    const last = this.lastStartAt === 0 ? undefined : this.lastStartAt;
+    const stalled = this.running >= this.spec.concurrency && now - this.lastStartAt >= stallMs;
+    return { state: this.stopping ? 'closed' : stalled ? 'stalled' : 'running', lastDeliveryAt: last };
   }
 
   /** Starts nothing more (what is queued stays with the transport). */

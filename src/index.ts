@@ -65,3 +65,4 @@ export {
   type ValidationIssue,
 } from './errors.js';
 export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage } from './diagnostics.js';
+export type { BusHealth, HealthError, HealthOptions, SubscriptionHealth, SubscriptionProgress, SubscriptionState, TransportHealth } from './health.js';

@@ -30,6 +30,7 @@ export type {
 export { registerTransport } from './registry.js';
 export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 export { DeliveryEngine, Running, type EngineSpec, type RetryVerdict } from './delivery-engine.js';
+export { combineProgress, type SubscriptionProgress, type SubscriptionState, type TransportHealth } from './health.js';
 export { handlerEvent, type HandlerEvent } from './handler-module.js';
 export { consumeCheck } from './schema-check.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';

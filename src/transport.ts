@@ -5,6 +5,7 @@
  *
  * Register a factory with `registerTransport(type, factory)`; `createEventBus` picks it by `transport.type`.
  */
+import type { SubscriptionProgress, TransportHealth } from './health.js';
 import type { JsonWriter } from './json-writer.js';
 import type { ReaderPlan } from './json-reader.js';
 import type { Logger } from './logger.js';
@@ -207,6 +208,11 @@ export type DeliveryHandler = (event: EventEnvelope, ctx: DeliveryContext) => vo
 export interface TransportSubscription {
   /** Stop taking new events, finish in-flight handlers (up to `drainTimeoutMs`), ack, release. */
   close(): Promise<void>;
+  /**
+   * `bus.health()`: the subscription's state and last delivery, from what the transport holds (no round trip).
+   * `DeliveryEngine.progress` gives an engine's; a transport adds `reconnecting` while it cannot read.
+   */
+  health?(stallMs: number): SubscriptionProgress;
 }
 
 /**
@@ -333,6 +339,8 @@ export interface Transport {
    * report 0 while the group still has an event to finish, except where the transport's docs say otherwise.
    */
   unfinished?(type: string, group: string): Promise<number> | number;
+  /** `bus.health()`: whether the transport's connections are up, from what it holds (no round trip). */
+  health?(): Omit<TransportHealth, 'type'>;
   /** Release connections and threads. Subscriptions and pending writes are closed by the bus first. */
   close(): Promise<void>;
 }

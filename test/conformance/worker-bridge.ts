@@ -46,6 +46,7 @@ export async function subscribeInWorkers(workers: number, bus: ConformanceBus, t
     type: sub.type,
     group: sub.group,
     consumer: sub.consumer,
+    health: (options) => sub.health(options),
     close: () =>
       sub.close().finally(() => {
         closed = true;

@@ -141,7 +141,7 @@ export class ConsumerGroup {
     // are shared out, and no handler runs inside subscribe().
     member.pumpLater();
     let closing: Promise<void> | undefined;
-    return { close: () => (closing ??= this.leave(member)) };
+    return { close: () => (closing ??= this.leave(member)), health: (stallMs) => member.progress(stallMs) };
   }
 
   private rebalance(): void {

@@ -187,7 +187,7 @@ export class NativeGroup {
     // backlog (startFrom '0') is shared out, and no handler runs before subscribe() returns.
     consumer.resumeLater();
     let closing: Promise<void> | undefined;
-    return { close: () => (closing ??= this.leaveMain(member)) };
+    return { close: () => (closing ??= this.leaveMain(member)), health: (stallMs) => consumer.progress(stallMs) };
   }
 
   private async leaveMain(member: MainMember): Promise<void> {
@@ -263,7 +263,7 @@ export class NativeGroup {
     for (const t of [...member.threads]) if (!t.alive && mayRestart(member, this.o.logger, { group: this.name, died: 'while starting' })) this.respawn(member, t);
     this.rebalance();
     let closing: Promise<void> | undefined;
-    return { close: () => (closing ??= this.leaveWorkers(member)) };
+    return { close: () => (closing ??= this.leaveWorkers(member)), health: () => member.progress() };
   }
 
   /** Starts a thread for `member` (not yet one of its threads) and begins listening to it. */
@@ -274,7 +274,12 @@ export class NativeGroup {
     this.holder = nextHolder(this.holder);
     this.live.add(thread);
     void thread.stopped.then(() => this.live.delete(thread));
-    return { thread, ready: watchThread(thread, handlerModule, this.threadEvents) };
+    const ready = watchThread(thread, handlerModule, this.threadEvents);
+    ready.then(
+      () => (thread.ready = true),
+      () => undefined,
+    );
+    return { thread, ready };
   }
 
   /**

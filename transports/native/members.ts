@@ -5,6 +5,7 @@
  * and `finish()`; what the group knows of the thread (the partitions it ever owned, the events it parked
  * with us, the shared cells it publishes) lives here with it.
  */
+import type { SubscriptionProgress } from '../../src/health.js';
 import type { Worker } from 'node:worker_threads';
 import type { SubscriptionSpec } from '../../src/transport.js';
 import type { Pending } from './consumer.js';
@@ -29,6 +30,8 @@ export type ThreadState = 'serving' | 'ending' | 'finished';
 
 export class ConsumerThread {
   state: ThreadState = 'serving';
+  /** It loaded its handler module and consumes (until it finishes). */
+  ready = false;
   parts: number[] = [];
   /** The mark on the records it holds in the rings (WorkerLinks.holder): what a death takes back. */
   readonly holder: number;
@@ -98,6 +101,14 @@ export class WorkerMember {
     /** Subscribe option `cpus`: thread k runs on `cpus[k % cpus.length]`. */
     readonly cpus: readonly number[] | undefined,
   ) {}
+
+  /**
+   * Its handlers run in threads the main thread cannot see: no last delivery, and `reconnecting` while a thread
+   * that died is being replaced (until the replacement is ready).
+   */
+  progress(): SubscriptionProgress {
+    return { state: this.threads.every((t) => t.alive && t.ready) ? 'running' : 'reconnecting', lastDeliveryAt: undefined };
+  }
 }
 
 export type Member = MainMember | WorkerMember;

@@ -23,6 +23,7 @@
  * JUSTID of held entries), housekeeping.ts (group creation, idle consumers, trimmed entries) and
  * consumer-records.ts (the records they share).
  */
+import type { SubscriptionProgress } from '../../src/health.js';
 import { ConnectionError, describeError, EventlaneError, TransportError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
@@ -274,6 +275,12 @@ export class RedisConsumer implements TransportSubscription {
       this.timers.add(t);
     });
     return Promise.race([slept, this.closeSignal]);
+  }
+
+  /** The delivery engine's state, `reconnecting` while a read connection is not up (no round trip). */
+  health(stallMs: number): SubscriptionProgress {
+    const p = this.deliveries.progress(stallMs);
+    return p.state === 'running' && !this.reads.allUp() ? { state: 'reconnecting', lastDeliveryAt: p.lastDeliveryAt } : p;
   }
 
   close(): Promise<void> {

@@ -49,6 +49,11 @@ export class ReadConnections {
     private readonly acks: AckBatcher,
   ) {}
 
+  /** Every reader has a connection, and each is ready (none between a loss and its reconnect). */
+  allUp(): boolean {
+    return this.readers.every((r) => r.conn !== undefined && r.conn.status === 'ready');
+  }
+
   /** Creates the readers and opens their connections. */
   open(partitions: number): Promise<PromiseSettledResult<Client>[]> {
     if (this.ctx.connector.isCluster) {

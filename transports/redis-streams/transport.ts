@@ -2,6 +2,8 @@
  * The Redis Streams transport: wires config, connections, the publisher, consumers and admin ops.
  */
 import { logConnectionState } from './connection-log.js';
+import { ConnectionHealth } from './connection-health.js';
+import type { TransportHealth } from '../../src/health.js';
 import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
@@ -26,12 +28,16 @@ export class RedisStreamsTransport implements Transport {
   private connecting: Promise<void> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
+  private readonly connections = new ConnectionHealth();
 
   constructor(
     readonly config: ResolvedConfig,
     private readonly ctx: TransportContext,
   ) {
-    this.connector = new Connector(config, (client, role) => logConnectionState(client, role, this.connector.address, ctx.logger));
+    this.connector = new Connector(config, (client, role) => {
+      logConnectionState(client, role, this.connector.address, ctx.logger);
+      this.connections.watch(client);
+    });
     // Payloads are encoded per write with the bus's compiled serializer (nothing but the payload object
     // waits in a batch); the bus still checks sizes at publish against maxEventBytes.
     // Up to 32 writes in flight per pool connection, pipelined: concurrent unbatched publishers then share
@@ -107,6 +113,7 @@ export class RedisStreamsTransport implements Transport {
         await consumer.close();
         this.consumers.delete(consumer);
       },
+      health: (stallMs) => consumer.health(stallMs),
     };
   }
 
@@ -126,6 +133,11 @@ export class RedisStreamsTransport implements Transport {
   }
 
   /** Idempotent: a second call resolves when the first has closed everything, not at once. */
+  /** Whether every connection is up, since when, and the last error a connection reported (no round trip). */
+  health(): Omit<TransportHealth, 'type'> {
+    return this.connections.report();
+  }
+
   close(): Promise<void> {
     this.closing ??= this.doClose();
     return this.closing;
