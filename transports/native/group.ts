@@ -5,6 +5,7 @@
  * members and threads are members.ts's, starting and listening to threads thread-start.ts's and
  * thread-watch.ts's, what a thread's death costs thread-deaths.ts's, and sharing partitions rebalance.ts's.
  */
+import { errorOf } from './worker-failure.js';
 import { ClosedError, describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { DeadLetter, DeliveryHandler, SubscriptionSpec, TransportSubscription } from '../../src/transport.js';
@@ -41,6 +42,12 @@ interface Started {
   ready: Promise<void>;
 }
 
+/** A worker handler module with no schema while validateOnConsume is on: its events go unchecked. */
+const UNCHECKED =
+  'validateOnConsume is on, but the handler module exports a plain function: worker threads cannot check its events against the schema. Export defineHandler(events, type, fn) to have them checked, or set validateOnConsume: false';
+/** `cpus` without the addon, or on a platform that cannot pin threads: they run unpinned. */
+const UNPINNED = 'subscribe option cpus ignored: threads cannot be pinned here (the native addon is not loaded, or this platform has no thread affinity)';
+
 export class NativeGroup {
   readonly deadLetters: DeadLetter[] = [];
   private state: GroupState = 'fresh';
@@ -63,8 +70,8 @@ export class NativeGroup {
   /** A pump of the main-thread members is queued (`kick`). */
   private kickScheduled = false;
   /** `cpus` could not be honoured, and the log said so (once per group). */
-  private warnedUnpinned = false;
-  private warnedUnchecked = false;
+  /** Warnings said once per group (their messages). */
+  private readonly warned = new Set<string>();
   private readonly deaths: ThreadDeaths;
   private readonly launch: ThreadLaunch;
   /** How the group takes what its threads say (thread-watch.ts). */
@@ -85,9 +92,11 @@ export class NativeGroup {
       group: name,
       logger: o.logger,
       handBack: (items) => this.backlog.add(items),
-      deadLetter: this.addDead,
-      unpinned: () => this.warnUnpinned(),
-      unchecked: (handlerModule) => this.warnUnchecked(handlerModule),
+      // A worker's dead letters were logged with its failure (`failed`); only kept here.
+      deadLetter: this.keepDead,
+      failed: (thread, f) => thread.member?.spec.observer?.failed(f.env, f.ctx, errorOf(f.error), f.verdict),
+      unpinned: () => this.warnOnce({}, UNPINNED),
+      unchecked: (handlerModule) => this.warnOnce({ handler: handlerModule }, UNCHECKED),
       exited: (thread, started) => this.threadExited(thread, started),
     };
   }
@@ -149,13 +158,13 @@ export class NativeGroup {
     };
   }
 
-  /** A dead letter the bus has not been told of: from a worker thread, or charged for a thread's death. */
+  /** A dead letter the bus has not been told of: charged for a thread's death. */
   private addDead = (dl: DeadLetter): void => {
     this.keepDead(dl);
     this.o.logger.warn({ group: this.name, id: dl.id, attempts: dl.attempts, err: dl.error }, 'event dead-lettered');
   };
 
-  /** Keeps a dead letter (a main-thread consumer's: its engine told the bus through `spec.observer`). */
+  /** Keeps a dead letter (a consumer's: its engine told the bus through `spec.observer`). */
   private keepDead = (dl: DeadLetter): void => {
     // Kept for long: its strings must not keep the popped batch's text alive (see `detached`).
     dl = { ...dl, id: detached(dl.id), event: dl.event && detached(toPlainEnvelope(dl.event)) };
@@ -326,21 +335,10 @@ export class NativeGroup {
     );
   }
 
-  /** A worker handler module with no schema while validateOnConsume is on: its events go unchecked (said once per group). */
-  private warnUnchecked(handlerModule: string): void {
-    if (this.warnedUnchecked) return;
-    this.warnedUnchecked = true;
-    this.o.logger.warn(
-      { group: this.name, handler: handlerModule },
-      'validateOnConsume is on, but the handler module exports a plain function: worker threads cannot check its events against the schema. Export defineHandler(events, type, fn) to have them checked, or set validateOnConsume: false',
-    );
-  }
-
-  /** `cpus` without the addon, or on a platform that cannot pin threads: they run unpinned (said once per group). */
-  private warnUnpinned(): void {
-    if (this.warnedUnpinned) return;
-    this.warnedUnpinned = true;
-    this.o.logger.warn({ group: this.name }, 'subscribe option cpus ignored: threads cannot be pinned here (the native addon is not loaded, or this platform has no thread affinity)');
+  private warnOnce(fields: Record<string, unknown>, msg: string): void {
+    if (this.warned.has(msg)) return;
+    this.warned.add(msg);
+    this.o.logger.warn({ group: this.name, ...fields }, msg);
   }
 
   private async leaveWorkers(member: WorkerMember): Promise<void> {

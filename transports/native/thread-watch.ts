@@ -10,6 +10,7 @@ import type { DeadLetter } from '../../src/transport.js';
 import type { Pending } from './consumer.js';
 import type { ConsumerThread } from './members.js';
 import type { WorkerMessage } from './worker-main.js';
+import type { WorkerFailure } from './worker-failure.js';
 
 /** What a group does with what its threads say. */
 export interface ThreadEvents {
@@ -18,6 +19,8 @@ export interface ThreadEvents {
   /** Events a thread gives back, for the group's other threads or members. */
   handBack(items: Pending[]): void;
   deadLetter(dl: DeadLetter): void;
+  /** A handler of the thread failed (the message says what becomes of its event). */
+  failed(thread: ConsumerThread, failure: WorkerFailure): void;
   /** The thread was given a CPU and cannot be pinned here. */
   unpinned(): void;
   /** The thread's handler module carries no schema while validateOnConsume is on (worker-main.ts). */
@@ -63,6 +66,8 @@ function onMessage(thread: ConsumerThread, m: WorkerMessage, on: ThreadEvents): 
     thread.parked.delete(m.id);
   } else if (m.t === 'dead') {
     on.deadLetter(m.dl as DeadLetter);
+  } else if (m.t === 'failed') {
+    on.failed(thread, m);
   } else if (m.t === 'stopped') {
     // Still parked: events it was handed and never took (a 'give' it had not read when it stopped).
     // They go back with what it handed back (messages arrive in order: finished ones were unparked).

@@ -13,6 +13,7 @@ import { WorkerConsumer } from './worker-consumer.js';
 import { toPlainEnvelope } from './record-decode.js';
 import { InFlightTable } from './in-flight.js';
 import { handlerEvent } from '../../src/handler-module.js';
+import { workerObserver, type WorkerFailure } from './worker-failure.js';
 
 export interface WorkerInit {
   core: SharedCoreHandle;
@@ -49,7 +50,8 @@ export type WorkerMessage =
   | { t: 'park'; item: Pending }
   | { t: 'unpark'; id: string }
   | { t: 'stopped'; left: Pending[] }
-  | { t: 'fatal'; message: string };
+  | { t: 'fatal'; message: string }
+  | WorkerFailure;
 
 /** What a handler module may export. */
 interface HandlerModule {
@@ -87,7 +89,8 @@ async function main(): Promise<void> {
   const core = attachCore(init.core);
   const stopFlag = new Int32Array(init.stop);
   const onDead = (dl: DeadLetter): void => post(port, (clone) => ({ t: 'dead', dl: { ...dl, event: dl.event && clone(dl.event) } }));
-  const consumer = new WorkerConsumer(core, init.core.lane, init.settings, handler, onDead, {
+  const observer = workerObserver((make) => post(port, make));
+  const consumer = new WorkerConsumer(core, init.core.lane, { ...init.settings, observer }, handler, onDead, {
     // What the thread holds: under drop-oldest (records not held in the ring) what a dead thread lost; always,
     // for bus.idle() (the group's `unfinished`).
     heldCell: new Int32Array(init.held),
