@@ -13,6 +13,7 @@
 import type { Batch, Unit } from './batch-units.js';
 import type { BatchSizer } from './batch-sizing.js';
 import type { BatcherStats, WriteFn } from './batcher.js';
+import { batchChannel, type BatchMessage } from './diagnostics.js';
 import { EventlaneError, TransportError } from './errors.js';
 import type { WriteResult, WriteSettlement } from './transport.js';
 import type { WriteSlots } from './write-slots.js';
@@ -107,6 +108,7 @@ export class BatchSender {
     this.slots.take();
     this.stats.batches++;
     this.stats.units += batch.units.length;
+    if (batchChannel.hasSubscribers) publishUnits(batch.units);
     let result: Promise<WriteResult> | WriteResult;
     try {
       result = this.write(batch.units, new BatchSettlement(this, batch));
@@ -212,6 +214,11 @@ function settleUnits(units: readonly Unit[], early: Uint8Array | undefined, res:
     failedEvents += units[i]!.settle(failed ?? (own ? asTransportError(own) : undefined), 0);
   }
   return failedEvents;
+}
+
+/** Each unit of a write to `eventlane:batch` (src/diagnostics.ts), taken only while someone subscribes. */
+function publishUnits(units: readonly Unit[]): void {
+  for (const u of units) batchChannel.publish({ type: u.type, partition: u.partition, events: u.count } satisfies BatchMessage);
 }
 
 function asTransportError(err: unknown): Error {

@@ -11,7 +11,7 @@
  *   thread; native worker threads run where no subscriber is).
  *
  * Channels: `eventlane:ack`, `eventlane:retry`, `eventlane:dead-letter` (`OutcomeMessage`), `eventlane:reclaim`
- * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`).
+ * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`), `eventlane:batch` (`BatchMessage`).
  */
 import dc from 'node:diagnostics_channel';
 import type { EventEnvelope, EventHeaders } from './envelope.js';
@@ -61,6 +61,13 @@ export interface ConnectionMessage {
   readonly address: string;
 }
 
+export interface BatchMessage {
+  readonly type: string;
+  readonly partition: number;
+  /** Events in the unit the batcher hands the transport (one unit per type and partition of a write). */
+  readonly events: number;
+}
+
 export const publishChannel = dc.tracingChannel<'eventlane:publish', PublishMessage>('eventlane:publish');
 export const processChannel = dc.tracingChannel<'eventlane:process', ProcessMessage>('eventlane:process');
 export const ackChannel = dc.channel('eventlane:ack');
@@ -68,6 +75,7 @@ export const retryChannel = dc.channel('eventlane:retry');
 export const deadLetterChannel = dc.channel('eventlane:dead-letter');
 export const reclaimChannel = dc.channel('eventlane:reclaim');
 export const connectionChannel = dc.channel('eventlane:connection');
+export const batchChannel = dc.channel('eventlane:batch');
 
 /** Whether anyone subscribes to one of a tracing channel's events (each is checked: older Node 20 lacks the aggregate). */
 export function traced(tc: dc.TracingChannel<string, object>): boolean {

@@ -64,5 +64,5 @@ export {
   type EventlaneErrorOptions,
   type ValidationIssue,
 } from './errors.js';
-export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage } from './diagnostics.js';
+export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage, BatchMessage } from './diagnostics.js';
 export type { BusHealth, HealthError, HealthOptions, SubscriptionHealth, SubscriptionProgress, SubscriptionState, TransportHealth } from './health.js';

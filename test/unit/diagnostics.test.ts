@@ -2,7 +2,7 @@ import dc from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createEventBus, defineEvents } from '../../src/index.js';
-import type { OutcomeMessage, ProcessMessage, PublishMessage } from '../../src/diagnostics.js';
+import type { BatchMessage, OutcomeMessage, ProcessMessage, PublishMessage } from '../../src/diagnostics.js';
 
 const events = defineEvents({ tick: z.object({ n: z.number() }) });
 const undo: (() => void)[] = [];
@@ -70,5 +70,20 @@ describe('diagnostics_channel', () => {
     await bus.close();
     expect(outcomes).toEqual(['ack 1', 'retry -> 2', 'dead Error: bad tick']);
     expect(process).toEqual(['start 1', 'asyncEnd 1', 'start 1', 'asyncEnd 1 error', 'start 2', 'asyncEnd 2 error']);
+  });
+
+  it('reports each unit the batcher hands the transport on eventlane:batch, with its event count', async () => {
+    const units: BatchMessage[] = [];
+    on('eventlane:batch', (m) => void units.push(m as BatchMessage));
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory', partitions: 2 }, logger: false });
+    await bus.publishMany('tick', [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }], { key: (d) => (d.n % 2 === 0 ? 'even' : 'odd') });
+    await bus.publish('tick', { n: 6 }, { key: 'even' });
+    await bus.close();
+    const byPartition = new Map<number, number[]>();
+    for (const u of units) byPartition.set(u.partition, [...(byPartition.get(u.partition) ?? []), u.events]);
+    expect(units.every((u) => u.type === 'tick')).toBe(true);
+    expect(units.reduce((n, u) => n + u.events, 0)).toBe(6);
+    expect([...byPartition.values()].map((counts) => counts.slice(0, 1)).sort()).toEqual([[2], [3]].sort());
+    expect(units).toHaveLength(3);
   });
 });
