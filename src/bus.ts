@@ -21,6 +21,7 @@ import { ClosedError, ConfigError, UnknownEventError, ValidationError } from './
 import type { EventInput, EventMap, EventName } from './events.js';
 import { takeConsumerName } from './consumer-names.js';
 import { waitIdle } from './idle.js';
+import { readGroupCounts, type GroupCounts, type GroupCountsOptions } from './group-counts.js';
 import { busLogger, childLogger, type Logger } from './logger.js';
 import { LimitedLog } from './log-limit.js';
 import { failureLog } from './failure-log.js';
@@ -212,6 +213,16 @@ export class EventBus<M extends EventMap, T extends string = string> {
    */
   stats(): { events: number; batches: number; units: number; failedEvents: number; slotsFreed: number; pendingEvents: number } {
     return { ...this.batcher.stats, pendingEvents: this.batcher.pendingEvents };
+  }
+
+  /**
+   * Where each consumer group this bus subscribes (and each of `options.groups`) stands, in events: `lagEvents`
+   * not yet delivered, `pendingEvents` delivered and not finished; `undefined` where the transport cannot tell.
+   * Counts the whole group, whichever process its members are in. Cheap enough for a metrics scrape.
+   * @example const [billing] = await bus.groupCounts(); // { type, group, lagEvents, pendingEvents }
+   */
+  groupCounts(options?: GroupCountsOptions<EventName<M>>): Promise<GroupCounts[]> {
+    return readGroupCounts(this.transport, this.types, this.subscriptions, options);
   }
 
   /**

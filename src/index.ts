@@ -26,6 +26,7 @@ export { defineEvents } from './events.js';
 export { defineHandler } from './handler-module.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
+export type { GroupCounts, GroupCountsOptions } from './group-counts.js';
 /** What a handler is told of the delivery beside the event (attempt, group, partition). */
 export type { DeliveryContext } from './transport.js';
 export { registerTransport } from './registry.js';

@@ -11,6 +11,7 @@ import type { ReaderPlan } from './json-reader.js';
 import type { Logger } from './logger.js';
 import type { DeliveryObserver } from './failure-log.js';
 import type { EventEnvelope, EventHeaders } from './envelope.js';
+import type { GroupCounts, GroupTarget } from './group-counts.js';
 
 /** One event on its way out, built once by the bus and never copied. */
 export interface OutgoingEvent {
@@ -341,6 +342,12 @@ export interface Transport {
   unfinished?(type: string, group: string): Promise<number> | number;
   /** `bus.health()`: whether the transport's connections are up, from what it holds (no round trip). */
   health?(): Omit<TransportHealth, 'type'>;
+  /**
+   * `bus.groupCounts()` (read at metrics scrape time): where each target group stands, in events, one
+   * `GroupCounts` per target in order; a count it cannot tell is undefined. Bounded work per group and
+   * partition, however large the backlog (estimate past a bound, and say so in the transport's docs).
+   */
+  groupCounts?(targets: readonly GroupTarget[]): Promise<GroupCounts[]>;
   /** Release connections and threads. Subscriptions and pending writes are closed by the bus first. */
   close(): Promise<void>;
 }

@@ -212,6 +212,17 @@ export class ConsumerGroup {
     return n;
   }
 
+  /** `bus.groupCounts()`: `lag` queued for delivery; `pending` being handled or waiting for a retry. */
+  counts(): { lag: number; pending: number } {
+    let lag = 0;
+    let pending = this.timers.size;
+    for (let p = 0; p < this.queues.length; p++) {
+      lag += this.queues[p]!.length;
+      pending += this.held[p]!;
+    }
+    return { lag, pending };
+  }
+
   stopTimers(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
+import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import { ClosedError, ConfigError } from '../../src/errors.js';
 import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
@@ -148,6 +149,15 @@ export class MemoryTransport implements Transport {
   unfinished(type: string, group: string): number {
     if (this.closed) throw new ClosedError('memory transport');
     return this.topics.get(type)?.groups.get(group)?.unfinished() ?? 0;
+  }
+
+  /** `bus.groupCounts()`: exact; a group that does not exist has nothing queued (0). */
+  async groupCounts(targets: readonly GroupTarget[]): Promise<GroupCounts[]> {
+    if (this.closed) throw new ClosedError('memory transport');
+    return targets.map(({ type, group }) => {
+      const c = this.topics.get(type)?.groups.get(group)?.counts() ?? { lag: 0, pending: 0 };
+      return { type, group, lagEvents: c.lag, pendingEvents: c.pending };
+    });
   }
 
   async close(): Promise<void> {
