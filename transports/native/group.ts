@@ -372,22 +372,22 @@ export class NativeGroup {
   }
 
   /**
-   * `bus.idle()`: events not finished (an upper bound): in the rings, popped and not acknowledged, handed back
-   * and not yet taken, held by main-thread members, and what each live thread says it holds (its shared
-   * count, exact whenever it finds nothing to pop, plus what it parked with us). Records a thread pops are
-   * counted in its cell before they leave the ring (under 'drop-oldest' too), so no look misses them.
+   * `bus.groupCounts()`: `lag` in the rings or handed back, not yet taken; `pending` held by its consumers (a live
+   * thread's shared count is an upper bound while it is busy); `again`, counted in `pending` too: records held in
+   * the rings, events threads hold out of them (`bus.idle()` adds them: no look misses a record a thread pops).
    */
-  unfinished(): number {
-    let n = 0;
+  counts(): { lag: number; pending: number; again: number } {
+    const c = { lag: this.backlog.size, pending: 0, again: 0 };
     for (let p = 0; p < this.partitions; p++) {
       const s = this.ringStats(p);
-      n += s.size + s.held;
+      c.lag += s.size;
+      c.again += s.held;
     }
-    n += this.backlog.size;
-    for (const m of this.members) if (m.kind === 'main') n += m.consumer.holding();
-    for (const c of this.leaving) n += c.holding();
-    for (const t of this.live) if (t.alive) n += Math.max(0, Atomics.load(t.held, 0)) + t.parked.size;
-    return n;
+    for (const m of this.members) if (m.kind === 'main') c.pending += m.consumer.holding();
+    for (const consumer of this.leaving) c.pending += consumer.holding();
+    for (const t of this.live) c.pending += t.alive ? Math.max(0, Atomics.load(t.held, 0)) : 0;
+    for (const t of this.live) c.again += t.alive ? t.parked.size : 0;
+    return c;
   }
 
   /** Stops every worker thread at once (transport close). */

@@ -9,6 +9,7 @@
 import { deadLettersOf } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../../src/errors.js';
+import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import type {
   DeadLetter,
   DeliveryHandler,
@@ -305,10 +306,20 @@ export class NativeTransport implements Transport {
     return deadLettersOf(this.topics.get(type)?.groups.values() ?? [], group, limit);
   }
 
-  /** `bus.idle()`: events of the group not finished yet, an upper bound (see NativeGroup.unfinished); 0 for a group that does not exist. */
+  /** `bus.idle()`: events of the group not finished yet, an upper bound (see NativeGroup.counts); 0 for a group that does not exist. */
   unfinished(type: string, group: string): number {
     if (this.closed) throw new ClosedError('native transport');
-    return this.topics.get(type)?.groups.get(group)?.unfinished() ?? 0;
+    const c = this.topics.get(type)?.groups.get(group)?.counts();
+    return c === undefined ? 0 : c.lag + c.pending + c.again;
+  }
+
+  /** `bus.groupCounts()`: see NativeGroup.counts (0 for a group that does not exist). */
+  async groupCounts(targets: readonly GroupTarget[]): Promise<GroupCounts[]> {
+    if (this.closed) throw new ClosedError('native transport');
+    return targets.map(({ type, group }) => {
+      const c = this.topics.get(type)?.groups.get(group)?.counts();
+      return { type, group, lagEvents: c?.lag ?? 0, pendingEvents: c?.pending ?? 0 };
+    });
   }
 
   /**
