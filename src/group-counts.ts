@@ -25,6 +25,8 @@ export interface GroupCounts {
   readonly lagEvents: number | undefined;
   /** Events delivered to a member and not finished: being handled, or waiting for another attempt. */
   readonly pendingEvents: number | undefined;
+  /** Set where a count was extrapolated from a sample (redis-streams past its sample bound). */
+  readonly estimated?: boolean;
 }
 
 /** Options of `bus.groupCounts()`. */

@@ -51,6 +51,26 @@ describe('redis-streams: cluster admin', () => {
       await b.close();
     }
   }, 60_000);
+
+  it('groupCounts counts events of batch entries over partitions on every master, and what a consumer holds as pending', async () => {
+    const prefix = uniquePrefix('cluster-counts');
+    const key = (p: number) => streamKey(prefix, 'order.created', p);
+    const b = await createEventBus({ service: 'it', events, logger: false, transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS } });
+    const raw = new Cluster(cluster().nodes);
+    try {
+      const keys = Array.from({ length: PARTITIONS }, (_, p) => Array.from({ length: 1000 }, (_, i) => `k${i}`).find((x) => partitionForKey(x, PARTITIONS) === p)!);
+      for (let p = 0; p < PARTITIONS; p++) await raw.xgroup('CREATE', key(p), 'g', '0', 'MKSTREAM');
+      // Ten events per partition, one batch entry each.
+      await b.publishMany('order.created', orders(PARTITIONS * 10), { key: (o) => keys[o.seq % PARTITIONS] });
+      const g = [{ type: 'order.created' as const, group: 'g' }];
+      expect(await b.groupCounts({ groups: g })).toEqual([{ type: 'order.created', group: 'g', lagEvents: PARTITIONS * 10, pendingEvents: 0, estimated: false }]);
+      for (let p = 0; p < 3; p++) await raw.xreadgroup('GROUP', 'g', 'holder', 'COUNT', 10, 'STREAMS', key(p), '>');
+      expect(await b.groupCounts({ groups: g })).toEqual([{ type: 'order.created', group: 'g', lagEvents: 30, pendingEvents: 30, estimated: false }]);
+    } finally {
+      raw.disconnect();
+      await b.close();
+    }
+  }, 60_000);
 });
 
 describe('redis-streams: cluster admin after a failover', () => {

@@ -62,13 +62,16 @@ describe('eventlane-redis (operations CLI)', () => {
 
     await waitFor(async () => (await cli('groups', 'order.created', ...conn, '--json')).out.includes('"pending": 0'), 10_000, 'nothing pending');
     const groups = JSON.parse((await cli('groups', 'order.created', ...conn, '--json')).out);
-    expect(groups).toEqual([{ group: 'billing', consumers: 1, pending: 0, lag: 0, trimmed: 0, retrying: 0, caughtUp: true }]);
+    expect(groups).toEqual([{ group: 'billing', consumers: 1, pending: 0, lag: 0, trimmed: 0, retrying: 0, caughtUp: true, lagEvents: 0, pendingEvents: 0, estimated: false }]);
 
+    // The headings say which counts are stream entries and which are events.
     const text = await cli('groups', 'order.created', ...conn);
-    expect(text.out).toMatch(/^group\s+consumers\s+pending\s+lag\s+trimmed\s+retrying\nbilling\s+1\s+0\s+0\s+0\s+0\n$/);
+    expect(text.out).toMatch(
+      /^group\s+consumers\s+pending\(entries\)\s+lag\(entries\)\s+trimmed\(entries\)\s+retrying\(events\)\s+lag\(events\)\s+pending\(events\)\nbilling\s+1\s+0\s+0\s+0\s+0\s+0\s+0\n$/,
+    );
     const pending = await cli('pending', 'order.created', 'billing', ...conn);
     expect(pending.code, pending.err).toBe(0);
-    expect(pending.out).toBe('0 pending\n(none)\n');
+    expect(pending.out).toBe('0 pending entries\n(none)\n');
   });
 
   it('shows dead letters, replays one to its group and purges the rest', async () => {

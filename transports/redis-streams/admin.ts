@@ -10,6 +10,7 @@ import type { ResolvedConfig } from './config.js';
 import { ClosedError, ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
 import { groupCounts, groupPositions, pairs, type GroupPosition } from './group-lag.js';
+import { groupEvents, type EventsIo, type GroupEvents } from './group-events.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
@@ -33,13 +34,18 @@ export interface StreamInfo {
   length: number;
 }
 
-export interface GroupInfo {
+/**
+ * A consumer group of a type. `pending`, `lag` and `trimmed` count stream entries (a batch entry holds many
+ * events); `retrying` counts retry-stream entries, one event each; `pendingEvents` and `lagEvents` count events
+ * (`GroupEvents`, group-events.ts).
+ */
+export interface GroupInfo extends GroupEvents {
   group: string;
   /** Consumers known to the group (max over partitions). */
   consumers: number;
   /** Entries delivered but not acked, over all partitions (retry streams included). */
   pending: number;
-  /** Entries in the streams not yet delivered to the group (undefined when Redis cannot tell: before 7.0). */
+  /** Entries in the partition streams not yet delivered to the group (undefined when Redis cannot tell: before 7.0). */
   lag: number | undefined;
   /**
    * Entries retention (`maxLen` / `minIdAgeMs`) removed before the group read them: events lost to this
@@ -48,8 +54,8 @@ export interface GroupInfo {
    */
   trimmed: number | undefined;
   /**
-   * Entries of the group's retry streams not finished: not delivered yet, or delivered and not acked
-   * (waiting for their due time, or running; those are counted in `pending` too).
+   * Entries (one event each) of the group's retry streams not finished: not delivered yet, or delivered and not
+   * acked (waiting for their due time, or running; those are counted in `pending` too).
    */
   retrying: number;
   /** Every partition's newest entry was delivered to the group (whether or not `lag` can be told). */
@@ -65,12 +71,14 @@ type Loose = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
 
 export class RedisStreamsAdmin {
   private readonly c: Loose;
+  private readonly io: EventsIo;
   constructor(
     private readonly client: Client,
     private readonly config: ResolvedConfig,
     private readonly partitionsFor: (type: string) => number,
   ) {
     this.c = client as unknown as Loose;
+    this.io = { client, prefix: config.prefix, typed: (r, command) => this.typed(r, command), unlessMissing: (r, fallback, command) => this.unlessMissing(r, fallback, command) };
   }
 
   /** The same admin over the same connection, with `type` taken to have `partitions` partitions. */
@@ -124,9 +132,18 @@ export class RedisStreamsAdmin {
     return out.sort((a, b) => (a.type === b.type ? a.partition - b.partition : a.type < b.type ? -1 : 1));
   }
 
-  /** Consumer groups of a type with pending counts and lag summed over partitions. */
-  groups(type: string): Promise<GroupInfo[]> {
-    return this.collectGroups(type, undefined);
+  /** Consumer groups of a type with pending counts and lag summed over partitions, in entries and in events. */
+  async groups(type: string): Promise<GroupInfo[]> {
+    const groups = await this.collectGroups(type, undefined);
+    return Promise.all(groups.map(async (g) => ({ ...g, ...(await this.groupEvents(type, g.group)) })));
+  }
+
+  /**
+   * Where `group` stands in events, not entries: undelivered (`lagEvents`) and delivered not acked
+   * (`pendingEvents`) over the partition and retry streams; past a sample of entries, `estimated` (group-events.ts).
+   */
+  groupEvents(type: string, group: string): Promise<GroupEvents> {
+    return groupEvents(this.io, type, this.partitionsFor(type), group);
   }
 
   /**
@@ -134,8 +151,8 @@ export class RedisStreamsAdmin {
    * asked at once (then each group's retry stream, XINFO GROUPS): a poll of `idle()` costs about
    * three round trips whatever the partition count, not three per partition.
    */
-  private async collectGroups(type: string, only: string | undefined): Promise<GroupInfo[]> {
-    const byName = new Map<string, GroupInfo>();
+  private async collectGroups(type: string, only: string | undefined): Promise<Omit<GroupInfo, keyof GroupEvents>[]> {
+    const byName = new Map<string, Omit<GroupInfo, keyof GroupEvents>>();
     const partitions = await Promise.all(this.keys(type).map((p) => this.partitionGroups(type, p, only)));
     for (const rows of partitions) {
       for (const row of rows) {

@@ -17,6 +17,8 @@ export interface GroupPosition {
   trimmed: number | undefined;
   /** The group was delivered the stream's newest entry (its last-delivered-id is the stream's last-generated-id). */
   caughtUp: boolean;
+  /** Id of the last entry delivered to the group (`0-0`: none yet). */
+  lastDelivered: string;
 }
 
 interface Xinfo {
@@ -44,6 +46,7 @@ export async function groupPositions(client: unknown, key: string): Promise<Grou
       lag: behind ? length : redisLag,
       trimmed: behind ? (redisLag === undefined ? undefined : Math.max(0, redisLag - length)) : 0,
       caughtUp: String(f['last-delivered-id']) === String(stream['last-generated-id']),
+      lastDelivered: String(f['last-delivered-id']),
     };
   });
 }

@@ -13,7 +13,9 @@ export const USAGE = `Usage: eventlane-redis <command> [options]
 
 Commands:
   streams                  partition streams under the prefix, with their lengths
-  groups <type>            consumer groups of an event type: consumers, pending, lag, trimmed, retrying
+  groups <type>            consumer groups of an event type: consumers; pending, lag and trimmed
+                           stream entries; retrying entries (one event each); lag and pending
+                           events (~: estimated from a sample of entries)
   pending <type> <group>   entries delivered to the group and not acked, per consumer
   dlq <type>               dead letters, oldest first (--group, --limit)
   replay <type>            dead letters back to their group's retry stream (--group, --id)
@@ -128,9 +130,10 @@ function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (ad
   });
 }
 
-function table(rows: Record<string, unknown>[], columns: string[]): string {
+/** `rows` as a text table of `columns`, headed by `labels` (default: the column names). */
+function table(rows: Record<string, unknown>[], columns: string[], labels: string[] = columns): string {
   if (rows.length === 0) return '(none)';
-  const cells = [columns, ...rows.map((r) => columns.map((c) => (r[c] === undefined ? '-' : String(r[c]))))];
+  const cells = [labels, ...rows.map((r) => columns.map((c) => (r[c] === undefined ? '-' : String(r[c]))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
   return cells
     .map((row) =>
@@ -196,7 +199,16 @@ async function groupsCommand(inv: Invocation): Promise<void> {
   expectArgs(inv, 2);
   const type = need(inv.positionals, 1, 'an event type');
   const groups = await withTypeAdmin(inv.flags, inv.io.env, type, (a) => a.groups(type));
-  print(inv, groups, () => table(groups as unknown as Record<string, unknown>[], ['group', 'consumers', 'pending', 'lag', 'trimmed', 'retrying']));
+  // The headings say which counts are stream entries (a batch entry holds many events) and which are events.
+  const rows = groups.map((g) => ({ ...g, lagEvents: approx(g.lagEvents, g.estimated), pendingEvents: approx(g.pendingEvents, g.estimated) }));
+  const columns = ['group', 'consumers', 'pending', 'lag', 'trimmed', 'retrying', 'lagEvents', 'pendingEvents'];
+  const labels = ['group', 'consumers', 'pending(entries)', 'lag(entries)', 'trimmed(entries)', 'retrying(events)', 'lag(events)', 'pending(events)'];
+  print(inv, groups, () => table(rows, columns, labels));
+}
+
+/** An event count as text: `~` before an estimate. */
+function approx(n: number | undefined, estimated: boolean): string | undefined {
+  return n === undefined ? undefined : `${estimated ? '~' : ''}${n}`;
 }
 
 async function pendingCommand(inv: Invocation): Promise<void> {
@@ -208,9 +220,10 @@ async function pendingCommand(inv: Invocation): Promise<void> {
     inv,
     p,
     () =>
-      `${p.total} pending\n${table(
+      `${p.total} pending entries\n${table(
         Object.entries(p.consumers).map(([consumer, pending]) => ({ consumer, pending })),
         ['consumer', 'pending'],
+        ['consumer', 'pending(entries)'],
       )}`,
   );
 }

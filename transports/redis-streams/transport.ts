@@ -7,6 +7,7 @@ import type { TransportHealth } from '../../src/health.js';
 import { ClosedError, ConfigError, ConnectionError } from '../../src/errors.js';
 import { silentLogger } from '../../src/logger.js';
 import { parseConfig } from '../../src/config.js';
+import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import type { DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult, WriteSettlement } from '../../src/transport.js';
 import { RedisStreamsAdmin, type RedisDeadLetter } from './admin.js';
 import { redisStreamsConfigSchema, resolveSubscribeOptions, type ResolvedConfig } from './config.js';
@@ -130,6 +131,12 @@ export class RedisStreamsTransport implements Transport {
   /** `bus.idle()`: see RedisStreamsAdmin.unfinished. */
   async unfinished(type: string, group: string): Promise<number> {
     return (await this.admin()).unfinished(type, group);
+  }
+
+  /** `bus.groupCounts()`: in events, sampled past a bound (see RedisStreamsAdmin.groupEvents); `estimated` says when. */
+  async groupCounts(targets: readonly GroupTarget[]): Promise<GroupCounts[]> {
+    const admin = await this.admin();
+    return Promise.all(targets.map(async ({ type, group, partitions }) => ({ type, group, ...(await admin.withPartitions(type, partitions).groupEvents(type, group)) })));
   }
 
   /** Idempotent: a second call resolves when the first has closed everything, not at once. */
