@@ -132,6 +132,33 @@ describe('packed tarball', () => {
     for (const out of [cjs, esm]) expect(out.trim()).toBe('function function object function undefined undefined undefined function');
   });
 
+  it("exposes 'eventlane/prometheus' through import and require once prom-client is installed; 'eventlane' alone never loads prom-client", () => {
+    // Before prom-client is installed, the root loads without it.
+    const rootOnly = execFileSync(process.execPath, ['-e', "require('eventlane'); console.log(Object.keys(require.cache).some((f) => f.includes('prom-client')))"], { cwd: dir, encoding: 'utf8' });
+    expect(rootOnly.trim()).toBe('false');
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', 'prom-client@15'], { cwd: dir, stdio: 'pipe' });
+    const probe = `const registry = new prom.Registry();
+const m = p.eventlaneMetrics({ registry });
+const names = registry.getMetricsAsArray().map((x) => x.name).filter((n) => n.startsWith('eventlane_')).length;
+m.close();
+console.log(typeof p.eventlaneMetrics, names, registry.getMetricsAsArray().length);`;
+    const cjs = execFileSync(process.execPath, ['-e', `const p = require('eventlane/prometheus'); const prom = require('prom-client');\n${probe}`], { cwd: dir, encoding: 'utf8' });
+    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `import * as p from 'eventlane/prometheus'; import * as prom from 'prom-client';\n${probe}`], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    for (const out of [cjs, esm]) expect(out.trim()).toBe('function 10 0');
+    // With prom-client installed, the root still does not load it.
+    const root = execFileSync(process.execPath, ['-e', "require('eventlane'); console.log(Object.keys(require.cache).some((f) => f.includes('prom-client')))"], { cwd: dir, encoding: 'utf8' });
+    expect(root.trim()).toBe('false');
+    const program = `import { Registry } from 'prom-client';
+import { eventlaneMetrics, type EventlaneMetrics } from 'eventlane/prometheus';
+export const metrics: EventlaneMetrics = eventlaneMetrics({ registry: new Registry() });
+`;
+    expect(tsc('ts-prometheus-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'main.mts': program })).toBe('');
+    expect(tsc('ts-prometheus-cjs', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
+  }, 180_000);
+
   it('installs the eventlane-redis operations CLI as an executable', () => {
     const help = execFileSync(join(dir, 'node_modules/.bin/eventlane-redis'), ['--help'], { cwd: dir, encoding: 'utf8' });
     expect(help).toContain('Usage: eventlane-redis <command>');

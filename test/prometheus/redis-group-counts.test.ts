@@ -3,8 +3,10 @@
  * redis-server: batch entries hold many events; a backlog past the sample bound is extrapolated; retry streams
  * count; a user without scripts gets the same counts through plain commands.
  */
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createEventBus, type EventBus } from '../../src/index.js';
+import { eventlaneMetrics } from '../../src/prometheus/index.js';
 import type { RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { SAMPLE_ENTRIES } from '../../transports/redis-streams/group-events.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
@@ -36,6 +38,16 @@ describe('redis-streams: group counts in events', () => {
     await (await b.subscribe('order.created', { group: 'g', ...fastRead }, () => {})).close();
     await b.publishMany('order.created', orders(N));
     expect(await entries(prefix, 2)).toBeLessThan(N / 10); // batch entries
+    // The collector's gauges read the same counts at scrape time; it is given the group, which has no member yet.
+    const registry = new Registry();
+    const metrics = eventlaneMetrics({ registry, buses: [{ stats: () => b.stats(), groupCounts: () => b.groupCounts({ groups: G }) }] });
+    r.cleanup.push(() => metrics.close());
+    const gauge = async (name: string): Promise<number> => {
+      const line = (await registry.metrics()).split('\n').find((l) => l.startsWith(`${name}{type="order.created",group="g"} `));
+      return Number(line!.split(' ')[1]);
+    };
+    expect(await gauge('eventlane_group_lag_events')).toBe(N);
+    expect(await gauge('eventlane_group_pending_events')).toBe(0);
     expect(await b.groupCounts({ groups: G })).toEqual([{ type: 'order.created', group: 'g', lagEvents: N, pendingEvents: 0, estimated: false }]);
 
     let release!: () => void;
@@ -49,9 +61,13 @@ describe('redis-streams: group counts in events', () => {
     const [held] = await b.groupCounts();
     expect(held!.lagEvents! + held!.pendingEvents!).toBe(N);
     expect(held!.pendingEvents).toBeGreaterThanOrEqual(8);
+    const [lag, pending] = [await gauge('eventlane_group_lag_events'), await gauge('eventlane_group_pending_events')];
+    expect(lag + pending).toBe(N);
+    expect(pending).toBeGreaterThanOrEqual(8);
     release();
     await b.idle({ timeoutMs: 20_000 });
     expect(await b.groupCounts()).toEqual([{ type: 'order.created', group: 'g', lagEvents: 0, pendingEvents: 0, estimated: false }]);
+    expect([await gauge('eventlane_group_lag_events'), await gauge('eventlane_group_pending_events')]).toEqual([0, 0]);
   });
 
   it('past the sample bound the rest is extrapolated from the mean events per entry, also without scripts (ACL)', async () => {
