@@ -55,7 +55,7 @@ function buckets(value: unknown, path: string, fallback: readonly number[]): num
   if (!Array.isArray(value) || value.length === 0) fail(path, 'must be a non-empty array of numbers');
   value.forEach((v: unknown, i) => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) fail(`${path}.${i}`, 'must be a finite number above 0');
-    if (i > 0 && v <= (value[i - 1] as number)) fail(`${path}.${i}`, 'must be larger than the bound before it');
+    if (i > 0 && v <= (value[i - 1] as number)) fail(`${path}.${i}`, `must be larger than ${path}.${i - 1}`);
   });
   return [...(value as number[])];
 }

@@ -133,7 +133,7 @@ describe('packed tarball', () => {
   });
 
   it("exposes 'eventlane/prometheus' through import and require once prom-client is installed; 'eventlane' alone never loads prom-client", () => {
-    // Before prom-client is installed, the root loads without it.
+    // With prom-client not installed yet, the root loads without it.
     const rootOnly = execFileSync(process.execPath, ['-e', "require('eventlane'); console.log(Object.keys(require.cache).some((f) => f.includes('prom-client')))"], { cwd: dir, encoding: 'utf8' });
     expect(rootOnly.trim()).toBe('false');
     execFileSync('npm', ['install', '--no-audit', '--no-fund', 'prom-client@15'], { cwd: dir, stdio: 'pipe' });

@@ -206,7 +206,7 @@ async function groupsCommand(inv: Invocation): Promise<void> {
   print(inv, groups, () => table(rows, columns, labels));
 }
 
-/** An event count as text: `~` before an estimate. */
+/** An event count as text, `~` marking an estimate. */
 function approx(n: number | undefined, estimated: boolean): string | undefined {
   return n === undefined ? undefined : `${estimated ? '~' : ''}${n}`;
 }
