@@ -168,6 +168,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
           drainTimeoutMs: this.config.drainTimeoutMs,
           validateOnConsume: this.config.validateOnConsume,
           observer: failureLog(this.limitedLog, maxDeliveries),
+          transport: this.transport.type,
           options: rest,
         },
         typeof handler === 'function' ? wrapped : (undefined as unknown as DeliveryHandler),

@@ -34,6 +34,8 @@ export interface EngineSpec extends DeliveryRules {
   readonly concurrency: number;
   /** Told of each failure and its verdict (`SubscriptionSpec.observer`: the bus logs them). */
   readonly observer?: DeliveryObserver | undefined;
+  /** The transport's type, told to the `eventlane:process` channel (`SubscriptionSpec.transport`). */
+  readonly transport?: string | undefined;
 }
 
 /** A handler that returned a promise, tracked until it settles or a drain gives it up. */
@@ -160,10 +162,10 @@ export abstract class DeliveryEngine<T> {
     this.running++;
     if (this.passAt === 0) this.passAt = this.lastStartAt = Date.now();
     // The `eventlane:process` tracing channel's message, when anyone subscribes (src/diagnostics.ts).
-    const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx } : undefined;
+    const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx, transport: this.spec.transport, within: undefined } : undefined;
     let r: void | Promise<void>;
     try {
-      r = msg === undefined ? this.handler(env, ctx) : processChannel.traceSync(this.handler, msg, undefined, env, ctx);
+      r = msg === undefined ? this.handler(env, ctx) : processChannel.traceSync(runWithin, msg, undefined, this.handler, msg);
     } catch (err) {
       this.end(item, index, env, ctx, tag, err);
       return;
@@ -297,4 +299,9 @@ export abstract class DeliveryEngine<T> {
     this.idleWaiters = [];
     for (const f of w) f();
   }
+}
+
+/** A traced handler run: inside the `within` the channel's `start` subscriber set, if any. */
+function runWithin(handler: DeliveryHandler, msg: ProcessMessage): void | Promise<void> {
+  return msg.within === undefined ? handler(msg.event, msg.context) : msg.within(() => handler(msg.event, msg.context));
 }

@@ -6,16 +6,24 @@
  * Tracing channels (start, end, asyncStart, asyncEnd, error; see Node's TracingChannel):
  * - `eventlane:publish`: a `publish()` or `publishMany()` call, message `PublishMessage`. A subscriber to
  *   `start` may set `headers` (e.g. W3C `traceparent`): they are added to the events' headers, under any the
- *   caller set.
+ *   caller set; and `within`: the call runs inside it.
  * - `eventlane:process`: a handler run, message `ProcessMessage`, on every transport's delivery engine (main
- *   thread; native worker threads run where no subscriber is).
+ *   thread; native worker threads run where no subscriber is). A subscriber to `start` may set `within`: the
+ *   handler runs inside it.
  *
  * Channels: `eventlane:ack`, `eventlane:retry`, `eventlane:dead-letter` (`OutcomeMessage`), `eventlane:reclaim`
  * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`), `eventlane:batch` (`BatchMessage`).
  */
 import dc from 'node:diagnostics_channel';
-import type { EventEnvelope, EventHeaders } from './envelope.js';
+import type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
 import type { DeliveryContext } from './transport.js';
+
+/**
+ * Set by a tracing channel's `start` subscriber: runs the traced work and returns what it returns, inside
+ * whatever the subscriber needs current (an OpenTelemetry context with its span). It must call `run` once,
+ * synchronously.
+ */
+export type Within = <R>(run: () => R) => R;
 
 export interface PublishMessage {
   readonly type: string;
@@ -23,8 +31,12 @@ export interface PublishMessage {
   readonly transport: string;
   /** Events in the call: 1 for `publish()`. */
   readonly count: number;
+  /** The call's options as the caller passed them (`correlationId`, `headers`...); not to be changed. */
+  readonly options: Readonly<PublishOptions> | undefined;
   /** Set by a `start` subscriber: headers added to every event of the call (the caller's win). */
   headers: EventHeaders | undefined;
+  /** Set by a `start` subscriber: the call (and the batch write it schedules) runs inside it. */
+  within: Within | undefined;
   /** Set on `error`. */
   error?: unknown;
 }
@@ -32,6 +44,10 @@ export interface PublishMessage {
 export interface ProcessMessage {
   readonly event: EventEnvelope;
   readonly context: DeliveryContext;
+  /** The transport's type (`messaging.system`); undefined when the engine's spec does not name it. */
+  readonly transport: string | undefined;
+  /** Set by a `start` subscriber: the handler runs inside it. */
+  within: Within | undefined;
   /** Set on `error`. */
   error?: unknown;
 }

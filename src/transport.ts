@@ -185,6 +185,12 @@ export interface SubscriptionSpec {
    * leaves it out there.
    */
   readonly observer?: DeliveryObserver | undefined;
+  /**
+   * The transport's type (`Transport.type`), set by the bus: the delivery engine tells it to the
+   * `eventlane:process` channel (OpenTelemetry's `messaging.system`). A transport that builds its engine's spec
+   * itself passes it on.
+   */
+  readonly transport?: string | undefined;
   /** Transport-specific options (`minIdleMs`, `blockMs`, `workers`, `handler`...), validated by the transport. */
   readonly options: Readonly<Record<string, unknown>>;
 }

@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import dc from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents } from '../../src/index.js';
+import { createEventBus, defineEvents, registerTransport } from '../../src/index.js';
+import type { PublishUnit, Transport } from '../../src/transport.js';
 import type { BatchMessage, OutcomeMessage, ProcessMessage, PublishMessage } from '../../src/diagnostics.js';
 
 const events = defineEvents({ tick: z.object({ n: z.number() }) });
@@ -85,5 +87,70 @@ describe('diagnostics_channel', () => {
     expect(units.reduce((n, u) => n + u.events, 0)).toBe(6);
     expect([...byPartition.values()].map((counts) => counts.slice(0, 1)).sort()).toEqual([[2], [3]].sort());
     expect(units).toHaveLength(3);
+  });
+
+  it('runs the publish call and the handler inside the `within` a start subscriber sets; the process message names the transport', async () => {
+    const als = new AsyncLocalStorage<string>();
+    const options: unknown[] = [];
+    onTrace('eventlane:publish', {
+      start: (m: PublishMessage) => {
+        options.push(m.options);
+        m.within = (run) => als.run(`send ${m.type}`, run);
+      },
+    });
+    const transports: (string | undefined)[] = [];
+    onTrace('eventlane:process', {
+      start: (m: ProcessMessage) => {
+        transports.push(m.transport);
+        m.within = (run) => als.run(`process ${m.event.id}`, run);
+      },
+    });
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, logger: false });
+    const inside: string[] = [];
+    const ids: string[] = [];
+    await bus.subscribe('tick', { group: 'g' }, async (e) => {
+      ids.push(e.id);
+      await Promise.resolve();
+      inside.push(als.getStore() ?? 'none');
+    });
+    const opts = { correlationId: 'c-1' };
+    await bus.publish('tick', { n: 1 }, opts);
+    await bus.idle();
+    await bus.close();
+    expect(options).toEqual([opts]);
+    expect(options[0]).toBe(opts);
+    expect(transports).toEqual(['memory']);
+    expect(inside).toEqual([`process ${ids[0]}`]);
+  });
+
+  it('runs the handler without a within when the start subscriber sets none', async () => {
+    onTrace('eventlane:process', { start: () => {} });
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, logger: false });
+    const got: number[] = [];
+    await bus.subscribe('tick', { group: 'g' }, (e) => void got.push(e.data.n));
+    await bus.publish('tick', { n: 7 });
+    await bus.idle();
+    await bus.close();
+    expect(got).toEqual([7]);
+  });
+
+  it('writes the batch a publish opens inside the `within` its start subscriber set', async () => {
+    const als = new AsyncLocalStorage<string>();
+    const writes: (string | undefined)[] = [];
+    const probe: Transport = {
+      type: 'within-probe',
+      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20 },
+      connect: async () => {},
+      partitionsFor: () => 1,
+      write: (units: readonly PublishUnit[]) => void writes.push(`${als.getStore()} ${units[0]!.events.length}`),
+      subscribe: () => Promise.reject(new Error('publish only')),
+      close: async () => {},
+    };
+    registerTransport('within-probe', () => probe);
+    onTrace('eventlane:publish', { start: (m: PublishMessage) => void (m.within = (run) => als.run(`send ${m.count}`, run)) });
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'within-probe' }, logger: false });
+    await bus.publishMany('tick', [{ n: 1 }, { n: 2 }]);
+    await bus.close();
+    expect(writes).toEqual(['send 2 2']);
   });
 });

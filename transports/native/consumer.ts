@@ -39,6 +39,8 @@ export interface ConsumerSettings {
   readonly reader: ReaderPlan | undefined;
   /** The bus's observer of failures (main thread only: settings cross to worker threads without it). */
   readonly observer?: DeliveryObserver | undefined;
+  /** The transport's type, for the `eventlane:process` channel (`SubscriptionSpec.transport`). */
+  readonly transport?: string | undefined;
 }
 
 /** An event waiting for (another) delivery. Structured-cloneable, so workers can hand it back. */

@@ -155,6 +155,7 @@ export class NativeGroup {
       lazy,
       hold: lazy && this.o.hold,
       reader: this.o.reader,
+      transport: spec.transport,
     };
   }
 
