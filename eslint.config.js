@@ -27,6 +27,12 @@ const NODE_GLOBALS = Object.fromEntries(
 const CJS_GLOBALS = { ...NODE_GLOBALS, require: 'readonly', module: 'writable', exports: 'writable', __filename: 'readonly', __dirname: 'readonly' };
 
 /**
+ * An optional peer dependency is imported only by its own subpath's tree (src/otel/ for @opentelemetry/api), so
+ * `eventlane` never loads one.
+ */
+const OPTIONAL_PEERS = { regex: '^@opentelemetry/', message: 'Only eventlane/otel (src/otel/) imports @opentelemetry/*, an optional peer dependency.' };
+
+/**
  * The import direction. `no-restricted-imports` sees static `import`/`export ... from` (type-only ones too);
  * `no-restricted-syntax` covers what it does not: `import()` expressions, `import('...')` types and `require()`.
  * Specifiers are matched as written (relative paths), so each tree's regexes assume its own depth.
@@ -96,9 +102,20 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: [...TESTS, 'src/builtin-transports.ts'],
+    ignores: [...TESTS, 'src/builtin-transports.ts', 'src/otel/**'],
     rules: importDirection([
       { regex: '^(\\.\\./)+transports(/|$)', message: 'The core does not import transports/: only src/builtin-transports.ts registers the built-ins.' },
+      { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'The core does not import benchmarking/.' },
+      { regex: '^(\\.\\./)+test(/|$)', message: 'The core does not import test/.' },
+      OPTIONAL_PEERS,
+    ]),
+  },
+  {
+    // eventlane/otel: the one tree that imports its optional peer (@opentelemetry/api).
+    files: ['src/otel/**/*.ts'],
+    ignores: TESTS,
+    rules: importDirection([
+      { regex: '^(\\.\\./)+transports(/|$)', message: 'eventlane/otel does not import transports/: it reads the diagnostics channels.' },
       { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'The core does not import benchmarking/.' },
       { regex: '^(\\.\\./)+test(/|$)', message: 'The core does not import test/.' },
     ]),
@@ -108,6 +125,7 @@ export default tseslint.config(
     rules: importDirection([
       { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'The core does not import benchmarking/.' },
       { regex: '^(\\.\\./)+test(/|$)', message: 'The core does not import test/.' },
+      OPTIONAL_PEERS,
     ]),
   },
   {
@@ -120,6 +138,7 @@ export default tseslint.config(
       { regex: '^(\\.\\./)+transports(/|$)', message: 'A transport does not import another transport: share code through src/.' },
       { regex: '^(\\.\\./)+benchmarking(/|$)', message: 'transports/ does not import benchmarking/.' },
       { regex: '^(\\.\\./)+test(/|$)', message: 'transports/ does not import test/.' },
+      OPTIONAL_PEERS,
     ]),
   },
   {
