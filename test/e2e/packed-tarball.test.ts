@@ -34,7 +34,8 @@ describe('packed tarball', () => {
     const out = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir, '--json'], { cwd: root, encoding: 'utf8' });
     const [{ filename }] = JSON.parse(out.slice(out.indexOf('[')));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', join(dir, filename), 'zod@4'], { cwd: dir, stdio: 'pipe' });
+    // @opentelemetry/api: the optional peer of eventlane/otel.
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', join(dir, filename), 'zod@4', '@opentelemetry/api@~1.9.0'], { cwd: dir, stdio: 'pipe' });
   }, 180_000);
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -199,6 +200,35 @@ describeConformance(api, { name: 'memory', transport: () => ({ type: 'memory', n
 `;
     expect(tsc('ts-conformance-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'main.mts': program })).toBe('');
     expect(tsc('ts-conformance-cjs', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
+  }, 120_000);
+
+  it("exposes 'eventlane/otel' through import and require, named with the package's version, and a bus runs instrumented with the API alone", () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    const probe = `const otel = o.instrumentEventlane();
+const events = el.defineEvents({ 'order.created': zod.z.object({ orderId: zod.z.string() }) });
+(async () => {
+  const bus = await el.createEventBus({ service: 'e2e', events, transport: { type: 'memory' } });
+  const got = [];
+  await bus.subscribe('order.created', { group: 'g' }, (e) => { got.push(e.data.orderId); });
+  await bus.publish('order.created', { orderId: 'o-1' });
+  await bus.idle();
+  await bus.close();
+  otel.disable();
+  console.log(typeof o.EventlaneInstrumentation, otel.instrumentationName, otel.instrumentationVersion, got.join());
+})();`;
+    writeFileSync(join(dir, 'otel.cjs'), `const el = require('eventlane'); const o = require('eventlane/otel'); const zod = require('zod');\n${probe}`);
+    writeFileSync(join(dir, 'otel.mjs'), `import * as el from 'eventlane'; import * as o from 'eventlane/otel'; import * as zod from 'zod';\n${probe}`);
+    for (const file of ['otel.cjs', 'otel.mjs']) {
+      expect(execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 30_000 }).trim(), file).toBe(`function eventlane ${version} o-1`);
+    }
+    const program = `import { EventlaneInstrumentation, instrumentEventlane, type EventlaneInstrumentationConfig } from 'eventlane/otel';
+const config: EventlaneInstrumentationConfig = { processSpanParent: 'child', processHook: (span, info) => void span.setAttribute('app.group', info.context.group) };
+export const otel: EventlaneInstrumentation = instrumentEventlane(config);
+// @ts-expect-error processSpanParent is 'link' or 'child'
+instrumentEventlane({ processSpanParent: 'parent' });
+`;
+    expect(tsc('ts-otel-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'main.mts': program })).toBe('');
+    expect(tsc('ts-otel-cjs', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
   }, 120_000);
 
   it("compiles the README's quickstart as written (tsc --strict, ESM, module NodeNext)", () => {
