@@ -31,7 +31,7 @@ export interface PublishMessage {
   readonly transport: string;
   /** Events in the call: 1 for `publish()`. */
   readonly count: number;
-  /** The call's options as the caller passed them (`correlationId`, `headers`...); not to be changed. */
+  /** The call's options as the caller passed them (`correlationId`, `headers`...; `publishMany()`'s `key` may be a function); not to be changed. */
   readonly options: Readonly<PublishOptions> | undefined;
   /** Set by a `start` subscriber: headers added to every event of the call (the caller's win). */
   headers: EventHeaders | undefined;

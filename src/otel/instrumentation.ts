@@ -44,7 +44,10 @@ export class EventlaneInstrumentation {
     dc.subscribe(DEAD_LETTER, this.process.onDeadLetter);
   }
 
-  /** Unsubscribes: no span or measurement is made after it (spans open then end as their calls do). */
+  /**
+   * Unsubscribes: no span, header or measurement is made after it. A span still open then (a handler that
+   * has not settled) is not ended, so it is not exported.
+   */
   disable(): void {
     if (!this.enabled) return;
     this.enabled = false;

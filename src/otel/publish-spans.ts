@@ -57,7 +57,7 @@ export class PublishTracing {
     failSpan(run.span, m.error);
   }
 
-  /** The call's synchronous part returned; a call that threw there (failed already) ends now, with no async events. */
+  /** The call's synchronous part returned; a call that threw there (failed already) gets no async events: its span ends here. */
   private end(m: PublishMessage): void {
     if (this.runs.get(m)?.failed === true) this.finish(m);
   }
