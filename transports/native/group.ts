@@ -285,10 +285,7 @@ export class NativeGroup {
     this.live.add(thread);
     void thread.stopped.then(() => this.live.delete(thread));
     const ready = watchThread(thread, handlerModule, this.threadEvents);
-    ready.then(
-      () => (thread.ready = true),
-      () => undefined,
-    );
+    ready.then(() => void (thread.ready = true)).catch(() => undefined); // its failure is handled by the caller
     return { thread, ready };
   }
 
