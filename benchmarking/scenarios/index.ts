@@ -11,6 +11,7 @@ import { latencyBurst } from './latency-burst.js';
 import { latencySustained } from './latency-sustained.js';
 import { messageSize } from './message-size.js';
 import { nativeThroughput } from './native-throughput.js';
+import { observabilityOverhead } from './observability-overhead.js';
 import { partitionScaling } from './partition-scaling.js';
 import { publishOverhead } from './publish-overhead.js';
 import { publishingThroughput } from './publishing-throughput.js';
@@ -27,6 +28,7 @@ export const SCENARIOS: Scenario[] = [
   messageSize,
   consumerGroups,
   endToEnd,
+  observabilityOverhead,
 ];
 
 /** What `npm run benchmark` with no flags runs (short settings, in-process, no Redis). */
