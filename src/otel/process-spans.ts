@@ -46,8 +46,11 @@ interface ProcessRun {
   done: boolean;
 }
 
+/** Where a run is kept on its message (a property, not a WeakMap: one entry per handler run). */
+const RUN = Symbol('eventlane.otel.process');
+type Traced = ProcessMessage & { [RUN]?: ProcessRun };
+
 export class ProcessTracing {
-  private readonly runs = new WeakMap<ProcessMessage, ProcessRun>();
   /** The open run of each event, for the outcome channels (whose messages carry the event, not the run). */
   private readonly byEvent = new WeakMap<EventEnvelope, ProcessRun>();
 
@@ -81,14 +84,14 @@ export class ProcessTracing {
     const span = this.t.tracer.startSpan(`process ${event.type}`, { kind: SpanKind.CONSUMER, root: link, links, attributes: processAttributes(m, metricAttrs) }, extracted);
     m.within = withinContext(m.within, trace.setSpan(extracted, span));
     const run: ProcessRun = { span, event, metricAttrs, startMs: performance.now(), failed: false, error: undefined, returned: false, done: false };
-    this.runs.set(m, run);
+    (m as Traced)[RUN] = run;
     this.byEvent.set(event, run);
     this.t.instruments.consumed.add(1, metricAttrs);
     callHook(this.t.config.processHook, span, { event, context: dctx, transport: m.transport }, 'processHook');
   }
 
   private error(m: ProcessMessage): void {
-    const run = this.runs.get(m);
+    const run = (m as Traced)[RUN];
     if (run === undefined) return;
     run.failed = true;
     run.error = m.error;
@@ -97,7 +100,7 @@ export class ProcessTracing {
 
   /** The handler returned (or threw): a promise's span ends at `asyncEnd`, any other's at its outcome. */
   private end(m: ProcessMessage): void {
-    const run = this.runs.get(m);
+    const run = (m as Traced)[RUN];
     const result = (m as { result?: unknown }).result;
     if (run === undefined || isThenable(result)) return;
     run.returned = true;
@@ -115,7 +118,7 @@ export class ProcessTracing {
   }
 
   private finishOf(m: ProcessMessage): void {
-    const run = this.runs.get(m);
+    const run = (m as Traced)[RUN];
     if (run !== undefined) this.finish(run);
   }
 

@@ -21,9 +21,11 @@ interface SendRun {
   done: boolean;
 }
 
-export class PublishTracing {
-  private readonly runs = new WeakMap<PublishMessage, SendRun>();
+/** Where a call's run is kept on its message (a property, not a WeakMap: one entry per publish call). */
+const RUN = Symbol('eventlane.otel.send');
+type Traced = PublishMessage & { [RUN]?: SendRun };
 
+export class PublishTracing {
   constructor(private readonly t: Telemetry) {}
 
   readonly subscribers: TracingChannelSubscribers<PublishMessage> = {
@@ -45,12 +47,12 @@ export class PublishTracing {
       if (Object.keys(carrier).length > 0) m.headers = m.headers === undefined ? carrier : { ...m.headers, ...carrier };
     }
     m.within = withinContext(m.within, ctx);
-    this.runs.set(m, { span, metricAttrs, startMs: performance.now(), failed: false, error: undefined, done: false });
+    (m as Traced)[RUN] = { span, metricAttrs, startMs: performance.now(), failed: false, error: undefined, done: false };
     callHook(this.t.config.publishHook, span, { type: m.type, transport: m.transport, count: m.count, options: m.options }, 'publishHook');
   }
 
   private error(m: PublishMessage): void {
-    const run = this.runs.get(m);
+    const run = (m as Traced)[RUN];
     if (run === undefined) return;
     run.failed = true;
     run.error = m.error;
@@ -59,11 +61,11 @@ export class PublishTracing {
 
   /** The call's synchronous part returned; a call that threw there (failed already) gets no async events: its span ends here. */
   private end(m: PublishMessage): void {
-    if (this.runs.get(m)?.failed === true) this.finish(m);
+    if ((m as Traced)[RUN]?.failed === true) this.finish(m);
   }
 
   private finish(m: PublishMessage): void {
-    const run = this.runs.get(m);
+    const run = (m as Traced)[RUN];
     if (run === undefined || run.done) return;
     run.done = true;
     run.span.end();
