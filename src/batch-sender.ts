@@ -8,11 +8,13 @@
  *   and asks for a flush from within makes the running loop go round again.
  * - Each unit settles once, with the first report of its fate: through the write's `WriteSettlement`
  *   (`BatchSettlement`, one per write), or else through the write's result (a result per unit, or one failure
- *   for all). Each settled event stops counting as pending (`PendingLedger`).
+ *   for all). Each settled event stops counting as pending (`PendingLedger`). While `eventlane:batch` has a
+ *   subscriber as a write leaves, each of its units is told to it once, as it settles (`BatchMessage`).
  */
 import type { Batch, Unit } from './batch-units.js';
 import type { BatchSizer } from './batch-sizing.js';
 import type { BatcherStats, WriteFn } from './batcher.js';
+import { performance } from 'node:perf_hooks';
 import { batchChannel, type BatchMessage } from './diagnostics.js';
 import { EventlaneError, TransportError } from './errors.js';
 import type { WriteResult, WriteSettlement } from './transport.js';
@@ -108,7 +110,7 @@ export class BatchSender {
     this.slots.take();
     this.stats.batches++;
     this.stats.units += batch.units.length;
-    if (batchChannel.hasSubscribers) publishUnits(batch.units);
+    if (batchChannel.hasSubscribers) batch.sentAt = performance.now();
     let result: Promise<WriteResult> | WriteResult;
     try {
       result = this.write(batch.units, new BatchSettlement(this, batch));
@@ -149,7 +151,10 @@ export class BatchSender {
     batch.earlyEvents += unit.count;
     this.ledger.release(unit.count);
     this.stats.events += unit.count;
-    this.stats.failedEvents += unit.settle(err === undefined ? undefined : asTransportError(err), written);
+    const failure = err === undefined ? undefined : asTransportError(err);
+    const failed = unit.settle(failure, written);
+    this.stats.failedEvents += failed;
+    if (batch.sentAt >= 0) reportUnit(unit, failure, failed, performance.now() - batch.sentAt);
     this.ledger.admitWaiters();
     this.ledger.drainedIfIdle();
   }
@@ -159,7 +164,7 @@ export class BatchSender {
     batch.settled = true;
     const events = batch.events - batch.earlyEvents;
     this.ledger.release(events);
-    this.stats.failedEvents += settleUnits(batch.units, batch.early, res, failure);
+    this.stats.failedEvents += settleUnits(batch, res, failure);
     this.stats.events += events;
     this.ledger.admitWaiters();
     this.slotFree();
@@ -201,24 +206,29 @@ class BatchSettlement implements WriteSettlement {
 }
 
 /**
- * Settles the units of a write with its result (`res`: a failure per unit, or none) or its `failure` (for all),
- * except those settled through the write's settlement (`early[i] === 1`). Returns how many of their events
- * failed.
+ * Settles the units of `batch`'s write with its result (`res`: a failure per unit, or none) or its `failure`
+ * (for all), except those settled through the write's settlement (`early[i] === 1`). Returns how many of their
+ * events failed.
  */
-function settleUnits(units: readonly Unit[], early: Uint8Array | undefined, res: WriteResult, failure: unknown): number {
-  const failed = failure !== undefined ? asTransportError(failure) : undefined;
+function settleUnits(batch: Batch, res: WriteResult, failure: unknown): number {
+  const { units, early } = batch;
+  const all = failure !== undefined ? asTransportError(failure) : undefined;
+  const writeMs = batch.sentAt >= 0 ? performance.now() - batch.sentAt : -1;
   let failedEvents = 0;
   for (let i = 0; i < units.length; i++) {
     if (early !== undefined && early[i] === 1) continue; // settled already (`WriteSettlement`)
     const own = res ? res[i] : undefined;
-    failedEvents += units[i]!.settle(failed ?? (own ? asTransportError(own) : undefined), 0);
+    const err = all ?? (own ? asTransportError(own) : undefined);
+    const failed = units[i]!.settle(err, 0);
+    failedEvents += failed;
+    if (writeMs >= 0) reportUnit(units[i]!, err, failed, writeMs);
   }
   return failedEvents;
 }
 
-/** Each unit of a write to `eventlane:batch` (src/diagnostics.ts), taken only while someone subscribes. */
-function publishUnits(units: readonly Unit[]): void {
-  for (const u of units) batchChannel.publish({ type: u.type, partition: u.partition, events: u.count } satisfies BatchMessage);
+/** A settled unit of a write that left while `eventlane:batch` had a subscriber, told to it while it still has one. */
+function reportUnit(u: Unit, error: Error | undefined, failed: number, writeMs: number): void {
+  if (batchChannel.hasSubscribers) batchChannel.publish({ type: u.type, partition: u.partition, events: u.count, written: u.count - failed, writeMs, error } satisfies BatchMessage);
 }
 
 function asTransportError(err: unknown): Error {

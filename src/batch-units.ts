@@ -115,4 +115,6 @@ export class Batch {
   early: Uint8Array | undefined = undefined;
   earlyEvents = 0;
   settled = false;
+  /** `performance.now()` as the write left, when `eventlane:batch` had a subscriber then; else -1. */
+  sentAt = -1;
 }

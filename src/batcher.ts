@@ -7,6 +7,7 @@
  * - `maxEvents` / `maxBytes` bound a batch and each unit in it; `maxWaitMs > 0` makes a non-full batch
  *   linger that long for company (a fixed flush interval) instead of leaving at once.
  * - `maxPendingEvents` bounds what the client buffers: past it `add` waits for room, or rejects.
+ * - An event it refuses (closed, or no room with onFull 'reject') is told to `eventlane:publish-error`.
  * - A lane whose consumer thread starts to wait (in-process transports) gets `add`'s batch at once, once per wait.
  *
  * Per event the hot path is an array push and a few counter updates: one promise per unit (a
@@ -22,6 +23,7 @@ import { BatchSender, type PendingLedger } from './batch-sender.js';
 import type { Lane, SplittableRun } from './batch-units.js';
 import { Deque } from './deque.js';
 import { BackpressureError, ClosedError } from './errors.js';
+import { rejected } from './diagnostics.js';
 import type { OutgoingEvent, PublishUnit, WriteResult, WriteSettlement } from './transport.js';
 import { WriteSlots } from './write-slots.js';
 
@@ -143,7 +145,7 @@ export class Batcher implements PendingLedger {
   addFitted(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.closed) {
       this.placedAt = 0;
-      return Promise.reject(new ClosedError('publisher'));
+      return rejected(lane.type, 1, new ClosedError('publisher'));
     }
     const unit = this.sizer.place(lane, event, size);
     this.pending++;
@@ -163,7 +165,7 @@ export class Batcher implements PendingLedger {
    * fate.
    */
   addRun(lane: Lane, run: SplittableRun, sizes: Float64Array, at: number, track: (from: number, to: number, p: Promise<void>, first: number) => void): void {
-    if (this.closed) return track(0, run.count, Promise.reject(new ClosedError('publisher')), 0);
+    if (this.closed) return track(0, run.count, rejected(lane.type, run.count, new ClosedError('publisher')), 0);
     const n = run.count;
     for (let from = 0; from < n;) {
       const unit = this.sizer.placeRun(lane, run, sizes, at, from);
@@ -182,7 +184,7 @@ export class Batcher implements PendingLedger {
    * calls (`addFitted`) keep full batches.
    */
   add(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
-    if (this.closed) return Promise.reject(new ClosedError('publisher'));
+    if (this.closed) return rejected(lane.type, 1, new ClosedError('publisher'));
     if (this.pending >= this.opts.maxPendingEvents || this.waiters.length > 0) return this.overflow(lane, event, size);
     const p = this.push(lane, event, size, this.ownPromises);
     const sendNow = lane.sendNow;
@@ -201,7 +203,7 @@ export class Batcher implements PendingLedger {
 
   private overflow(lane: Lane, event: OutgoingEvent, size: number): Promise<void> {
     if (this.opts.onFull === 'reject') {
-      return Promise.reject(new BackpressureError(this.pending, this.opts.maxPendingEvents));
+      return rejected(lane.type, 1, new BackpressureError(this.pending, this.opts.maxPendingEvents));
     }
     return new Promise<Promise<void>>((resolve) => {
       this.waiters.push(new Waiter(lane, event, size, resolve));
@@ -226,7 +228,7 @@ export class Batcher implements PendingLedger {
   admitWaiters(): void {
     while (this.waiters.length > 0 && this.pending < this.opts.maxPendingEvents) {
       const w = this.waiters.shift()!;
-      w.resolve(this.closed ? Promise.reject(new ClosedError('publisher')) : this.push(w.lane, w.event, w.size, this.ownPromises));
+      w.resolve(this.closed ? rejected(w.lane.type, 1, new ClosedError('publisher')) : this.push(w.lane, w.event, w.size, this.ownPromises));
     }
     if (this.waiters.length > 0) return; // single publishers first: they waited longer
     // Bulk producers, in order, as long as their slices fit in what is free now.

@@ -15,6 +15,7 @@ import type { PublishManyOptions } from './bus-types.js';
 import { BulkCall } from './bulk-call.js';
 import { flat, type PublishOptions } from './envelope.js';
 import { BackpressureError, PayloadTooLargeError } from './errors.js';
+import { rejected } from './diagnostics.js';
 import { NO_ROOM } from './json-writer.js';
 import { UNSURE } from './checked-writer.js';
 import { EventMeta, Run } from './outgoing.js';
@@ -46,11 +47,11 @@ export function publishMany(pub: Publisher, t: TypeState, payloads: readonly unk
   try {
     bulk = checkedCall(pub, t, payloads, options);
   } catch (err) {
-    return Promise.reject(err);
+    return rejected(t.name, n, err);
   }
   // onFull 'reject': the whole call is refused up front when it does not fit, so nothing is half-sent.
   if (pub.batching.onFull === 'reject' && !pub.batcher.fits(n)) {
-    return Promise.reject(new BackpressureError(pub.batcher.pendingEvents, pub.batching.maxPendingEvents, n));
+    return rejected(t.name, n, new BackpressureError(pub.batcher.pendingEvents, pub.batching.maxPendingEvents, n));
   }
   const call = enqueueMany(pub, t, bulk, fixedKey, options);
   // close() lets calls accepted before it finish every slice (they may be waiting for room).

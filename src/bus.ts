@@ -8,7 +8,7 @@
  */
 import { busHealth, progressOf, stallMsOf, transportHealth } from './bus-health.js';
 import type { BusHealth, HealthOptions } from './health.js';
-import { publishChannel, traced } from './diagnostics.js';
+import { publishChannel, refused, rejected, traced } from './diagnostics.js';
 import { tracedPublish } from './publish-trace.js';
 import { Batcher } from './batcher.js';
 import { closeBus } from './bus-close.js';
@@ -73,14 +73,15 @@ export class EventBus<M extends EventMap, T extends string = string> {
     return this.send(type, data, options);
   }
 
+  /** A refused call is told to `eventlane:publish-error` (`rejected`), here and in `sendMany` and `tryPublish`. */
   private send<K extends EventName<M>>(type: K, data: EventInput<M, K>, options: PublishOptions | undefined): Promise<void> {
-    if (this.publisher.closed) return Promise.reject(new ClosedError());
+    if (this.publisher.closed) return rejected(type, 1, new ClosedError());
     const t = this.types.get(type);
-    if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
+    if (t === undefined) return rejected(type, 1, new UnknownEventError(type, this.events.names));
     try {
       return this.publisher.enqueue(t, data, options, options?.key, options !== undefined ? checkPublishOptions('publish', options) : 0);
     } catch (err) {
-      return Promise.reject(err);
+      return rejected(type, 1, err);
     }
   }
 
@@ -93,6 +94,14 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * @example if (!bus.tryPublish('tick.received', tick)) skipped++;
    */
   tryPublish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): boolean {
+    try {
+      return this.tryWrite(type, data, options);
+    } catch (err) {
+      throw refused(type, 1, err);
+    }
+  }
+
+  private tryWrite<K extends EventName<M>>(type: K, data: EventInput<M, K>, options: PublishOptions | undefined): boolean {
     const pub = this.publisher;
     if (pub.closed) throw new ClosedError();
     const t = this.types.get(type);
@@ -125,10 +134,11 @@ export class EventBus<M extends EventMap, T extends string = string> {
   }
 
   private sendMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options: PublishManyOptions<EventInput<M, K>> | undefined): Promise<void> {
-    if (this.publisher.closed) return Promise.reject(new ClosedError());
+    const n = Array.isArray(payloads) ? payloads.length : 0;
+    if (this.publisher.closed) return rejected(type, n, new ClosedError());
     const t = this.types.get(type);
-    if (t === undefined) return Promise.reject(new UnknownEventError(type, this.events.names));
-    if (!Array.isArray(payloads)) return Promise.reject(new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
+    if (t === undefined) return rejected(type, n, new UnknownEventError(type, this.events.names));
+    if (!Array.isArray(payloads)) return rejected(type, n, new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
     return publishMany(this.publisher, t, payloads, options);
   }
 

@@ -22,7 +22,8 @@ import type { DeadLetter, DeliveryContext, DeliveryHandler } from './transport.j
 import type { DeliveryObserver } from './failure-log.js';
 import { TimeoutError } from './errors.js';
 import type { SubscriptionProgress } from './health.js';
-import { ackChannel, deadLetterChannel, processChannel, retryChannel, traced, type OutcomeMessage, type ProcessMessage } from './diagnostics.js';
+import { performance } from 'node:perf_hooks';
+import { ackChannel, deadLetterChannel, outcomesWatched, processChannel, retryChannel, traced, type OutcomeMessage, type ProcessMessage } from './diagnostics.js';
 
 /** The verdict of another attempt. */
 export type RetryVerdict = Extract<FailureVerdict, { retry: true }>;
@@ -48,6 +49,8 @@ export class Running<T> {
     readonly ctx: DeliveryContext,
     /** The transport's own number for this run (`startHandler`'s `tag`), given back to `ended`. */
     readonly tag: number,
+    /** `performance.now()` as the run started, when an outcome channel had a subscriber then; else -1. */
+    readonly startedAt: number,
   ) {}
 }
 
@@ -161,24 +164,26 @@ export abstract class DeliveryEngine<T> {
   protected startHandler(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag = -1): void {
     this.running++;
     if (this.passAt === 0) this.passAt = this.lastStartAt = Date.now();
+    // Timed for the outcome channels' `durationMs`, only while someone subscribes to them.
+    const t0 = outcomesWatched() ? performance.now() : -1;
     // The `eventlane:process` tracing channel's message, when anyone subscribes (src/diagnostics.ts).
     const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx, transport: this.spec.transport, within: undefined } : undefined;
     let r: void | Promise<void>;
     try {
       r = msg === undefined ? this.handler(env, ctx) : processChannel.traceSync(runWithin, msg, undefined, this.handler, msg);
     } catch (err) {
-      this.end(item, index, env, ctx, tag, err);
+      this.end(item, index, env, ctx, tag, t0, err, true);
       return;
     }
     if (r !== undefined && r !== null && typeof (r as Promise<void>).then === 'function') {
-      const run = new Running(item, index, env, ctx, tag);
+      const run = new Running(item, index, env, ctx, tag, t0);
       this.runs.add(run);
       (r as Promise<void>).then(
         () => this.settle(run, undefined, false, msg),
         (err: unknown) => this.settle(run, err, true, msg),
       );
     } else {
-      this.end(item, index, env, ctx, tag, undefined, false);
+      this.end(item, index, env, ctx, tag, t0, undefined, false);
     }
   }
 
@@ -192,20 +197,21 @@ export abstract class DeliveryEngine<T> {
     }
     if (!run.givenUp) {
       this.runs.delete(run);
-      this.end(run.item, run.index, run.env, run.ctx, run.tag, err, failed);
+      this.end(run.item, run.index, run.env, run.ctx, run.tag, run.startedAt, err, failed);
       this.resume();
     }
     if (msg !== undefined) processChannel.asyncEnd.publish(msg);
   }
 
-  /** A run ended: its slot is free, and its outcome's verdict applies. */
-  private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, err: unknown, failed = true): void {
+  /** A run ended: its slot is free, and its outcome's verdict applies. `t0`: the run's `Running.startedAt`. */
+  private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, t0: number, err: unknown, failed: boolean): void {
     this.running--;
     this.ended(item, tag);
+    const durationMs = t0 < 0 ? undefined : performance.now() - t0;
     if (failed) {
-      this.verdict(item, index, env, ctx, err);
+      this.verdict(item, index, env, ctx, err, durationMs);
     } else {
-      if (ackChannel.hasSubscribers) ackChannel.publish({ event: env, context: ctx } satisfies OutcomeMessage);
+      if (ackChannel.hasSubscribers) ackChannel.publish({ event: env, context: ctx, durationMs } satisfies OutcomeMessage);
       this.succeeded(item, index, env);
     }
     this.wakeIfIdle();
@@ -214,10 +220,11 @@ export abstract class DeliveryEngine<T> {
   /**
    * The verdict on delivery `ctx` of `env` failing with `err` (delivery-rules.ts), carried out by `retry` or
    * `dead`. For a transport's own runs too (a worker thread's serial loop awaits its handler itself).
+   * `durationMs`: the run's, for the outcome channels (`OutcomeMessage.durationMs`).
    */
-  protected verdict(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, err: unknown): void {
+  protected verdict(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, err: unknown, durationMs?: number): void {
     const v = afterFailure(this.spec, ctx.attempt, err);
-    this.report(env, ctx, err, v);
+    this.report(env, ctx, err, v, durationMs);
     if (v.retry) this.retry(item, index, env, ctx, v, err);
     else this.dead(item, index, env, deadLetterOf(env, this.spec.group, ctx.partition, ctx.attempt, v.error));
   }
@@ -276,7 +283,8 @@ export abstract class DeliveryEngine<T> {
       const last = isLastAttempt(this.spec, ctx.attempt);
       const dl = last ? outlivedDrain(env, this.spec.group, ctx.partition, ctx.attempt, drainMs) : undefined;
       const err = new TimeoutError(`The handler was still running when its subscription closed (drainTimeoutMs ${drainMs}).`);
-      this.report(env, ctx, err, dl !== undefined ? { retry: false, error: dl.error } : { retry: true, attempt: ctx.attempt + 1, delayMs: 0 });
+      const durationMs = run.startedAt < 0 ? undefined : performance.now() - run.startedAt;
+      this.report(env, ctx, err, dl !== undefined ? { retry: false, error: dl.error } : { retry: true, attempt: ctx.attempt + 1, delayMs: 0 }, durationMs);
       if (dl !== undefined) this.dead(run.item, run.index, env, dl);
       else this.handBack(run.item, run.index, env, ctx);
     }
@@ -284,12 +292,12 @@ export abstract class DeliveryEngine<T> {
   }
 
   /** A failure and its verdict, to the bus's observer and the `eventlane:retry` / `eventlane:dead-letter` channels. */
-  private report(env: EventEnvelope, ctx: DeliveryContext, err: unknown, v: FailureVerdict): void {
+  private report(env: EventEnvelope, ctx: DeliveryContext, err: unknown, v: FailureVerdict, durationMs: number | undefined): void {
     this.spec.observer?.failed(env, ctx, err, v);
     if (v.retry) {
-      if (retryChannel.hasSubscribers) retryChannel.publish({ event: env, context: ctx, nextAttempt: v.attempt, delayMs: v.delayMs, error: err } satisfies OutcomeMessage);
+      if (retryChannel.hasSubscribers) retryChannel.publish({ event: env, context: ctx, nextAttempt: v.attempt, delayMs: v.delayMs, error: err, durationMs } satisfies OutcomeMessage);
     } else if (deadLetterChannel.hasSubscribers) {
-      deadLetterChannel.publish({ event: env, context: ctx, reason: v.error, error: err } satisfies OutcomeMessage);
+      deadLetterChannel.publish({ event: env, context: ctx, reason: v.error, error: err, durationMs } satisfies OutcomeMessage);
     }
   }
 

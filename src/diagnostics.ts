@@ -12,7 +12,9 @@
  *   handler runs inside it.
  *
  * Channels: `eventlane:ack`, `eventlane:retry`, `eventlane:dead-letter` (`OutcomeMessage`), `eventlane:reclaim`
- * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`), `eventlane:batch` (`BatchMessage`).
+ * (`ReclaimMessage`), `eventlane:connection` (`ConnectionMessage`), `eventlane:batch` (`BatchMessage`, each unit
+ * of a write as it settles), `eventlane:publish-error` (`PublishErrorMessage`, a publish refused before its
+ * events reached the batcher).
  */
 import dc from 'node:diagnostics_channel';
 import type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';
@@ -60,6 +62,11 @@ export interface OutcomeMessage {
   readonly delayMs?: number;
   readonly reason?: string;
   readonly error?: unknown;
+  /**
+   * The handler run, from its start to its outcome (to the give-up, for a run a drain gave up), in
+   * milliseconds; measured only when one of the outcome channels had a subscriber as the run started.
+   */
+  readonly durationMs?: number;
 }
 
 export interface ReclaimMessage {
@@ -80,8 +87,22 @@ export interface ConnectionMessage {
 export interface BatchMessage {
   readonly type: string;
   readonly partition: number;
-  /** Events in the unit the batcher hands the transport (one unit per type and partition of a write). */
+  /** Events in the unit (one unit per type and partition of a write). */
   readonly events: number;
+  /** Events of the unit written: `events` when it was written, fewer (often 0) when it failed. */
+  readonly written: number;
+  /** From the hand-off of the unit's write to the transport to the unit's settlement, in milliseconds. */
+  readonly writeMs: number;
+  /** Why the unit failed; undefined when it was written. */
+  readonly error: Error | undefined;
+}
+
+export interface PublishErrorMessage {
+  readonly type: string;
+  /** Events in the refused call: 1 for `publish()` and `tryPublish()`; 0 for a `publishMany()` not given an array. */
+  readonly count: number;
+  /** The error the call rejected (or threw) with. */
+  readonly error: unknown;
 }
 
 export const publishChannel = dc.tracingChannel<'eventlane:publish', PublishMessage>('eventlane:publish');
@@ -92,6 +113,27 @@ export const deadLetterChannel = dc.channel('eventlane:dead-letter');
 export const reclaimChannel = dc.channel('eventlane:reclaim');
 export const connectionChannel = dc.channel('eventlane:connection');
 export const batchChannel = dc.channel('eventlane:batch');
+export const publishErrorChannel = dc.channel('eventlane:publish-error');
+
+/** Whether anyone subscribes to an outcome channel (`eventlane:ack`, `retry`, `dead-letter`): handler runs are timed. */
+export function outcomesWatched(): boolean {
+  return ackChannel.hasSubscribers || retryChannel.hasSubscribers || deadLetterChannel.hasSubscribers;
+}
+
+/**
+ * A publish of `count` events of `type` refused before its events reached the batcher (or refused by it):
+ * told to `eventlane:publish-error` while someone subscribes. Returns `error`, for the caller to throw or reject
+ * with.
+ */
+export function refused<E>(type: string, count: number, error: E): E {
+  if (publishErrorChannel.hasSubscribers) publishErrorChannel.publish({ type, count, error } satisfies PublishErrorMessage);
+  return error;
+}
+
+/** `refused`, as the rejected promise the call returns. */
+export function rejected(type: string, count: number, error: unknown): Promise<never> {
+  return Promise.reject(refused(type, count, error));
+}
 
 /** Whether anyone subscribes to one of a tracing channel's events (each is checked: older Node 20 lacks the aggregate). */
 export function traced(tc: dc.TracingChannel<string, object>): boolean {

@@ -65,5 +65,5 @@ export {
   type EventlaneErrorOptions,
   type ValidationIssue,
 } from './errors.js';
-export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage, BatchMessage, Within } from './diagnostics.js';
+export type { PublishMessage, ProcessMessage, OutcomeMessage, ReclaimMessage, ConnectionMessage, BatchMessage, PublishErrorMessage, Within } from './diagnostics.js';
 export type { BusHealth, HealthError, HealthOptions, SubscriptionHealth, SubscriptionProgress, SubscriptionState, TransportHealth } from './health.js';

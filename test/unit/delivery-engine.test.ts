@@ -1,7 +1,9 @@
+import dc from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { DeliveryEngine, type RetryVerdict } from '../../src/delivery-engine.js';
 import { NonRetryableError } from '../../src/errors.js';
 import type { EventEnvelope } from '../../src/envelope.js';
+import type { OutcomeMessage } from '../../src/diagnostics.js';
 import type { DeadLetter, DeliveryContext, DeliveryHandler } from '../../src/transport.js';
 
 /** A queue-fed engine recording what each verdict did. */
@@ -100,5 +102,57 @@ describe('DeliveryEngine', () => {
     finish();
     expect(await draining).toBe(false);
     expect(performance.now() - t0).toBeLessThan(1000);
+  });
+
+  it('times a run for the outcome channels only when one has a subscriber as it starts', async () => {
+    const seen: string[] = [];
+    const record = (name: string) => (m: unknown) => {
+      const { event, durationMs } = m as OutcomeMessage;
+      seen.push(`${name} ${String(event.data)} ${durationMs === undefined ? 'untimed' : durationMs >= 0 ? 'timed' : 'negative'}`);
+    };
+    const ack = record('ack');
+    const retry = record('retry');
+    const dead = record('dead');
+    const gates: (() => void)[] = [];
+    const engine = new QueueEngine((env) => {
+      if (env.data === 1) return new Promise<void>((r) => gates.push(r)); // ends while subscribed: started untimed
+      if (env.data === 3) return new Promise<void>((r) => setTimeout(r, 20)); // async, subscribed from its start
+      if (env.data === 4) throw new Error('retried');
+      if (env.data === 100) return new Promise<void>(() => {}); // given up by the drain, on its last attempt
+    }, 4);
+    engine.queue.push(1);
+    engine.pump();
+    dc.subscribe('eventlane:ack', ack);
+    dc.subscribe('eventlane:retry', retry);
+    dc.subscribe('eventlane:dead-letter', dead);
+    try {
+      engine.queue.push(2, 3, 4, 100);
+      engine.pump();
+      gates.shift()!();
+      await new Promise((r) => setTimeout(r, 40));
+      engine.stopTaking();
+      await engine.drain(5);
+      engine.giveUpRunning(5);
+    } finally {
+      dc.unsubscribe('eventlane:ack', ack);
+      dc.unsubscribe('eventlane:retry', retry);
+      dc.unsubscribe('eventlane:dead-letter', dead);
+    }
+    expect(seen.sort()).toEqual(['ack 1 untimed', 'ack 2 timed', 'ack 3 timed', 'dead 100 timed', 'retry 4 timed']);
+  });
+
+  it('reports how long a run took, to its outcome', async () => {
+    let ms: number | undefined;
+    const ack = (m: unknown) => void (ms = (m as OutcomeMessage).durationMs);
+    dc.subscribe('eventlane:ack', ack);
+    try {
+      const engine = new QueueEngine(() => new Promise<void>((r) => setTimeout(r, 30)));
+      engine.queue.push(1);
+      engine.pump();
+      while (ms === undefined) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      dc.unsubscribe('eventlane:ack', ack);
+    }
+    expect(ms).toBeGreaterThanOrEqual(25); // timers may fire a little early
   });
 });

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createEventBus, defineEvents, registerTransport } from '../../src/index.js';
 import type { PublishUnit, Transport } from '../../src/transport.js';
-import type { BatchMessage, OutcomeMessage, ProcessMessage, PublishMessage } from '../../src/diagnostics.js';
+import type { BatchMessage, OutcomeMessage, ProcessMessage, PublishErrorMessage, PublishMessage } from '../../src/diagnostics.js';
+import { TransportError } from '../../src/errors.js';
 
 const events = defineEvents({ tick: z.object({ n: z.number() }) });
 const undo: (() => void)[] = [];
@@ -74,19 +75,76 @@ describe('diagnostics_channel', () => {
     expect(process).toEqual(['start 1', 'asyncEnd 1', 'start 1', 'asyncEnd 1 error', 'start 2', 'asyncEnd 2 error']);
   });
 
-  it('reports each unit the batcher hands the transport on eventlane:batch, with its event count', async () => {
+  it('reports each unit of a write on eventlane:batch as it settles, with its events and the write time', async () => {
     const units: BatchMessage[] = [];
     on('eventlane:batch', (m) => void units.push(m as BatchMessage));
     const bus = await createEventBus({ service: 's', events, transport: { type: 'memory', partitions: 2 }, logger: false });
     await bus.publishMany('tick', [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }], { key: (d) => (d.n % 2 === 0 ? 'even' : 'odd') });
+    expect(units).toHaveLength(2); // settled by the time the call resolves
     await bus.publish('tick', { n: 6 }, { key: 'even' });
     await bus.close();
     const byPartition = new Map<number, number[]>();
     for (const u of units) byPartition.set(u.partition, [...(byPartition.get(u.partition) ?? []), u.events]);
-    expect(units.every((u) => u.type === 'tick')).toBe(true);
+    expect(units.every((u) => u.type === 'tick' && u.written === u.events && u.error === undefined && u.writeMs >= 0)).toBe(true);
     expect(units.reduce((n, u) => n + u.events, 0)).toBe(6);
     expect([...byPartition.values()].map((counts) => counts.slice(0, 1)).sort()).toEqual([[2], [3]].sort());
     expect(units).toHaveLength(3);
+  });
+
+  it('reports a failed unit once, with its error and the events written before it failed', async () => {
+    let writes = 0;
+    const failing: Transport = {
+      type: 'failing-probe',
+      capabilities: { encoding: 'none', maxInFlight: 1, maxEventBytes: 1 << 20 },
+      connect: async () => {},
+      partitionsFor: () => 1,
+      write: (_units, settle) => {
+        writes++;
+        if (writes === 1) {
+          settle.failed(0, new Error('disk full'), 1); // the first event written, then the unit failed
+          return [new Error('reported twice')]; // ignored: the unit settled already
+        }
+        if (writes === 2) throw new Error('write threw');
+        return Promise.reject(new TransportError('connection reset'));
+      },
+      subscribe: () => Promise.reject(new Error('publish only')),
+      close: async () => {},
+    };
+    registerTransport('failing-probe', () => failing);
+    const units: BatchMessage[] = [];
+    on('eventlane:batch', (m) => void units.push(m as BatchMessage));
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'failing-probe' }, logger: false });
+    await expect(bus.publishMany('tick', [{ n: 1 }, { n: 2 }, { n: 3 }])).rejects.toThrow();
+    await expect(bus.publish('tick', { n: 4 })).rejects.toThrow(/write threw/);
+    await expect(bus.publish('tick', { n: 5 })).rejects.toThrow(/connection reset/);
+    await bus.close();
+    expect(units.map((u) => [u.events, u.written, (u.error as { code?: string }).code, u.error?.message])).toEqual([
+      [3, 1, 'ERR_TRANSPORT', 'Transport write failed: disk full'],
+      [1, 0, 'ERR_TRANSPORT', 'Transport write failed: write threw'],
+      [1, 0, 'ERR_TRANSPORT', 'connection reset'],
+    ]);
+  });
+
+  it('reports publishes refused before the batcher on eventlane:publish-error, and nothing for those that go through', async () => {
+    const refused: PublishErrorMessage[] = [];
+    on('eventlane:publish-error', (m) => void refused.push(m as PublishErrorMessage));
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' }, logger: false });
+    await bus.publish('tick', { n: 1 });
+    await bus.publishMany('tick', [{ n: 2 }]);
+    expect(bus.tryPublish('tick', { n: 3 })).toBe(true);
+    await expect(bus.publish('tick', { n: 'x' as unknown as number })).rejects.toThrow();
+    await expect(bus.publishMany('tick', [{ n: 4 }, { n: 'y' as unknown as number }])).rejects.toThrow();
+    expect(() => bus.tryPublish('tick', { n: 'z' as unknown as number })).toThrow();
+    await expect(bus.publish('tock' as 'tick', { n: 5 })).rejects.toThrow();
+    await bus.close();
+    await expect(bus.publish('tick', { n: 6 })).rejects.toThrow();
+    expect(refused.map((m) => [m.type, m.count, (m.error as { code?: string }).code])).toEqual([
+      ['tick', 1, 'ERR_VALIDATION'],
+      ['tick', 2, 'ERR_VALIDATION'],
+      ['tick', 1, 'ERR_VALIDATION'],
+      ['tock', 1, 'ERR_UNKNOWN_EVENT'],
+      ['tick', 1, 'ERR_CLOSED'],
+    ]);
   });
 
   it('runs the publish call and the handler inside the `within` a start subscriber sets; the process message names the transport', async () => {
