@@ -1,35 +1,15 @@
 /**
- * What the collector counts from eventlane's `diagnostics_channel`s (src/diagnostics.ts): publish calls and
- * handler runs (tracing channels, timed from `start`, whose time is kept on the message), outcomes, units
- * handed to the transport and reclaimed entries. The channels are the process's (this thread's): every bus in
- * it is counted, not only the buses the collector reads at scrape time.
+ * What the collector counts from eventlane's plain `diagnostics_channel`s (src/diagnostics.ts); it subscribes to
+ * no tracing channel. Publish side: each unit of a write as it settles (`eventlane:batch`: events written or
+ * failed, the write's time, the unit's size) and each publish refused before its events reached the batcher
+ * (`eventlane:publish-error`). Consume side: each handler run's outcome and time (`eventlane:ack`, `retry`,
+ * `dead-letter`). And Redis's reclaimed entries (`eventlane:reclaim`). The channels are the process's (this
+ * thread's): every bus in it is counted, not only the buses the collector reads at scrape time.
  */
 import dc from 'node:diagnostics_channel';
-import { performance } from 'node:perf_hooks';
-import type { BatchMessage, OutcomeMessage, ProcessMessage, PublishMessage, ReclaimMessage } from '../diagnostics.js';
+import type { BatchMessage, OutcomeMessage, PublishErrorMessage, ReclaimMessage } from '../diagnostics.js';
 import type { Metrics } from './metrics.js';
-
-/**
- * Where a traced call's start time is kept on its message (the channel's object, shared by every subscriber):
- * under a key of each collector's own, so that collectors on two registries each time and count every call.
- */
-class Clock {
-  private readonly key = Symbol('eventlane.prometheus.started');
-
-  readonly start = (msg: object): void => {
-    (msg as Record<symbol, number>)[this.key] = performance.now();
-  };
-
-  /** Seconds since `start` saw `msg`; undefined when it did not (the collector subscribed during the call). */
-  elapsed(msg: object): number | undefined {
-    const t0 = (msg as Record<symbol, number | undefined>)[this.key];
-    return t0 === undefined ? undefined : (performance.now() - t0) / 1000;
-  }
-}
-
-function isThenable(v: unknown): boolean {
-  return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
-}
+import type { Tallies } from './tallies.js';
 
 /** An eventlane error's `code`, else the error's name. */
 function codeOf(err: unknown): string {
@@ -41,65 +21,36 @@ function codeOf(err: unknown): string {
   return 'unknown';
 }
 
-/** A settled publish call: its time, and its events published or failed (a partial failure counts both). */
-function published(m: Metrics, clock: Clock, msg: PublishMessage): void {
-  const seconds = clock.elapsed(msg);
-  if (seconds === undefined) return;
-  m.publishDuration.observe({ type: msg.type }, seconds);
-  if (msg.error === undefined) {
-    m.published.inc({ type: msg.type }, msg.count);
-    return;
-  }
-  const partial = msg.error as { code?: unknown; accepted?: unknown; failed?: unknown };
-  const accepted = partial.code === 'ERR_PUBLISH_PARTIAL' && typeof partial.accepted === 'number' ? partial.accepted : 0;
-  if (accepted > 0) m.published.inc({ type: msg.type }, accepted);
-  m.publishFailures.inc({ type: msg.type, code: codeOf(msg.error) }, Math.max(1, msg.count - accepted));
+/** A unit settled: its events written or failed, its write's time, its size. */
+function unitSettled(t: Tallies, msg: BatchMessage): void {
+  const p = t.publishOf(msg.type);
+  if (msg.written > 0) p.written += msg.written;
+  if (msg.error !== undefined) p.fail(codeOf(msg.error), msg.events - msg.written);
+  p.writes.observe(msg.writeMs / 1000);
+  t.batches.observe(msg.events);
 }
 
-/** A handler run ended: synchronously (`end`, its result no promise) or when its promise settled (`asyncEnd`). */
-function handled(m: Metrics, clock: Clock, msg: ProcessMessage): void {
-  const seconds = clock.elapsed(msg);
-  if (seconds !== undefined) m.handlerDuration.observe({ type: msg.event.type, group: msg.context.group }, seconds);
+/** A handler run's outcome (`i`: its place in `OUTCOMES`), and its time when measured. */
+function outcome(t: Tallies, i: number, msg: OutcomeMessage): void {
+  const g = t.groupOf(msg.event.type, msg.context.group);
+  g.outcomes[i]!++;
+  if (msg.durationMs !== undefined) g.runs.observe(msg.durationMs / 1000);
 }
 
 /** Subscribes the collector to the channels; returns what unsubscribes it. */
 export function subscribeChannels(m: Metrics): () => void {
-  const clock = new Clock();
-  const start = clock.start;
-  const publish: dc.TracingChannelSubscribers<PublishMessage> = {
-    start,
-    // A call that threw synchronously ends with its error set; one that returned a promise settles at asyncEnd.
-    end: (msg) => void (msg.error !== undefined && published(m, clock, msg)),
-    asyncStart: () => undefined,
-    asyncEnd: (msg) => published(m, clock, msg),
-    error: () => undefined,
-  };
-  const process: dc.TracingChannelSubscribers<ProcessMessage & { result?: unknown }> = {
-    start,
-    end: (msg) => void (!isThenable(msg.result) && handled(m, clock, msg)),
-    asyncStart: () => undefined,
-    asyncEnd: (msg) => handled(m, clock, msg),
-    error: () => undefined,
-  };
-  const outcome = (name: 'ack' | 'retry' | 'dead_letter') => (msg: unknown) => {
-    const o = msg as OutcomeMessage;
-    m.processed.inc({ type: o.event.type, group: o.context.group, outcome: name });
-  };
+  const t = m.tallies;
   const plain: [string, (msg: unknown) => void][] = [
-    ['eventlane:ack', outcome('ack')],
-    ['eventlane:retry', outcome('retry')],
-    ['eventlane:dead-letter', outcome('dead_letter')],
-    ['eventlane:batch', (msg) => m.batchEvents.observe((msg as BatchMessage).events)],
+    ['eventlane:ack', (msg) => outcome(t, 0, msg as OutcomeMessage)],
+    ['eventlane:retry', (msg) => outcome(t, 1, msg as OutcomeMessage)],
+    ['eventlane:dead-letter', (msg) => outcome(t, 2, msg as OutcomeMessage)],
+    ['eventlane:batch', (msg) => unitSettled(t, msg as BatchMessage)],
+    // A refused call counts its events; one with none (publishMany not given an array) counts one.
+    ['eventlane:publish-error', (msg) => t.publishOf((msg as PublishErrorMessage).type).fail(codeOf((msg as PublishErrorMessage).error), Math.max(1, (msg as PublishErrorMessage).count))],
     ['eventlane:reclaim', (msg) => m.reclaimed.inc({ type: (msg as ReclaimMessage).type, group: (msg as ReclaimMessage).group }, (msg as ReclaimMessage).entries)],
   ];
-  const publishChannel = dc.tracingChannel<'eventlane:publish', PublishMessage>('eventlane:publish');
-  const processChannel = dc.tracingChannel<'eventlane:process', ProcessMessage & { result?: unknown }>('eventlane:process');
-  publishChannel.subscribe(publish);
-  processChannel.subscribe(process);
   for (const [name, fn] of plain) dc.subscribe(name, fn);
   return () => {
-    publishChannel.unsubscribe(publish);
-    processChannel.unsubscribe(process);
     for (const [name, fn] of plain) dc.unsubscribe(name, fn);
   };
 }
