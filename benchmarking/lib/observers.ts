@@ -11,16 +11,7 @@ import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProces
 import { Registry } from 'prom-client';
 import { instrumentEventlane } from '../../src/otel/index.js';
 import { eventlaneMetrics } from '../../src/prometheus/index.js';
-
-export type ObserverKind = 'none' | 'prometheus' | 'otel-sampled-out' | 'otel-recorded';
-export const OBSERVERS: readonly ObserverKind[] = ['none', 'prometheus', 'otel-sampled-out', 'otel-recorded'];
-
-export const OBSERVER_LABELS: Record<ObserverKind, string> = {
-  none: 'nothing subscribed',
-  prometheus: 'Prometheus collector',
-  'otel-sampled-out': 'OpenTelemetry SDK, spans sampled out',
-  'otel-recorded': 'OpenTelemetry SDK, spans recorded (no-op exporter)',
-};
+import type { ObserverKind } from './observer-kinds.js';
 
 /** Exports nothing: what recording and batching spans costs, without a network. */
 class DroppingExporter implements SpanExporter {

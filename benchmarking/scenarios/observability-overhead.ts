@@ -5,11 +5,13 @@
  */
 import { publishAndWork } from '../lib/consume-run.js';
 import { timedPublish } from '../lib/drive.js';
-import { OBSERVER_LABELS, OBSERVERS, observe, type ObserverKind } from '../lib/observers.js';
+import { OBSERVER_LABELS, OBSERVERS, type ObserverKind } from '../lib/observer-kinds.js';
 import type { Measured, RunContext, Scenario, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
 
+/** Runs `run` under the variant's observer; the instrumentations are loaded here only, not by every scenario's process. */
 async function observed(ctx: RunContext, run: () => Promise<Measured>): Promise<Measured> {
+  const { observe } = await import('../lib/observers.js');
   const stop = await observe(ctx.variant.params['observer'] as ObserverKind);
   try {
     return await run();
