@@ -65,6 +65,12 @@ export abstract class DeliveryEngine<T> {
   private again = false;
   /** When the current pump pass started its first handler (0: none yet); one clock read per pass. */
   private passAt = 0;
+  /**
+   * Within a pump pass, `performance.now()` as the last synchronous run ended: the next run's start, so timing
+   * back-to-back runs reads the clock once per run (the engine's own work between them counts to the next).
+   * -1 outside a pass.
+   */
+  private passClock = -1;
   /** When a handler last started (ms since the epoch, to the pass; 0: never). */
   private lastStartAt = 0;
   private readonly nextTurn = new NextTurn(() => this.pump());
@@ -136,6 +142,7 @@ export abstract class DeliveryEngine<T> {
     } finally {
       this.pumping = false;
       this.passAt = 0;
+      this.passClock = -1;
     }
     this.afterPump();
   }
@@ -165,7 +172,7 @@ export abstract class DeliveryEngine<T> {
     this.running++;
     if (this.passAt === 0) this.passAt = this.lastStartAt = Date.now();
     // Timed for the outcome channels' `durationMs`, only while someone subscribes to them.
-    const t0 = outcomesWatched() ? performance.now() : -1;
+    const t0 = !outcomesWatched() ? -1 : this.passClock >= 0 ? this.passClock : performance.now();
     // The `eventlane:process` tracing channel's message, when anyone subscribes (src/diagnostics.ts).
     const msg: ProcessMessage | undefined = traced(processChannel) ? { event: env, context: ctx, transport: this.spec.transport, within: undefined } : undefined;
     let r: void | Promise<void>;
@@ -207,7 +214,12 @@ export abstract class DeliveryEngine<T> {
   private end(item: T, index: number, env: EventEnvelope, ctx: DeliveryContext, tag: number, t0: number, err: unknown, failed: boolean): void {
     this.running--;
     this.ended(item, tag);
-    const durationMs = t0 < 0 ? undefined : performance.now() - t0;
+    let durationMs: number | undefined;
+    if (t0 >= 0) {
+      const now = performance.now();
+      durationMs = now - t0;
+      if (this.pumping) this.passClock = now;
+    }
     if (failed) {
       this.verdict(item, index, env, ctx, err, durationMs);
     } else {

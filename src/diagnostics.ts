@@ -64,7 +64,8 @@ export interface OutcomeMessage {
   readonly error?: unknown;
   /**
    * The handler run, from its start to its outcome (to the give-up, for a run a drain gave up), in
-   * milliseconds; measured only when one of the outcome channels had a subscriber as the run started.
+   * milliseconds; measured only when one of the outcome channels had a subscriber as the run started. Runs back
+   * to back in one delivery pass start where the previous one ended (the engine's work between them counts).
    */
   readonly durationMs?: number;
 }
