@@ -45,7 +45,8 @@ export class BulkCall {
 
   constructor(
     readonly size: number,
-    partitions: number,
+    /** The type's partition count when the call began: the whole call is routed over it (a raise meanwhile applies to later calls). */
+    readonly partitions: number,
     /** Whether each event has a key of its own (a `key` function). */
     keyed: boolean,
     /** The payloads are written as bytes (`bytes`, `ends`), not kept as values. */

@@ -203,7 +203,7 @@ function queueSlice(pub: Publisher, t: TypeState, call: BulkCall, fixedKey: stri
   if (pub.runs && call.keys === undefined) return queueRuns(pub, t, call, fixedKey, meta, start, end);
   const { values, jsons, sizes, keys } = call;
   for (let i = start; i < end; i++) {
-    const ev = pub.make(t, values[i], jsons[i], meta, keys ? keys[i] : fixedKey);
+    const ev = pub.make(t, values[i], jsons[i], meta, keys ? keys[i] : fixedKey, call.partitions);
     values[i] = undefined;
     jsons[i] = undefined;
     const part = ev.partition;
@@ -221,7 +221,7 @@ function queueSlice(pub: Publisher, t: TypeState, call: BulkCall, fixedKey: stri
  * as one-by-one round-robin would give it, and ids still increase in publish order.
  */
 function queueRuns(pub: Publisher, t: TypeState, call: BulkCall, key: string | undefined, meta: EventMeta, start: number, end: number): void {
-  const parts = t.partitions;
+  const parts = call.partitions;
   if (parts === 1) return queueRun(pub, t, call, undefined, meta, 0, start, end);
   if (key !== undefined) return queueRun(pub, t, call, key, meta, partitionForKey(key, parts), start, end);
   const m = end - start;

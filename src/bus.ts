@@ -31,7 +31,7 @@ import { serializersFor, type Serializer } from './serializer.js';
 import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeliveryHandler, Transport, TransportSubscription } from './transport.js';
-import { compileTypeStates, type TypeState } from './type-plans.js';
+import { compileTypeStates, raisePartitions, type TypeState } from './type-plans.js';
 import { consumeCheck } from './schema-check.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 import type { EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, PublishManyOptions, SubscribeOptionsFor, Subscription } from './bus-types.js';
@@ -61,6 +61,10 @@ export class EventBus<M extends EventMap, T extends string = string> {
     this.batcher = new Batcher((units, settle) => transport.write(units, settle), batcherOptions(config.batching, caps));
     this.publisher = new Publisher(this.batcher, config.batching, caps);
     this.types = compileTypeStates(events, transport, serializers, this.publisher.room >= 0);
+    transport.watchPartitions?.((type, partitions) => {
+      const t = this.types.get(type);
+      if (t !== undefined) raisePartitions(t, partitions);
+    });
   }
 
   /**

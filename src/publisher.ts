@@ -87,11 +87,12 @@ export class Publisher {
     return value;
   }
 
-  make(t: TypeState, value: unknown, json: string | undefined, meta: EventMeta, key: string | undefined): OutgoingEvent {
+  /** The event, routed over `partitions` (the type's count; a publishMany call's own, taken when it began). */
+  make(t: TypeState, value: unknown, json: string | undefined, meta: EventMeta, key: string | undefined, partitions = t.partitions): OutgoingEvent {
     let partition = 0;
-    if (t.partitions > 1) {
-      if (key !== undefined) partition = partitionForKey(key, t.partitions);
-      else partition = t.rr++ % t.partitions;
+    if (partitions > 1) {
+      if (key !== undefined) partition = partitionForKey(key, partitions);
+      else partition = t.rr++ % partitions;
     }
     const low = this.ids.step(meta.time);
     return new Outgoing(meta, this.ids.head, low, key, value, json, partition);

@@ -309,8 +309,17 @@ export interface Transport {
   readonly capabilities: TransportCapabilities;
   /** Connect; rejects with a typed error (e.g. `ConnectionError` naming the URL) when it cannot. */
   connect(): Promise<void>;
-  /** Partitions of an event type. Called once per type and cached by the bus. */
+  /**
+   * Partitions of an event type. Called once per type (after `connect`) and cached by the bus; a transport whose
+   * count of a type can be raised while it runs tells the bus through `watchPartitions`.
+   */
   partitionsFor(type: string): number;
+  /**
+   * Registers the bus's listener of raised partition counts: the transport calls it with a type and its new
+   * count, higher than any it reported before for the type (counts are never lowered). The bus then routes
+   * that type's events over the new count.
+   */
+  watchPartitions?(listener: (type: string, partitions: number) => void): void;
   /**
    * A hint for transports whose consumers block waiting for events (in-process, other threads): for a type, a
    * probe the batcher calls as a `publish()` adds to an open batch for `partition` (with `batching.maxWaitMs`

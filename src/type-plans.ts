@@ -29,8 +29,12 @@ export interface TypeState {
   readonly sizeBound: ((value: unknown) => number) | undefined;
   /** Compiled estimate of the encoded size, counted toward `batching.maxBytes` when not encoded at publish. */
   readonly sizeEstimate: ((value: unknown) => number) | undefined;
-  readonly partitions: number;
+  /** Partitions the type is routed over; only ever raised (`raisePartitions`). */
+  partitions: number;
+  /** One write lane per partition. */
   readonly lanes: Lane[];
+  /** The transport's probe of waiting consumers for the type's lanes (`Transport.sendNowProbe`). */
+  readonly sendNow: ((partition: number) => boolean) | undefined;
   readonly encode: boolean;
   /**
    * For a transport that takes runs as bytes (`capabilities.input` `runBytes`): the schema's checking writer (checks
@@ -79,6 +83,7 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
     sizeEstimate: eager ? undefined : compileSizeEstimate(schema),
     partitions,
     lanes,
+    sendNow,
     // Encode at publish when the transport wants JSON, when only encoding proves the payload
     // encodable, or when a size limit must be checked and no compiled bound exists.
     encode: eager || (limited && sizeBound === undefined),
@@ -86,6 +91,16 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
     rr: 0,
     meta: new EventMeta(name, 0, undefined),
   };
+}
+
+/**
+ * The transport raised the type's partition count to `partitions`: a lane for each new partition, and events
+ * published from now on are routed over the new count. A count not above the current one changes nothing.
+ */
+export function raisePartitions(t: TypeState, partitions: number): void {
+  if (!Number.isInteger(partitions) || partitions <= t.partitions) return;
+  for (let p = t.lanes.length; p < partitions; p++) t.lanes.push(new Lane(t.name, p, t.sendNow));
+  t.partitions = partitions;
 }
 
 /** The parsed output of `data`, or a ValidationError (src/schema-check.ts: publish and consume share it). */
