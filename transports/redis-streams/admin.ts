@@ -7,11 +7,12 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
-import { ClosedError, ConfigError, ConnectionError, TransportError } from '../../src/errors.js';
+import { ClosedError, ConfigError, ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
 import { groupCounts, groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { groupEvents, type EventsIo, type GroupEvents } from './group-events.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
+import { metaKey, raiseRecorded } from './topic-meta.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
 export interface RedisDeadLetter extends DeadLetter {
@@ -217,6 +218,26 @@ export class RedisStreamsAdmin {
       for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
     }
     return out;
+  }
+
+  /**
+   * Raises the partition count recorded for `type` to `partitions` (records it when the type has none); resolves
+   * with the count recorded before. Buses that set no partitions for the type use the new count from their next
+   * connect; running ones follow within `partitionsCheckMs` (a subscription within its reclaim pass when that is
+   * sooner), their consumers reading the new partitions from their start. A count below the recorded one is
+   * refused with a ConfigError, nothing changed.
+   * @example await admin.setPartitions('order.created', 8)
+   */
+  async setPartitions(type: string, partitions: number): Promise<{ from: number | undefined; partitions: number }> {
+    if (!Number.isInteger(partitions) || partitions < 1 || partitions > 4096) {
+      const message = `must be an integer from 1 to 4096 (got ${String(partitions)})`;
+      throw new ConfigError(`setPartitions: partitions ${message}.`, [{ path: ['partitions'], message }]);
+    }
+    const raising = raiseRecorded(this.client, this.config.prefix, type, partitions);
+    const from = await this.typed(raising, `setPartitions ${metaKey(this.config.prefix, type)}`).catch((err: unknown) => {
+      throw (err as Error).cause instanceof EventlaneError ? (err as Error).cause : err;
+    });
+    return { from, partitions };
   }
 
   /** Dead letters of a type (optionally one group), oldest first. */

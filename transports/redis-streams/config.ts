@@ -40,7 +40,7 @@ const hostPort = z.union([
 
 export const topicSchema = z
   .object({
-    /** Partitions (streams) of this event type. */
+    /** Partitions (streams) of this event type, as `partitions` of the transport. @default the transport's `partitions` */
     partitions: z.number().int().min(1).max(4096).optional(),
     /** Approximate retention per partition stream, in entries (`MAXLEN ~`). 0 keeps everything. */
     maxLen: z.number().int().min(0).optional(),
@@ -91,8 +91,18 @@ const redisStreamsObject = z
       .max(100)
       .regex(/^[^{}\s]+$/, 'must not contain braces or whitespace')
       .default('el'),
-    /** Partitions (streams) per event type. @default 1 */
-    partitions: z.number().int().min(1).max(4096).default(1),
+    /**
+     * Partitions (streams) per event type. The first bus to use a type records its count with the streams
+     * (`<prefix>:{<type>:0}:meta`); a bus that sets none uses the recorded count, and one that sets another is
+     * refused with a ConfigError (raise a count with `admin.setPartitions`). @default the recorded count, else 1
+     */
+    partitions: z.number().int().min(1).max(4096).optional(),
+    /**
+     * How often the recorded partition counts of the bus's types are read again, so that a raised count reaches
+     * running producers and consumers (a subscription's reclaim pass, every `minIdleMs / 2`, reads them when
+     * that is sooner). @default 15000
+     */
+    partitionsCheckMs: z.number().int().min(10).max(3_600_000).default(15_000),
     /** Per-type overrides of partitions and trimming (`{ partitions?, maxLen?, minIdAgeMs? }`). @default {} */
     topics: z.record(z.string(), topicSchema).default({}),
     /** `'batch'`: one stream entry per publish unit (many events). `'event'`: one entry per event (interop). @default 'batch' */

@@ -68,14 +68,19 @@ export class RedisConsumer implements TransportSubscription {
   private readonly keepalive: Keepalive;
   private readonly reads: ReadConnections;
 
+  /** Partitions read: only ever raised (`follow`). */
+  private partitions: number;
+  /** The last `follow` still adding partitions, if any. */
+  private following: Promise<void> = Promise.resolve();
+
   constructor(
-    private readonly spec: SubscriptionSpec,
+    readonly spec: SubscriptionSpec,
     private readonly opts: ResolvedSubscribeOptions,
     handler: DeliveryHandler,
     config: ResolvedConfig,
     private readonly connector: Connector,
     command: Client,
-    private readonly partitions: number,
+    partitions: number,
     private readonly logger: Logger,
     /** Parses per-event entries' payloads (compiled from the type's reader plan where there is one). */
     readData: JsonReader,
@@ -83,13 +88,8 @@ export class RedisConsumer implements TransportSubscription {
     const cmd = command as unknown as Cmd;
     this.ctx = { spec, opts, config, connector, command, cmd, logger, streams: this.streams, closing: false, closeSignal: this.closeSignal };
     this.acks = new AckBatcher(this.ctx);
-    for (let p = 0; p < partitions; p++) {
-      for (const retry of [false, true]) {
-        const key = retry ? retryKey(config.prefix, spec.type, p, spec.group) : streamKey(config.prefix, spec.type, p);
-        this.keyIndex.set(key, this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], deletes: [], trimmedSeen: 0, trimmedUnreported: 0 });
-      }
-    }
+    this.partitions = partitions;
+    this.addStreams(0, partitions);
     this.deliveries = new Deliveries(this.ctx, handler, readData, this.acks, new Reroute(this.ctx));
     this.keepalive = new Keepalive(this.ctx, this.deliveries);
     this.reclaimer = new Reclaimer(this.ctx, this.deliveries, this.acks, this.keepalive.noScripts);
@@ -120,6 +120,44 @@ export class RedisConsumer implements TransportSubscription {
     this.reclaimTimer.unref();
     this.keepaliveTimer = setInterval(() => this.keepalive.run(), Math.max(10, Math.floor(this.opts.minIdleMs / 3)));
     this.keepaliveTimer.unref();
+  }
+
+  /** The streams of partitions `from..to - 1` (each: its partition stream, then the group's retry stream); their indices. */
+  private addStreams(from: number, to: number): number[] {
+    const { prefix } = this.ctx.config;
+    const added: number[] = [];
+    for (let p = from; p < to; p++) {
+      for (const retry of [false, true]) {
+        const key = retry ? retryKey(prefix, this.spec.type, p, this.spec.group) : streamKey(prefix, this.spec.type, p);
+        this.keyIndex.set(key, this.streams.length);
+        added.push(this.streams.length);
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], deletes: [], trimmedSeen: 0, trimmedUnreported: 0 });
+      }
+    }
+    return added;
+  }
+
+  /**
+   * The type's count was raised to `partitions`: the group is created on the new partition streams from their
+   * start (events producers wrote there before this consumer noticed are read too), and new readers read them,
+   * each opening its own connection. Raises are applied one after another; a lower count changes nothing.
+   */
+  follow(partitions: number): void {
+    this.following = this.following.then(() => this.addPartitions(partitions));
+  }
+
+  private async addPartitions(partitions: number): Promise<void> {
+    if (partitions <= this.partitions || this.ctx.closing) return;
+    const from = this.partitions;
+    this.partitions = partitions;
+    const added = this.addStreams(from, partitions);
+    this.deliveries.addStreams(added);
+    // Groups on every stream again: BUSYGROUP where it exists, a new group at 0 on the new ones. A failure here
+    // shows as NOGROUP at the new readers' first read, which creates the groups again.
+    await ensureGroups(this.ctx, '0').catch((err: unknown) => this.logger.warn({ err: describeError(err), group: this.spec.group }, 'creating the group on new partitions failed; retried at their first read'));
+    if (this.ctx.closing) return;
+    for (const r of this.reads.add(added)) this.loops.push(this.readLoop(r));
+    this.logger.info({ group: this.spec.group, type: this.spec.type, from, partitions }, 'reading the new partitions of a raised partition count from their start');
   }
 
   /** Why the subscription could not start, as a typed error (the Redis error as `cause`). */

@@ -67,11 +67,17 @@ export class Deliveries extends HandlerSlots {
     this.longestBackoff = Math.ceil(spec.backoff.maxMs * (1 + spec.backoff.jitter));
     // The first read assumes full batch entries so it cannot pull a huge backlog at once.
     this.avgEvents = ctx.config.entryMode === 'event' ? 1 : 4000;
-    for (const s of ctx.streams) {
+    this.addStreams(ctx.streams.keys());
+  }
+
+  /** Records for streams of the subscription (indices into `ctx.streams`, in order, each next one). */
+  addStreams(indices: Iterable<number>): void {
+    const { spec, streams } = this.ctx;
+    for (const idx of indices) {
       this.held.push(new Map());
       this.pinned.push(new Map());
       this.heldRedeliveries.push([]);
-      this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: s.partition });
+      this.firstCtx.push({ attempt: 1, group: spec.group, consumer: spec.consumer, partition: streams[idx]!.partition });
     }
   }
 

@@ -53,6 +53,8 @@ export class Publisher {
     private readonly source: string,
     /** Redis's clock: MINID is in server time (server-clock.ts). */
     private readonly clock: ServerClock,
+    /** A type's partition count (topic-counts.ts); a raise is passed on with `grow`. */
+    private readonly partitionsFor: (type: string) => number,
     /** The bus's encoder for a type's payloads (events arrive unencoded: encoding is done here, per write). */
     private readonly serializer: (type: string) => Encode,
     /** The bus's compiled JSON byte writer for a type's payloads, where the schema allows one. */
@@ -98,8 +100,19 @@ export class Publisher {
     }
   }
 
-  partitionsFor(type: string): number {
-    return this.config.topics[type]?.partitions ?? this.config.partitions;
+  /** The type's count was raised to `partitions`: its new partition streams, each bound to a pool connection. */
+  grow(type: string, partitions: number): void {
+    const t = this.types.get(type);
+    if (t === undefined) return; // built with the count in use at its first write
+    const base = t.conns[0]!;
+    for (let p = t.keys.length; p < partitions; p++) {
+      const key = streamKey(this.config.prefix, type, p);
+      t.keys.push(key);
+      t.routes.push([key]);
+      t.conns.push((base + p) % this.pool.length);
+      if (this.connector.isCluster) t.slots.push(slotOf(key));
+      t.held.push(undefined);
+    }
   }
 
   private info(type: string): TypeInfo {

@@ -66,6 +66,18 @@ export class ReadConnections {
   }
 
   /**
+   * Readers for streams added while running (a raised partition count): one for them all, or in a Cluster one per
+   * partition. They have no connection yet: each read loop opens its own (`openUnlessClosed`).
+   */
+  add(streams: readonly number[]): Reader[] {
+    const added: Reader[] = [];
+    if (this.ctx.connector.isCluster) for (let k = 0; k + 1 < streams.length; k += 2) added.push(new Reader([streams[k]!, streams[k + 1]!]));
+    else if (streams.length > 0) added.push(new Reader([...streams]));
+    this.readers.push(...added);
+    return added;
+  }
+
+  /**
    * Makes `conn` the reader's connection. After a reconnect ioredis sends the read that was outstanding again
    * (`autoResendUnfulfilledCommands`, kept for the acks corked ahead of it), and that read asks for new entries
    * (`>`): entries Redis had already handed to the lost read (its reply died with the socket) are in this

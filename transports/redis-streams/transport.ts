@@ -16,6 +16,7 @@ import { jsonReader } from '../../src/json-reader.js';
 import { RedisConsumer } from './consumer.js';
 import { Publisher } from './publisher.js';
 import { ServerClock } from './server-clock.js';
+import { TopicCounts } from './topic-counts.js';
 
 export class RedisStreamsTransport implements Transport {
   readonly type = 'redis-streams';
@@ -30,6 +31,8 @@ export class RedisStreamsTransport implements Transport {
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly connections = new ConnectionHealth();
+  /** The types' partition counts, as recorded with their streams (topic-counts.ts). */
+  private readonly counts: TopicCounts;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -47,6 +50,12 @@ export class RedisStreamsTransport implements Transport {
     // (OOM at maxmemory): a unit per event, so a publish that was stored never rejects (and is not retried).
     const form: Pick<TransportCapabilities, 'input' | 'units'> = config.entryMode === 'event' ? { units: { maxEvents: 1 } } : { input: { kind: 'runs' } };
     this.capabilities = { encoding: 'none', maxInFlight: config.pool.size * 32, maxEventBytes: config.maxEventBytes, ...form };
+    this.counts = new TopicCounts(config, ctx.logger);
+    // The publisher and the consumers first, so that the bus (a later listener) routes only to streams they know.
+    this.counts.watch((type, partitions) => {
+      this.publisher?.grow(type, partitions);
+      for (const c of this.consumers) if (c.spec.type === type) c.follow(partitions);
+    });
   }
 
   /** Opens the publish pool and the command connection; rejects with `ConnectionError` naming the address. */
@@ -70,6 +79,8 @@ export class RedisStreamsTransport implements Transport {
           : new ConnectionError(`Cannot connect to ${this.connector.address}`, { cause: failed.reason });
       }
       await this.connector.checkNotClusterNode(clients[clients.length - 1]!);
+      // Each declared type's partition count is agreed with the streams before the bus routes a single event.
+      await this.counts.settle(clients[clients.length - 1]!, this.ctx.eventTypes);
     } catch (err) {
       for (const c of clients) c.disconnect();
       this.connecting = undefined;
@@ -86,14 +97,22 @@ export class RedisStreamsTransport implements Transport {
       this.pool,
       this.ctx.service,
       clock,
+      (type) => this.counts.get(type),
       (type) => this.ctx.serializer(type),
       (type) => this.ctx.jsonWriter?.(type),
     );
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
+    this.counts.start(this.command);
   }
 
+  /** The type's partition count, as recorded with its streams (agreed at connect, followed while running). */
   partitionsFor(type: string): number {
-    return this.config.topics[type]?.partitions ?? this.config.partitions;
+    return this.counts.get(type);
+  }
+
+  /** The bus follows a raised count (`admin.setPartitions`), read again every `partitionsCheckMs`. */
+  watchPartitions(listener: (type: string, partitions: number) => void): void {
+    this.counts.watch(listener);
   }
 
   write(units: readonly PublishUnit[], settle: WriteSettlement): Promise<WriteResult> {
@@ -106,9 +125,11 @@ export class RedisStreamsTransport implements Transport {
     if (this.closed) throw new ClosedError('redis-streams transport');
     const opts = resolveSubscribeOptions(spec.options, spec.concurrency, this.config);
     await this.connect();
+    this.counts.atLeastEvery(opts.reclaimIntervalMs);
     const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger, jsonReader(this.ctx.readerPlan?.(spec.type)));
     await consumer.start();
     this.consumers.add(consumer);
+    consumer.follow(this.partitionsFor(spec.type)); // a raise read while it started
     return {
       close: async () => {
         await consumer.close();
@@ -152,6 +173,7 @@ export class RedisStreamsTransport implements Transport {
 
   private async doClose(): Promise<void> {
     this.closed = true;
+    this.counts.stop();
     await Promise.allSettled([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
     await this.connecting?.catch(() => undefined);
