@@ -326,4 +326,26 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(r.code).toBe(2);
     expect(r.err).toContain('is not a Redis Cluster (ERR This instance has cluster support disabled): connect with --url instead of --cluster [ERR_CONFIG]');
   });
+
+  it('partitions shows and raises the recorded count; the running bus follows, and lowering is bad usage', async () => {
+    const shown = await cli('partitions', 'order.created', ...conn);
+    expect(shown).toMatchObject({ code: 0, out: 'order.created: 3 partitions\n' });
+    const raised = await cli('partitions', 'order.created', '5', ...conn, '--json');
+    expect(raised.code).toBe(0);
+    expect(JSON.parse(raised.out)).toEqual({ type: 'order.created', from: 3, partitions: 5 });
+    const lower = await cli('partitions', 'order.created', '2', ...conn);
+    expect(lower.code).toBe(2);
+    expect(lower.err).toContain('Cannot lower the partitions of "order.created" from 5 to 2');
+    const bad = await cli('partitions', 'order.created', 'many', ...conn);
+    expect(bad).toMatchObject({ code: 2 });
+    expect(bad.err).toContain('"partitions" takes a count from 1 to 4,096, got "many"');
+    // The bus's subscription reads the record at its reclaim cadence (fastRead: every 500 ms).
+    await waitFor(() => bus.transport.partitionsFor('order.created') === 5, 5_000, 'the bus to follow the raise');
+    const seen = new Set<number>();
+    await bus.subscribe('order.created', { group: 'raised', startFrom: '0', ...fastRead }, (e) => void seen.add(e.data.seq));
+    await bus.publishMany('order.created', orders(20, 1000));
+    await waitFor(() => [...Array(20).keys()].every((i) => seen.has(1000 + i)), 10_000, 'the events published over 5 partitions');
+    const groups = await cli('groups', 'order.created', ...conn, '--json');
+    expect((JSON.parse(groups.out) as { group: string }[]).map((g) => g.group)).toContain('raised');
+  });
 });

@@ -12,7 +12,7 @@ import { isConnectionProblem, type Client } from './connection.js';
 import { groupCounts, groupPositions, pairs, type GroupPosition } from './group-lag.js';
 import { groupEvents, type EventsIo, type GroupEvents } from './group-events.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
-import { metaKey, raiseRecorded } from './topic-meta.js';
+import { metaKey, raiseRecorded, readRecorded } from './topic-meta.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
 export interface RedisDeadLetter extends DeadLetter {
@@ -218,6 +218,11 @@ export class RedisStreamsAdmin {
       for (const [name, n] of summary[3] ?? []) out.consumers[name] = (out.consumers[name] ?? 0) + Number(n);
     }
     return out;
+  }
+
+  /** The partition count recorded for `type` (docs/wire-format.md), or undefined when none is. */
+  recordedPartitions(type: string): Promise<number | undefined> {
+    return this.typed(readRecorded(this.client, this.config.prefix, type), `GET ${metaKey(this.config.prefix, type)}`);
   }
 
   /**

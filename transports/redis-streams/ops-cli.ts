@@ -1,7 +1,8 @@
 /**
  * `eventlane-redis`: the operations API (admin.ts) from a terminal. Lists streams, groups (pending, lag,
  * retrying) and pending entries; inspects, replays and purges dead letters. Reads the same key layout as
- * the transport (docs/wire-format.md); partitions are found by SCAN unless `--partitions` says.
+ * the transport (docs/wire-format.md); a type's partitions are the `--partitions` flag, else its recorded count,
+ * else found by SCAN. Shows and raises a type's recorded partition count.
  */
 import { parseArgs } from 'node:util';
 import { stringifyAnyDepth } from '../../src/deep-json.js';
@@ -20,13 +21,16 @@ Commands:
   dlq <type>               dead letters, oldest first (--group, --limit)
   replay <type>            dead letters back to their group's retry stream (--group, --id)
   purge <type>             delete dead letters (--group, --id, or --all for every one of the type)
+  partitions <type> [<n>]  the type's recorded partition count; with <n>, raise it to n (never
+                           lowered; running buses follow within transport.partitionsCheckMs)
 
 Options:
   --url <url>              Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379)
   --cluster <host:port,..> Redis Cluster seed nodes instead of --url; a seed given as
                            redis://[user:pass@]host:port (rediss:// for TLS) sets them for every node
   --prefix <prefix>        key prefix of the transport (default: el)
-  --partitions <n>         partitions of the type (default: counted from its streams)
+  --partitions <n>         partitions of the type (default: its recorded count, else counted
+                           from its streams)
   --group <group>          only this consumer group's dead letters
   --id <id>                dead letters by ref (partition/dlqId, as dlq lists them) or event id (repeatable)
   --limit <n>              most dead letters listed (default: 100)
@@ -69,6 +73,7 @@ const COMMAND_FLAGS: Record<string, readonly (keyof typeof OPTIONS)[]> = {
   dlq: ['partitions', 'group', 'limit'],
   replay: ['partitions', 'group', 'id'],
   purge: ['partitions', 'group', 'id', 'all'],
+  partitions: [],
 };
 const CONNECTION_FLAGS: readonly string[] = ['url', 'cluster', 'prefix', 'timeout-ms', 'json', 'help'];
 
@@ -121,11 +126,11 @@ async function withAdmin<T>(flags: Flags, env: CliIo['env'], fn: (admin: RedisSt
   }
 }
 
-/** Runs `fn` on an admin that knows the type's partition count (the flag, or the highest partition stream + 1). */
+/** Runs `fn` on an admin that knows the type's partition count (the flag, the recorded count, or the highest partition stream + 1). */
 function withTypeAdmin<T>(flags: Flags, env: CliIo['env'], type: string, fn: (admin: RedisStreamsAdmin) => Promise<T>): Promise<T> {
   const given = intFlag(flags.partitions, 'partitions', 1, 4096);
   return withAdmin(flags, env, async (admin) => {
-    const n = given ?? Math.max(1, ...(await admin.listStreams()).filter((s) => s.type === type).map((s) => s.partition + 1));
+    const n = given ?? (await admin.recordedPartitions(type)) ?? Math.max(1, ...(await admin.listStreams()).filter((s) => s.type === type).map((s) => s.partition + 1));
     return fn(admin.withPartitions(type, n));
   });
 }
@@ -263,6 +268,22 @@ async function replayOrPurgeCommand(inv: Invocation): Promise<void> {
   print(inv, { replayed: n, skipped }, () => `replayed ${lettersText(n)}${why.length ? `; left in the DLQ: ${why.join(', ')}` : ''}`);
 }
 
+/** `partitions <type> [<n>]`: the recorded count, or raise it to n. */
+async function partitionsCommand(inv: Invocation): Promise<void> {
+  expectArgs(inv, 3);
+  const type = need(inv.positionals, 1, 'an event type');
+  const given = inv.positionals[2];
+  const n = given === undefined ? undefined : Number(given);
+  if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > 4096)) throw new ConfigError(`"partitions" takes a count from 1 to 4,096, got "${given}".`);
+  if (n === undefined) {
+    const recorded = await withAdmin(inv.flags, inv.io.env, (a) => a.recordedPartitions(type));
+    print(inv, { type, partitions: recorded ?? null }, () => (recorded === undefined ? `${type}: no partition count recorded` : `${type}: ${recorded} partitions`));
+    return;
+  }
+  const { from } = await withAdmin(inv.flags, inv.io.env, (a) => a.setPartitions(type, n));
+  print(inv, { type, from: from ?? null, partitions: n }, () => `${type}: ${from === undefined ? 'recorded' : `${from} -> `}${n} partitions`);
+}
+
 function lettersText(k: number): string {
   return `${k} dead letter${k === 1 ? '' : 's'}`;
 }
@@ -281,8 +302,10 @@ function runCommand(inv: Invocation): Promise<void> {
     case 'replay':
     case 'purge':
       return replayOrPurgeCommand(inv);
+    case 'partitions':
+      return partitionsCommand(inv);
     default:
-      throw new ConfigError(`Unknown command "${inv.command}". Commands: streams, groups, pending, dlq, replay, purge (--help).`);
+      throw new ConfigError(`Unknown command "${inv.command}". Commands: streams, groups, pending, dlq, replay, purge, partitions (--help).`);
   }
 }
 
