@@ -3,6 +3,7 @@
  * state (topics, groups, rings), as buses would share a real broker. Unnamed state is private to its
  * transport. Reference-counted: the last `release` tells the caller to tear the state down.
  */
+import { ConfigError } from './errors.js';
 import type { DeadLetter } from './transport.js';
 
 export class SharedBrokers<T> {
@@ -38,4 +39,15 @@ export function deadLettersOf(groups: Iterable<{ readonly name: string; readonly
   const all: DeadLetter[] = [];
   for (const g of groups) if (group === undefined || g.name === group) all.push(...g.deadLetters);
   return all.sort((a, b) => a.deadAt - b.deadAt).slice(0, limit);
+}
+
+/**
+ * A bus configured with `configured` partitions for `type` on an in-process broker (`what`, e.g. `memory broker
+ * "orders"`) that has `recorded` for it, as a ConfigError naming both counts and what to do.
+ */
+export function partitionsMismatch(what: string, type: string, configured: number, recorded: number): ConfigError {
+  const message =
+    `transport.partitions is ${configured} for "${type}", but ${what} has ${recorded} partitions recorded for it (set by the first bus that used the type): ` +
+    `leave partitions unset to use the recorded count, or set ${recorded}`;
+  return new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
 }

@@ -49,14 +49,16 @@ describe('memory transport', () => {
     expect(Object.fromEntries(dead.map((d) => [(d.event!.data as { seq: number }).seq, d.event!.source]))).toEqual({ 1: 'checkout', 2: 'billing' });
   });
 
-  it('rejects a second bus on a shared broker with a different partition count (ConfigError naming partitions)', async () => {
+  it('rejects a second bus on a shared broker with a different partition count (ConfigError naming both counts)', async () => {
     const name = uniqueName('mem');
     await bus('a', { type: 'memory', name, partitions: 2 });
     const err = await createEventBus({ service: 'b', events, transport: { type: 'memory', name, partitions: 8 } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).message).toContain('partitions');
-    // The broker is still usable by its first bus, and a matching bus still shares it.
+    expect((err as ConfigError).message).toContain('transport.partitions is 8 for "o.made", but memory broker');
+    expect((err as ConfigError).message).toContain('has 2 partitions recorded for it');
+    // The broker is still usable by its first bus, and a matching bus (or one with no count set) still shares it.
     const same = await bus('c', { type: 'memory', name, partitions: 2 });
+    expect((await bus('d', { type: 'memory', name })).transport.partitionsFor('o.made')).toBe(2);
     const seen: number[] = [];
     await open[0]!.subscribe('o.made', { group: 'g' }, (e) => void seen.push(e.data.seq));
     await same.publishMany('o.made', [{ seq: 1 }, { seq: 2 }], { key: (d) => `k${d.seq}` });

@@ -8,10 +8,10 @@
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
 import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
-import { ClosedError, ConfigError } from '../../src/errors.js';
+import { ClosedError } from '../../src/errors.js';
 import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
 import { Deque } from '../../src/deque.js';
-import { deadLettersOf, SharedBrokers } from '../../src/shared-brokers.js';
+import { deadLettersOf, partitionsMismatch, SharedBrokers } from '../../src/shared-brokers.js';
 import { ConsumerGroup, Tagged, type Item } from './consumer-group.js';
 
 export const memoryConfigSchema = z
@@ -22,8 +22,12 @@ export const memoryConfigSchema = z
      * consumer groups, as they would on a real broker. Unnamed transports are private to their bus.
      */
     name: z.string().min(1).max(200).optional(),
-    /** Partitions per event type. @default 1 */
-    partitions: z.number().int().min(1).max(4096).default(1),
+    /**
+     * Partitions per event type. On a named broker the first bus to use a type records its count there; a bus
+     * that sets none uses the recorded count, and one that sets another is refused with a ConfigError.
+     * @default the count recorded on the broker, else 1
+     */
+    partitions: z.number().int().min(1).max(4096).optional(),
     /** Events retained per partition for groups that start from '0'. @default 10000 */
     maxLen: z.number().int().min(0).default(10_000),
     /** Dead letters kept per group. @default 10000 */
@@ -41,6 +45,8 @@ export type MemoryTransportConfig = z.input<typeof memoryConfigSchema>;
 
 class Topic {
   readonly retained: Deque<Item>[];
+  /** The type's partitions, fixed by the bus that created the topic. */
+  readonly partitions: number;
   readonly groups = new Map<string, ConsumerGroup>();
   /**
    * @param source The service of the bus that created the topic: its events are queued bare, those of
@@ -50,12 +56,13 @@ class Topic {
     partitions: number,
     readonly source: string,
   ) {
+    this.partitions = partitions;
     this.retained = Array.from({ length: partitions }, () => new Deque<Item>());
   }
 }
 
 interface Broker {
-  readonly partitions: number;
+  /** Per event type: its topic, with the partition count of the bus that first used it. */
   readonly topics: Map<string, Topic>;
 }
 
@@ -73,25 +80,28 @@ export class MemoryTransport implements Transport {
     private readonly ctx: TransportContext,
   ) {
     this.capabilities = { encoding: 'none', maxInFlight: 1, maxEventBytes: config.maxEventBytes };
-    const broker = brokers.acquire(config.name, () => ({ partitions: config.partitions, topics: new Map() }));
-    if (broker.partitions !== config.partitions) {
-      brokers.release(config.name);
-      const message = `memory broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
-      throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
-    }
-    this.topics = broker.topics;
+    this.topics = brokers.acquire(config.name, () => ({ topics: new Map() })).topics;
   }
 
-  async connect(): Promise<void> {}
+  /** Records the partition count of each declared type on the broker, or refuses a count that differs from the recorded one. */
+  async connect(): Promise<void> {
+    if (this.closed) throw new ClosedError('memory transport');
+    const configured = this.config.partitions;
+    const refused = configured === undefined ? undefined : this.ctx.eventTypes.find((type) => this.topic(type).partitions !== configured);
+    if (refused === undefined) return;
+    await this.close();
+    throw partitionsMismatch(`memory broker "${this.config.name}"`, refused, configured!, this.topic(refused).partitions);
+  }
 
-  partitionsFor(): number {
-    return this.config.partitions;
+  /** The count recorded on the broker for the type (by this bus, or the first that used it). */
+  partitionsFor(type: string): number {
+    return this.topic(type).partitions;
   }
 
   private topic(type: string): Topic {
     let t = this.topics.get(type);
     if (!t) {
-      t = new Topic(this.config.partitions, this.ctx.service);
+      t = new Topic(this.config.partitions ?? 1, this.ctx.service);
       this.topics.set(type, t);
     }
     return t;
@@ -134,7 +144,7 @@ export class MemoryTransport implements Transport {
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);
     if (!group) {
-      group = new ConsumerGroup(spec.type, spec.group, this.config.partitions, topic.source, this.config.maxDeadLetters, this.ctx.logger);
+      group = new ConsumerGroup(spec.type, spec.group, topic.partitions, topic.source, this.config.maxDeadLetters, this.ctx.logger);
       topic.groups.set(spec.group, group);
       if (spec.startFrom === '0') topic.retained.forEach((log, p) => group!.enqueue(p, log.toArray()));
     }
