@@ -14,12 +14,15 @@ import { History } from './history.js';
 
 export class Topic {
   readonly groups = new Map<string, NativeGroup>();
+  /** The type's partitions, fixed by the bus that created the topic. */
+  readonly partitions: number;
   /** Per partition; empty when nothing is retained. */
   readonly history: History[];
   /** Per partition: consumer threads (of any group) blocked waiting for its events, then their waits (wait-probe.ts). */
   readonly waiting: Int32Array;
   /** @param maxLen Events kept per partition for groups created later from '0'. */
   constructor(partitions: number, maxLen: number) {
+    this.partitions = partitions;
     this.history = maxLen > 0 ? Array.from({ length: partitions }, () => new History(maxLen)) : [];
     this.waiting = new Int32Array(new SharedArrayBuffer(8 * partitions));
   }
@@ -31,8 +34,6 @@ export interface Broker {
   readonly topics: Map<string, Topic>;
   /** The service of the bus that opened it: the `source` of records that do not name another. */
   readonly service: string;
-  /** Partitions per type: every transport sharing the broker must use as many (its topics and lanes have that many). */
-  readonly partitions: number;
 }
 
 const brokers = new SharedBrokers<Broker>();
@@ -43,17 +44,12 @@ export function maxEventBytesOf(core: PartitionCore): number {
 }
 
 /**
- * The broker of `config.name` (a new one for a new name, or none), checked against `config`: it must have
- * as many partitions, and its arena must take events of `maxEventBytes`. A transport it refuses holds no
- * reference to it.
+ * The broker of `config.name` (a new one for a new name, or none), checked against `config`: its arena must take
+ * events of `maxEventBytes`. A transport it refuses holds no reference to it. (Partition counts are per type,
+ * checked at connect.)
  */
 export function openBroker(config: ResolvedNativeConfig, ctx: TransportContext): Broker {
   const broker = brokers.acquire(config.name, () => newBroker(config, ctx));
-  if (broker.partitions !== config.partitions) {
-    brokers.release(config.name);
-    const message = `native broker "${config.name}" has ${broker.partitions} partitions per type; every transport sharing it needs the same transport.partitions (got ${config.partitions})`;
-    throw new ConfigError(`Invalid transport: ${message}.`, [{ path: ['transport', 'partitions'], message, code: 'custom' }]);
-  }
   const limit = maxEventBytesOf(broker.core);
   if (config.maxEventBytes !== undefined && config.maxEventBytes > limit) {
     // Refused, not capped: a capped limit would refuse an event between the two naming maxEventBytes, which allows it.
@@ -81,5 +77,5 @@ function newBroker(config: ResolvedNativeConfig, ctx: TransportContext): Broker 
   } catch (err) {
     throw new NativeError(`Cannot create the native partition core: ${(err as Error).message}`, { cause: err });
   }
-  return { core, topics: new Map(), service: ctx.service, partitions: config.partitions };
+  return { core, topics: new Map(), service: ctx.service };
 }

@@ -36,8 +36,12 @@ const nativeConfigObject = z
      * their bus. @default none
      */
     name: z.string().min(1).max(200).optional(),
-    /** Partitions per event type (one ring each, per consumer group). @default 1 */
-    partitions: z.number().int().min(1).max(4096).default(1),
+    /**
+     * Partitions per event type (one ring each, per consumer group). On a named broker the first bus to use a
+     * type records its count there; a bus that sets none uses the recorded count, and one that sets another is
+     * refused with a ConfigError. @default the count recorded on the broker, else 1
+     */
+    partitions: z.number().int().min(1).max(4096).optional(),
     /** Events per ring; rounded up to a power of two. @default 16384 */
     capacity: z.number().int().min(2).max(16_777_216).default(16_384),
     /** What a publish does when a ring is full. @default 'block' */

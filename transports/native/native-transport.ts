@@ -6,7 +6,7 @@
  * blocked-rings.ts's, a write's outcome write-outcome.ts's, and what a subscription's options ask for
  * subscribe-mode.ts's.
  */
-import { deadLettersOf } from '../../src/shared-brokers.js';
+import { deadLettersOf, partitionsMismatch } from '../../src/shared-brokers.js';
 import { parseConfig } from '../../src/config.js';
 import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../../src/errors.js';
 import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
@@ -90,12 +90,19 @@ export class NativeTransport implements Transport {
   /** This bus's service when it is not the broker's: written into each record (a bus sharing a named broker). */
   private readonly source: string | undefined;
 
+  /** Records the partition count of each declared type on the broker, or refuses a count that differs from the recorded one. */
   async connect(): Promise<void> {
     if (this.closed) throw new ClosedError('native transport');
+    const configured = this.config.partitions;
+    const refused = configured === undefined ? undefined : this.ctx.eventTypes.find((type) => this.topic(type).partitions !== configured);
+    if (refused === undefined) return;
+    await this.close();
+    throw partitionsMismatch(`native broker "${this.config.name}"`, refused, configured!, this.topic(refused).partitions);
   }
 
-  partitionsFor(): number {
-    return this.config.partitions;
+  /** The count recorded on the broker for the type (by this bus, or the first that used it). */
+  partitionsFor(type: string): number {
+    return this.topic(type).partitions;
   }
 
   sendNowProbe(type: string): (partition: number) => boolean {
@@ -109,7 +116,7 @@ export class NativeTransport implements Transport {
 
   private topic(type: string): Topic {
     let t = this.topics.get(type);
-    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions, this.config.maxLen)));
+    if (!t) this.topics.set(type, (t = new Topic(this.config.partitions ?? 1, this.config.maxLen)));
     return t;
   }
 
@@ -247,8 +254,8 @@ export class NativeTransport implements Transport {
 
   /** A new group of the topic, with the retained history in its rings when it starts from '0'. */
   private createGroup(topic: Topic, spec: SubscriptionSpec): NativeGroup {
-    const lane = this.createLane(spec.group);
-    const group = new NativeGroup(this.core, lane, spec.type, spec.group, this.config.partitions, {
+    const lane = this.createLane(spec.group, topic.partitions);
+    const group = new NativeGroup(this.core, lane, spec.type, spec.group, topic.partitions, {
       source: this.broker.service,
       maxDeadLetters: this.config.maxDeadLetters,
       spinUs: this.tuning.spinUs ?? 0,
@@ -283,11 +290,11 @@ export class NativeTransport implements Transport {
   }
 
   /** The rings of a new group; the memory refused is a NativeError naming the options that size it. */
-  private createLane(group: string): number {
+  private createLane(group: string, partitions: number): number {
     try {
-      return this.core.createLane(this.config.partitions);
+      return this.core.createLane(partitions);
     } catch (err) {
-      throw laneError(err, group, this.core, this.config.partitions);
+      throw laneError(err, group, this.core, partitions);
     }
   }
 
@@ -356,7 +363,7 @@ export class NativeTransport implements Transport {
     const topic = this.topics.get(type);
     if (!topic) return sum;
     for (const g of topic.groups.values()) {
-      for (let p = 0; p < this.config.partitions; p++) {
+      for (let p = 0; p < topic.partitions; p++) {
         const s = g.ringStats(p);
         for (const k of Object.keys(sum) as (keyof RingStats)[]) sum[k] += s[k];
       }
