@@ -5,10 +5,10 @@
  * are read again every `partitionsCheckMs` (sooner when a subscription's reclaim pass is): a raised count is
  * handed to the listeners (the publisher, the consumers of the type, the bus).
  */
-import { ConfigError, describeError, type ValidationIssue } from '../../src/errors.js';
+import { ConfigError, ConnectionError, describeError, EventlaneError, TransportError, type ValidationIssue } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { ResolvedConfig } from './config.js';
-import type { Client } from './connection.js';
+import { isConnectionProblem, type Client } from './connection.js';
 import { metaKey, readRecorded, recordUnlessRecorded } from './topic-meta.js';
 
 export type PartitionsListener = (type: string, partitions: number) => void;
@@ -41,10 +41,15 @@ export class TopicCounts {
 
   /**
    * Records (or reads) the count of each type over `client`; a ConfigError, naming both counts, for each type
-   * whose configured count differs from the recorded one.
+   * whose configured count differs from the recorded one. A Redis failure is a ConnectionError (Redis or a
+   * Cluster master unreachable) or a TransportError, naming `address`.
    */
-  async settle(client: Client, types: readonly string[]): Promise<void> {
-    const recorded = await Promise.all(types.map((t) => recordUnlessRecorded(client, this.config.prefix, t, this.configured(t) ?? 1)));
+  async settle(client: Client, types: readonly string[], address: string): Promise<void> {
+    const recorded = await Promise.all(types.map((t) => recordUnlessRecorded(client, this.config.prefix, t, this.configured(t) ?? 1))).catch((err: unknown) => {
+      if (err instanceof EventlaneError) throw err;
+      const what = `Cannot read or record the partition counts of the event types on ${address}: ${describeError(err)}`;
+      throw isConnectionProblem(err) ? new ConnectionError(what, { cause: err }) : new TransportError(what, { cause: err });
+    });
     const refused = types.flatMap((type, i) => {
       const mine = this.configured(type);
       return mine !== undefined && mine !== recorded[i] ? [{ type, mine, recorded: recorded[i]! }] : [];

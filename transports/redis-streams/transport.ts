@@ -80,7 +80,7 @@ export class RedisStreamsTransport implements Transport {
       }
       await this.connector.checkNotClusterNode(clients[clients.length - 1]!);
       // Each declared type's partition count is agreed with the streams before the bus routes a single event.
-      await this.counts.settle(clients[clients.length - 1]!, this.ctx.eventTypes);
+      await this.counts.settle(clients[clients.length - 1]!, this.ctx.eventTypes, this.connector.address);
     } catch (err) {
       for (const c of clients) c.disconnect();
       this.connecting = undefined;
