@@ -154,7 +154,9 @@ export class RedisConsumer implements TransportSubscription {
     this.deliveries.addStreams(added);
     // Groups on every stream again: BUSYGROUP where it exists, a new group at 0 on the new ones. A failure here
     // shows as NOGROUP at the new readers' first read, which creates the groups again.
-    await ensureGroups(this.ctx, '0').catch((err: unknown) => this.logger.warn({ err: describeError(err), group: this.spec.group }, 'creating the group on new partitions failed; retried at their first read'));
+    await ensureGroups(this.ctx, '0').catch((err: unknown) =>
+      this.logger.warn({ err: describeError(err), group: this.spec.group }, 'creating the group on new partitions failed; retried at their first read'),
+    );
     if (this.ctx.closing) return;
     for (const r of this.reads.add(added)) this.loops.push(this.readLoop(r));
     this.logger.info({ group: this.spec.group, type: this.spec.type, from, partitions }, 'reading the new partitions of a raised partition count from their start');
