@@ -27,7 +27,8 @@ export const myQueueConfig = z
     type: z.literal('my-queue'),
     /** The in-process broker to share; unnamed: a broker of this transport's own. */
     name: z.string().min(1).optional(),
-    partitions: z.number().int().min(1).default(1),
+    /** Partitions per event type; unset: the count the broker holds for the type (set by the first bus to use it), else 1. */
+    partitions: z.number().int().min(1).optional(),
   })
   .strict();
 type MyQueueConfig = z.output<typeof myQueueConfig>;
@@ -65,7 +66,7 @@ class Topic {
 }
 
 interface Broker {
-  readonly partitions: number;
+  /** Per event type, with the partition count of the first bus that used it. */
   readonly topics: Map<string, Topic>;
   users: number;
 }
@@ -74,11 +75,7 @@ interface Broker {
 const brokers = new Map<string, Broker>();
 
 function acquire(config: MyQueueConfig): Broker {
-  const broker = (config.name !== undefined && brokers.get(config.name)) || { partitions: config.partitions, topics: new Map<string, Topic>(), users: 0 };
-  if (broker.partitions !== config.partitions) {
-    const message = `broker "${config.name}" has ${broker.partitions} partitions per type`;
-    throw new ConfigError(`Invalid transport: transport.partitions: ${message}`, [{ path: ['transport', 'partitions'], message }]);
-  }
+  const broker = (config.name !== undefined && brokers.get(config.name)) || { topics: new Map<string, Topic>(), users: 0 };
   if (config.name !== undefined) brokers.set(config.name, broker);
   broker.users++;
   return broker;
@@ -98,15 +95,23 @@ export class MyQueue implements Transport {
     this.broker = acquire(config);
   }
 
-  async connect(): Promise<void> {}
+  /** Each declared type gets the broker's count (the first bus to use a type sets it); another configured count is refused. */
+  async connect(): Promise<void> {
+    const mine = this.config.partitions;
+    const other = mine === undefined ? undefined : this.ctx.eventTypes.find((type) => this.topic(type).partitions !== mine);
+    if (other === undefined) return;
+    await this.close();
+    const message = `transport.partitions is ${mine} for "${other}", but broker "${this.config.name}" has ${this.topic(other).partitions} partitions for it`;
+    throw new ConfigError(`Invalid transport: ${message}`, [{ path: ['transport', 'partitions'], message }]);
+  }
 
-  partitionsFor(): number {
-    return this.broker.partitions;
+  partitionsFor(type: string): number {
+    return this.topic(type).partitions;
   }
 
   private topic(type: string): Topic {
     let topic = this.broker.topics.get(type);
-    if (topic === undefined) this.broker.topics.set(type, (topic = new Topic(this.broker.partitions)));
+    if (topic === undefined) this.broker.topics.set(type, (topic = new Topic(this.config.partitions ?? 1)));
     return topic;
   }
 
