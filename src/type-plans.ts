@@ -95,7 +95,7 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
 
 /**
  * The transport raised the type's partition count to `partitions`: a lane for each new partition, and events
- * published from now on are routed over the new count. A count not above the current one changes nothing.
+ * published from here on are routed over the new count. A count not above the current one changes nothing.
  */
 export function raisePartitions(t: TypeState, partitions: number): void {
   if (!Number.isInteger(partitions) || partitions <= t.partitions) return;

@@ -45,7 +45,7 @@ export type MemoryTransportConfig = z.input<typeof memoryConfigSchema>;
 
 class Topic {
   readonly retained: Deque<Item>[];
-  /** The type's partitions, fixed by the bus that created the topic. */
+  /** The type's partitions, set by the bus that created the topic. */
   readonly partitions: number;
   readonly groups = new Map<string, ConsumerGroup>();
   /**

@@ -14,7 +14,7 @@ import { History } from './history.js';
 
 export class Topic {
   readonly groups = new Map<string, NativeGroup>();
-  /** The type's partitions, fixed by the bus that created the topic. */
+  /** The type's partitions, set by the bus that created the topic. */
   readonly partitions: number;
   /** Per partition; empty when nothing is retained. */
   readonly history: History[];
