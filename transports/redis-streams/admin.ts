@@ -1,17 +1,20 @@
 /**
- * Operations: list streams, groups, pending entries and lag; inspect, replay and purge dead letters.
+ * Operations: list streams, groups, pending entries and lag; inspect, replay and purge dead letters; show and
+ * raise a type's recorded partition count.
  * Available through the transport (`await transport.admin()`) and `openRedisStreamsAdmin(config)`.
  */
 import { Cluster, type Redis } from 'ioredis';
-import type { EventEnvelope } from '../../src/envelope.js';
 import type { DeadLetter } from '../../src/transport.js';
 import { envelopeFields } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import { ClosedError, ConfigError, ConnectionError, EventlaneError, TransportError } from '../../src/errors.js';
 import { isConnectionProblem, type Client } from './connection.js';
-import { groupCounts, groupPositions, pairs, type GroupPosition } from './group-lag.js';
+import { groupCounts, groupPositions, type GroupPosition } from './group-lag.js';
 import { groupEvents, type EventsIo, type GroupEvents } from './group-events.js';
 import { dlqKey, parseStreamKey, retryKey, streamKey } from './keys.js';
+import { decodeDeadLetter } from './dead-letter-decode.js';
+
+export { decodeDeadLetter };
 import { metaKey, raiseRecorded, readRecorded } from './topic-meta.js';
 
 /** A dead letter as stored in Redis, with where it lives. */
@@ -372,41 +375,4 @@ function matches(ids: ReadonlySet<string>, d: RedisDeadLetter): boolean {
 /** `text` with the glob characters of SCAN MATCH escaped. */
 function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
-}
-
-export function decodeDeadLetter(dlqId: string, fields: string[], type: string, partition: number): RedisDeadLetter {
-  const f = pairs(fields) as Record<string, string | undefined>;
-  let event: EventEnvelope | undefined;
-  let raw: unknown;
-  if (f['event'] !== undefined) {
-    try {
-      event = JSON.parse(f['event']) as EventEnvelope;
-    } catch {
-      raw = f['event'];
-    }
-  }
-  if (f['raw'] !== undefined) {
-    try {
-      raw = JSON.parse(f['raw']);
-    } catch {
-      raw = f['raw'];
-    }
-  }
-  return {
-    id: event?.id ?? f['origin'] ?? dlqId,
-    type: f['type'] ?? type,
-    group: f['group'] ?? '',
-    // The partition of the DLQ stream it was read from: replay and purge build their keys from it (trusting a
-    // letter whose own field says another partition would replay it again on every run and never purge it).
-    partition,
-    attempts: Number(f['attempts'] ?? 0),
-    error: f['error'] ?? '',
-    event,
-    raw,
-    deadAt: Number(f['deadAt'] ?? 0),
-    dlqId,
-    ref: `${partition}/${dlqId}`,
-    stream: f['stream'] ?? '',
-    origin: f['origin'] ?? '',
-  };
 }
