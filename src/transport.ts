@@ -309,10 +309,7 @@ export interface Transport {
   readonly capabilities: TransportCapabilities;
   /** Connect; rejects with a typed error (e.g. `ConnectionError` naming the URL) when it cannot. */
   connect(): Promise<void>;
-  /**
-   * Partitions of an event type. Called once per type (after `connect`) and cached by the bus; a transport whose
-   * count of a type can be raised while it runs tells the bus through `watchPartitions`.
-   */
+  /** Partitions of an event type, called once per type after `connect` and cached (raised: `watchPartitions`). */
   partitionsFor(type: string): number;
   /**
    * Registers the bus's listener of raised partition counts: the transport calls it with a type and its new
