@@ -699,7 +699,9 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
           expect(handledHere, `handled = popped; ${where}`).toBe(st.popped);
           expect({ size: st.size, held: st.held }, where).toEqual({ size: 0, held: 0 });
           if (strategy !== 'drop-oldest') expect(st.droppedOldest, where).toBe(0);
-          if (strategy !== 'drop-newest') expect(st.droppedNewest, where).toBe(0);
+          // Under drop-oldest a worker thread descheduled for 10 ms between its pop and its release (an
+          // overloaded machine) makes the rest of a unit drop as newest (transports/native/README.md).
+          if (strategy !== 'drop-newest' && !(strategy === 'drop-oldest' && g === 'dw')) expect(st.droppedNewest, where).toBe(0);
           if (strategy !== 'error') expect(st.rejected, where).toBe(0);
           drops += st.droppedNewest + st.droppedOldest;
         });
