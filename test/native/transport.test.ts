@@ -262,9 +262,9 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   if (implementation === 'native') {
     it('the 4,097th group alive at once in a transport is a NativeError that says why and what to do', async () => {
       const b = await bus({ capacity: 2, maxEventBytes: 256 });
-      const t = transportOf(b) as unknown as { createLane(group: string): number };
+      const t = transportOf(b) as unknown as { createLane(group: string, partitions: number): number };
       const err = await (async () => {
-        for (let i = 0; i <= 4096; i++) t.createLane(`g${i}`);
+        for (let i = 0; i <= 4096; i++) t.createLane(`g${i}`, 1);
       })().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NativeError);
       expect((err as Error).message).toMatch(/has 4096 groups alive at once.*deleteGroup.*reuse group names/);
