@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { ConfigError, type ValidationIssue } from './errors.js';
+import { closestKey, keysAt } from './config-suggest.js';
 import type { BatcherOptions } from './batcher.js';
 import type { BackoffOptions, TransportCapabilities } from './transport.js';
 
@@ -148,21 +149,39 @@ export function formatIssues(issues: ValidationIssue[]): string {
 
 /**
  * Parse `input` with `schema`, throwing a `ConfigError` that names each bad field under `where`. An option the
- * schema marks removed (`withRemovedOptions`) is refused with what replaces it, never ignored.
+ * schema marks removed (`withRemovedOptions`) is refused with what replaces it, never ignored; an unknown one
+ * names the option it most likely misspells.
  */
 export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
+  return parseWithNames(schema, input, where, []);
+}
+
+/**
+ * `parseConfig` for a transport's own subscribe options (what `subscribe` passes on past the bus's options): an
+ * unknown key is also compared with the bus's subscribe option names, so a misspelt `concurrency` is named.
+ */
+export function parseTransportSubscribeOptions<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
+  return parseWithNames(schema, input, where, keysAt(subscribeOptionsSchema, []));
+}
+
+function parseWithNames<S extends z.ZodType>(schema: S, input: unknown, where: string, alsoKnown: readonly string[]): z.output<S> {
   const removed = removedIssues(input, removedBySchema.get(schema));
   const res = schema.safeParse(input);
   if (res.success && removed.length === 0) return res.data;
   const raw = res.error?.issues ?? [];
   const named = new Set(removed.map((i) => i.path.join('.')));
+  const unknownKey = (path: readonly PropertyKey[], key: string): string => {
+    const known = path.length === 0 ? [...keysAt(schema, path), ...alsoKnown] : keysAt(schema, path);
+    const meant = closestKey(key, known);
+    return meant === undefined ? 'Unrecognized key' : `Unrecognized key; did you mean \`${meant}\`?`;
+  };
   const issues = [
     ...removed,
     ...toIssues(res.error ?? new z.ZodError([]))
       // zod reports unknown keys as one issue at their parent: name each key in the path, as any other field is.
       .flatMap((issue, n) => {
         const zi = raw[n]!;
-        return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: 'Unrecognized key' })) : [issue];
+        return zi.code === 'unrecognized_keys' ? zi.keys.map((k) => ({ ...issue, path: [...issue.path, k], message: unknownKey(zi.path, k) })) : [issue];
       })
       .filter((i) => !named.has(i.path.join('.'))),
   ].map((i) => ({ ...i, path: where ? [where, ...i.path] : i.path }));

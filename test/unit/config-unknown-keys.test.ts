@@ -12,7 +12,32 @@ describe('unknown config keys', () => {
     // @ts-expect-error misspelt (refused at compile time too; JavaScript callers get here)
     const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'memory', partitons: 4 } }));
     expect(err.issues.map((i) => i.path)).toEqual([['transport', 'partitons']]);
-    expect(err.message).toContain('transport.partitons: Unrecognized key');
+    expect(err.message).toContain('transport.partitons: Unrecognized key; did you mean `partitions`?');
+  });
+
+  it('names the option a misspelt key most likely means, at every level, and nothing when none is close', async () => {
+    const config = { service: 's', events, transport: { type: 'memory' }, batchng: {}, batching: { maxevents: 1, onFul: 'reject', colour: 1 } };
+    const err = await configError(() => createEventBus(config as never));
+    const byPath = Object.fromEntries(err.issues.map((i) => [i.path.join('.'), i.message]));
+    expect(byPath).toEqual({
+      batchng: 'Unrecognized key; did you mean `batching`?',
+      'batching.maxevents': 'Unrecognized key; did you mean `maxEvents`?',
+      'batching.onFul': 'Unrecognized key; did you mean `onFull`?',
+      'batching.colour': 'Unrecognized key',
+    });
+    const redis = await configError(() => createEventBus({ service: 's', events, transport: { type: 'redis-streams', maxlen: 5, clutser: {} } } as never));
+    expect(redis.message).toContain('transport.maxlen: Unrecognized key; did you mean `maxLen`?');
+    expect(redis.message).toContain('transport.clutser: Unrecognized key; did you mean `cluster`?');
+  });
+
+  it("names the bus's subscribe option a transport's subscribe options do not take", async () => {
+    const bus = await createEventBus({ service: 's', events, transport: { type: 'memory' } });
+    try {
+      const err = await configError(() => bus.subscribe('order.created', { group: 'g', concurency: 4 } as never, () => {}));
+      expect(err.message).toContain('concurency: Unrecognized key; did you mean `concurrency`?');
+    } finally {
+      await bus.close();
+    }
   });
 
   it('names each unknown top-level and nested bus option', async () => {

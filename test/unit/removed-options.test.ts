@@ -22,7 +22,7 @@ describe('removed bus options', () => {
     const config = { service: 's', events, transport: { type: 'memory' }, batching: { maxInFlight: 4, maxEvent: 1 } };
     const err = await configError(() => createEventBus(config as never));
     expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['batching.maxEvent', 'batching.maxInFlight']);
-    expect(err.issues.find((i) => i.path.join('.') === 'batching.maxEvent')!.message).toBe('Unrecognized key');
+    expect(err.issues.find((i) => i.path.join('.') === 'batching.maxEvent')!.message).toBe('Unrecognized key; did you mean `maxEvents`?');
   });
 
   it('is refused whatever its value, undefined too, as an unknown key is', async () => {

@@ -6,7 +6,7 @@
  * groups created later with `startFrom: '0'` is bounded by `maxLen` per partition.
  */
 import { z } from 'zod';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig, parseTransportSubscribeOptions } from '../../src/config.js';
 import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import { ClosedError } from '../../src/errors.js';
 import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
@@ -139,7 +139,7 @@ export class MemoryTransport implements Transport {
   async subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription> {
     if (this.closed) throw new ClosedError('memory transport');
     if (Object.keys(spec.options).length > 0) {
-      parseConfig(z.object({}).strict(), spec.options, 'subscribe options (memory transport)');
+      parseTransportSubscribeOptions(z.object({}).strict(), spec.options, 'subscribe options (memory transport)');
     }
     const topic = this.topic(spec.type);
     let group = topic.groups.get(spec.group);

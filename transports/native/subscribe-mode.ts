@@ -7,7 +7,7 @@
 import type { z } from 'zod';
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
-import { parseConfig } from '../../src/config.js';
+import { parseTransportSubscribeOptions } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import type { DeliveryHandler, SubscriptionSpec } from '../../src/transport.js';
 import { nativeSubscribeSchema } from './config.js';
@@ -27,7 +27,7 @@ export type SubscribeMode =
     };
 
 export function subscribeMode(spec: SubscriptionSpec, handler: DeliveryHandler): SubscribeMode {
-  const opts = parseConfig(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
+  const opts = parseTransportSubscribeOptions(nativeSubscribeSchema, spec.options, 'subscribe options (native transport)');
   const useWorkers = opts.workers !== undefined || opts.handler !== undefined;
   checkOptions(opts, useWorkers, handler);
   if (!useWorkers) return { kind: 'main', handler };

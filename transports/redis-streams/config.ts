@@ -4,7 +4,7 @@
  * `ConfigError` naming the field (`transport.pool.size: ...`).
  */
 import { z } from 'zod';
-import { parseConfig, withRemovedOptions } from '../../src/config.js';
+import { parseTransportSubscribeOptions, withRemovedOptions } from '../../src/config.js';
 
 /**
  * What ioredis can connect to: `redis://` or `rediss://` with a host, a numeric port and a numeric db, or a
@@ -290,7 +290,7 @@ export interface ResolvedSubscribeOptions extends Omit<z.output<typeof redisSubs
  * minIdleMs, and a blocking read's reply may be half a command's timeout late.
  */
 export function resolveSubscribeOptions(options: Record<string, unknown>, concurrency: number, config: Pick<ResolvedConfig, 'commandTimeoutMs'>): ResolvedSubscribeOptions {
-  const o = parseConfig(redisSubscribeSchema, options, 'subscribe options');
+  const o = parseTransportSubscribeOptions(redisSubscribeSchema, options, 'subscribe options');
   const prefetch = o.prefetch ?? Math.max(concurrency, 8000);
   const readCount = Math.min(prefetch, Math.max(1000, concurrency));
   return {
