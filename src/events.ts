@@ -23,8 +23,11 @@ export interface EventMap<S extends EventSchemas = EventSchemas> {
   readonly transforming: ReadonlySet<string>;
 }
 
-/** Event names of a map. */
-export type EventName<M extends EventMap> = keyof M['schemas'] & string;
+/**
+ * Event names of a map. Written as a conditional type so the compiler prints a wrong name's error as the union
+ * of declared names (`"order.created" | "user.signed-up"`), not as this alias over the zod schemas.
+ */
+export type EventName<M extends EventMap> = Extract<keyof M['schemas'], string>;
 /** What `publish` accepts for an event (the schema's input type). */
 export type EventInput<M extends EventMap, K extends EventName<M>> = z.input<M['schemas'][K]>;
 /** What handlers receive for an event (the schema's output type). */
