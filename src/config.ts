@@ -55,6 +55,12 @@ export const batchingSchema = z
   })
   .strict();
 
+/**
+ * The largest event (encoded bytes, with its key, ids and headers) every built-in transport that stores events
+ * takes unless configured: one default, so a change of transport in config does not change what publish takes.
+ */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+
 /** Each retry waits twice as long as the one before, up to `maxMs`. */
 export const BACKOFF_MULTIPLIER = 2;
 /** Each delay is spread by up to this fraction either way, so retries of events that failed together spread out. */

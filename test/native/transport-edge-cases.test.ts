@@ -299,7 +299,7 @@ describe.each(['native', 'js'] as const)('native transport edge cases (%s)', (im
   });
 
   it('an event too large for any ring is rejected even with no group yet, and does not break a later startFrom 0', async () => {
-    const b = await bus({ capacity: 16 });
+    const b = await bus({ capacity: 16, maxEventBytes: 16_384 });
     await b.publish('tick', { seq: 1 });
     await expect(b.publish('tick', { seq: 2 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
     await b.publish('tick', { seq: 3 });

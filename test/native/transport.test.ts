@@ -233,8 +233,8 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
 
   it('rejects an oversized payload with PayloadTooLargeError and sends nothing', async () => {
     const b = await bus({ capacity: 16 });
-    expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
-    await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(20_000) })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    expect(b.transport.capabilities.maxEventBytes).toBe(1024 * 1024);
+    await expect(b.publish('tick', { seq: 1, pad: 'x'.repeat(1024 * 1024) })).rejects.toBeInstanceOf(PayloadTooLargeError);
   });
 
   it('sizes the ring arena for maxEventBytes: four of the largest event', async () => {
@@ -247,12 +247,15 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
   });
 
   it('refuses a maxEventBytes above the arena of the broker it shares with a ConfigError naming both, rather than capping it', async () => {
-    const first = await bus({ capacity: 16 });
+    const first = await bus({ capacity: 16, maxEventBytes: 16_384 });
     const name = transportOf(first).config.name;
     await expect(bus({ capacity: 16, maxEventBytes: 20_000, name })).rejects.toThrow(ConfigError);
     await expect(bus({ capacity: 16, maxEventBytes: 20_000, name })).rejects.toThrow(/maxEventBytes 20000 .*65536 bytes: at most 16384.*give that one a maxEventBytes of at least 20000/);
     const b = await bus({ capacity: 16, maxEventBytes: 16_384, name });
     expect(b.transport.capabilities.maxEventBytes).toBe(16_384);
+    // Unset, a bus sharing the broker takes what the broker's arena holds.
+    const c = await bus({ capacity: 16, name });
+    expect(c.transport.capabilities.maxEventBytes).toBe(16_384);
   });
 
   it('a maxEventBytes above 64 MiB is a ConfigError (its arena would pass 256 MiB, and a pop of a fuller ring could outgrow a JavaScript string)', async () => {
@@ -271,8 +274,8 @@ describe.each(['native', 'js'] as const)('native transport (%s)', (implementatio
     });
   }
 
-  it('rejects an event whose headers make it larger than half the arena with PayloadTooLargeError', async () => {
-    const b = await bus({ capacity: 16 });
+  it('rejects an event whose headers make it larger than maxEventBytes with PayloadTooLargeError', async () => {
+    const b = await bus({ capacity: 16, maxEventBytes: 16_384 });
     await b.subscribe('tick', { group: 'g' }, () => {});
     await expect(b.publish('tick', { seq: 1 }, { headers: { big: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(PayloadTooLargeError);
     await b.publish('tick', { seq: 2 });

@@ -100,8 +100,9 @@ describe('removed native transport options', () => {
   });
 
   it('derives the arena from capacity and maxEventBytes, and the pop size from the ring and concurrency', () => {
-    expect(arenaBytesFor(16_384, undefined)).toBe(2 * 1024 * 1024);
-    expect(arenaBytesFor(16, undefined)).toBe(65_536);
+    expect(arenaBytesFor(16_384, undefined)).toBe(4 * 1024 * 1024);
+    expect(arenaBytesFor(65_536, undefined)).toBe(8 * 1024 * 1024);
+    expect(arenaBytesFor(16, undefined)).toBe(4 * 1024 * 1024);
     expect(arenaBytesFor(16, 20_000)).toBe(80_000);
     expect(arenaBytesFor(2, 256)).toBe(1024);
     expect(arenaBytesFor(16_384, 64 * 1024 * 1024)).toBe(2 ** 28);

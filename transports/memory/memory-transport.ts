@@ -6,7 +6,7 @@
  * groups created later with `startFrom: '0'` is bounded by `maxLen` per partition.
  */
 import { z } from 'zod';
-import { parseConfig, parseTransportSubscribeOptions } from '../../src/config.js';
+import { DEFAULT_MAX_EVENT_BYTES, parseConfig, parseTransportSubscribeOptions } from '../../src/config.js';
 import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import { ClosedError } from '../../src/errors.js';
 import type { DeadLetter, DeliveryHandler, PublishUnit, SubscriptionSpec, Transport, TransportCapabilities, TransportContext, TransportSubscription, WriteResult } from '../../src/transport.js';
@@ -32,12 +32,8 @@ export const memoryConfigSchema = z
     maxLen: z.number().int().min(0).default(10_000),
     /** Dead letters kept per group. @default 10000 */
     maxDeadLetters: z.number().int().min(0).default(10_000),
-    /** Largest event accepted (bytes, JSON). @default 16 MiB */
-    maxEventBytes: z
-      .number()
-      .int()
-      .min(1)
-      .default(16 * 1024 * 1024),
+    /** Largest event accepted (bytes, JSON). @default 1 MiB, as on every transport */
+    maxEventBytes: z.number().int().min(1).default(DEFAULT_MAX_EVENT_BYTES),
   })
   .strict();
 

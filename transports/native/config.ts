@@ -2,7 +2,7 @@
  * Config of the native transport (`transport: { type: 'native', ... }`) and of its subscriptions.
  */
 import { z } from 'zod';
-import { withRemovedOptions } from '../../src/config.js';
+import { DEFAULT_MAX_EVENT_BYTES, withRemovedOptions } from '../../src/config.js';
 import { cpuListProblem } from './affinity.js';
 
 /** Largest `maxEventBytes`: the arena, four times it, is at most 256 MiB. */
@@ -10,11 +10,11 @@ const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Payload bytes per ring (rounded up to a power of two by the core): 128 per event slot and four times the
- * largest event; without a `maxEventBytes`, at least 64 KiB (events up to 16 KiB); at most 256 MiB, since a pop
- * of a fuller ring could be more text than one JavaScript string holds (~512 Mi characters).
+ * largest event (the default one when unset); at most 256 MiB, since a pop of a fuller ring could be more text
+ * than one JavaScript string holds (~512 Mi characters).
  */
-export function arenaBytesFor(capacity: number, maxEventBytes: number | undefined): number {
-  const floor = maxEventBytes === undefined ? 65_536 : Math.max(1024, 4 * maxEventBytes);
+export function arenaBytesFor(capacity: number, maxEventBytes: number = DEFAULT_MAX_EVENT_BYTES): number {
+  const floor = Math.max(1024, 4 * maxEventBytes);
   return Math.min(2 ** 28, Math.max(floor, capacity * 128));
 }
 
@@ -52,7 +52,8 @@ const nativeConfigObject = z
     implementation: z.enum(['auto', 'native', 'js']).default('auto'),
     /**
      * Largest encoded event, bytes, at most 64 MiB; each ring's payload arena is sized to hold four of them
-     * (and 128 bytes per slot). @default a quarter of the arena: capacity * 32 bytes, at least 16 KiB
+     * (and 128 bytes per slot). @default 1 MiB, as on every transport (on a named broker opened with a smaller
+     * one, the broker's: a quarter of its arena)
      */
     maxEventBytes: z.number().int().min(1).max(MAX_EVENT_BYTES, `must be at most ${MAX_EVENT_BYTES} (64 MiB): a ring's arena holds four of the largest event, at most 256 MiB`).optional(),
     /** Events kept per partition for groups created later with `startFrom: '0'`; 0 keeps none. @default 10000 */

@@ -7,7 +7,7 @@
  * subscribe-mode.ts's.
  */
 import { deadLettersOf, partitionsMismatch } from '../../src/shared-brokers.js';
-import { parseConfig } from '../../src/config.js';
+import { DEFAULT_MAX_EVENT_BYTES, parseConfig } from '../../src/config.js';
 import { ClosedError, ConfigError, NativeError, PayloadTooLargeError } from '../../src/errors.js';
 import type { GroupCounts, GroupTarget } from '../../src/group-counts.js';
 import type {
@@ -82,7 +82,7 @@ export class NativeTransport implements Transport {
     // whole or refuses it: a unit larger than an empty ring would always be refused (a burst of publish() calls
     // in one tick, batched into one unit, must not be refused whole by an empty ring).
     const units: UnitForm = config.backpressure === 'block' ? { partial: true } : config.backpressure === 'error' ? { maxEvents: this.core.capacity, maxBytes: this.core.arenaBytes / 4 } : {};
-    const maxEventBytes = config.maxEventBytes ?? maxEventBytesOf(this.core);
+    const maxEventBytes = config.maxEventBytes ?? Math.min(DEFAULT_MAX_EVENT_BYTES, maxEventBytesOf(this.core));
     this.capabilities = { encoding: 'none', maxInFlight: 64, maxEventBytes, input, units };
     this.mode = MODE[config.backpressure];
   }

@@ -4,7 +4,7 @@
  * `ConfigError` naming the field (`transport.pool.size: ...`).
  */
 import { z } from 'zod';
-import { parseTransportSubscribeOptions, withRemovedOptions } from '../../src/config.js';
+import { DEFAULT_MAX_EVENT_BYTES, parseTransportSubscribeOptions, withRemovedOptions } from '../../src/config.js';
 
 /**
  * What ioredis can connect to: `redis://` or `rediss://` with a host, a numeric port and a numeric db, or a
@@ -127,13 +127,13 @@ const redisStreamsObject = z
      * may be half of it late past its BLOCK. @default 10000
      */
     commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
-    /** Largest encoded event accepted, bytes. @default 16 MiB */
+    /** Largest encoded event accepted, bytes. @default 1 MiB, as on every transport */
     maxEventBytes: z
       .number()
       .int()
       .min(1)
       .max(512 * 1024 * 1024)
-      .default(16 * 1024 * 1024),
+      .default(DEFAULT_MAX_EVENT_BYTES),
     /**
      * Replicas that must hold a write before its publishes resolve: `WAIT <count> <timeoutMs>` follows the
      * writes on their connection. Unset: a publish resolves once the master stored it (a master that dies
