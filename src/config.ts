@@ -21,6 +21,11 @@ export function withRemovedOptions<S extends z.ZodType>(schema: S, removed: Remo
   return schema;
 }
 
+/** The options `schema` refuses by name (`withRemovedOptions`), with what replaces each. */
+export function removedOptionsOf(schema: z.ZodType): RemovedOptions {
+  return removedBySchema.get(schema) ?? {};
+}
+
 /** The removed options present in `input`, as issues (paths relative to `input`). */
 function removedIssues(input: unknown, removed: RemovedOptions | undefined): ValidationIssue[] {
   if (removed === undefined) return [];
@@ -85,7 +90,12 @@ export const busConfigSchema = withRemovedOptions(
       /** Name of this service; written as each event's `source` and used in consumer names. */
       service: z.string().min(1).max(200),
       /** Transport block: `{ type: 'memory' | 'noop' | 'redis-streams' | 'native' | <registered>, ...options }`. */
-      transport: z.object({ type: z.string().min(1) }).passthrough(),
+      transport: z
+        .object({
+          /** `'memory'`, `'native'`, `'redis-streams'`, `'noop'` or a transport registered with `registerTransport`. */
+          type: z.string().min(1),
+        })
+        .passthrough(),
       batching: batchingSchema.default(batchingSchema.parse({})),
       /** How long `close()` (of the bus or of one subscription) waits for in-flight handlers. @default 30000 */
       drainTimeoutMs: z.number().int().min(0).default(30_000),
@@ -113,7 +123,10 @@ export const subscribeOptionsSchema = withRemovedOptions(
       startFrom: z.enum(['$', '0']).default('$'),
       maxDeliveries: z.number().int().min(1).max(1000).default(5),
       retry: z
-        .object({ backoff: backoffSchema.default(backoffSchema.parse({})) })
+        .object({
+          /** When each retry runs (the options below). */
+          backoff: backoffSchema.default(backoffSchema.parse({})),
+        })
         .strict()
         .default({ backoff: backoffSchema.parse({}) }),
     })

@@ -64,6 +64,7 @@ const redisStreamsObject = z
     /** Redis Cluster: seed nodes; ioredis discovers the rest. `username`/`password` apply to every node. */
     cluster: z
       .object({
+        /** Seed nodes: `host:port`, `host`, `[ipv6]:port`, `redis://` URLs, or `{ host, port }`. */
         nodes: z.array(hostPort).min(1),
         /** Extra ioredis ClusterOptions (its `redisOptions` apply to every node; the transport's own settings win). */
         options: z
@@ -113,6 +114,7 @@ const redisStreamsObject = z
     minIdAgeMs: z.number().int().min(1).optional(),
     /** Approximate retention of each partition's dead-letter stream (`MAXLEN ~`), in entries; 0 keeps everything. @default 100000 */
     maxDeadLetters: z.number().int().min(0).default(100_000),
+    /** The publishing connections. */
     pool: z
       .object({
         /** Publish connections (never used for blocking reads); the batcher keeps 32 writes in flight per connection. @default 2 */
@@ -141,6 +143,7 @@ const redisStreamsObject = z
      */
     waitForReplicas: z
       .object({
+        /** Replicas that must acknowledge each write. */
         count: z.number().int().min(1).max(100),
         /** How long WAIT waits for them; below `commandTimeoutMs`. @default 1000 */
         timeoutMs: z.number().int().min(1).max(600_000).default(1_000),

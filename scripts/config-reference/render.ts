@@ -1,0 +1,168 @@
+/**
+ * docs/configuration.md from the config schemas: every option of `createEventBus`, `subscribe` and each
+ * built-in transport, with its type and default read from the zod schema (as JSON Schema, input side) and its
+ * description from the schema's or the option type's documentation comment. `npm run docs:config` writes it;
+ * a test fails when the committed page differs from what this renders.
+ */
+import { join } from 'node:path';
+import prettier from 'prettier';
+import { z } from 'zod';
+import { busConfigSchema, removedOptionsOf, subscribeOptionsSchema } from '../../src/config.js';
+import { memoryConfigSchema } from '../../transports/memory/memory-transport.js';
+import { nativeConfigSchema, nativeSubscribeSchema } from '../../transports/native/config.js';
+import { noopConfigSchema } from '../../transports/noop/index.js';
+import { redisStreamsConfigSchema, redisSubscribeSchema } from '../../transports/redis-streams/config.js';
+import { optionDocs, type OptionDoc, type OptionDocs } from './jsdoc.js';
+
+interface JsonSchema {
+  type?: string;
+  const?: unknown;
+  enum?: unknown[];
+  anyOf?: JsonSchema[];
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+  additionalProperties?: JsonSchema | boolean;
+  required?: string[];
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+}
+
+interface Section {
+  readonly title: string;
+  readonly intro: string;
+  readonly schema: z.ZodType;
+  /** Where the descriptions are: [file, declaration, path prefix]; earlier sources win. */
+  readonly docs: ReadonlyArray<readonly [string, string, string?]>;
+}
+
+const SECTIONS: readonly Section[] = [
+  {
+    title: '`createEventBus(config)`',
+    intro: 'The bus. `transport` takes one of the transport blocks below.',
+    schema: busConfigSchema,
+    docs: [
+      ['src/bus-types.ts', 'EventBusConfig'],
+      ['src/config.ts', 'busConfigSchema'],
+      ['src/config.ts', 'batchingSchema', 'batching.'],
+    ],
+  },
+  {
+    title: '`bus.subscribe(type, options, handler)`',
+    intro: 'Taken by every transport; each transport takes the further options of its own section.',
+    schema: subscribeOptionsSchema,
+    docs: [
+      ['src/bus-types.ts', 'CommonSubscribeOptions'],
+      ['src/config.ts', 'subscribeOptionsSchema'],
+      ['src/config.ts', 'backoffSchema', 'retry.backoff.'],
+    ],
+  },
+  { title: "`transport: { type: 'memory' }`", intro: 'In process, one broker per name.', schema: memoryConfigSchema, docs: [['transports/memory/memory-transport.ts', 'memoryConfigSchema']] },
+  {
+    title: "`transport: { type: 'redis-streams' }`",
+    intro: 'Redis Streams, single node, Sentinel (through `redisOptions`) or Cluster.',
+    schema: redisStreamsConfigSchema,
+    docs: [
+      ['transports/redis-streams/config.ts', 'redisStreamsObject'],
+      ['transports/redis-streams/config.ts', 'topicSchema', 'topics.*.'],
+    ],
+  },
+  { title: 'redis-streams subscribe options', intro: 'Beside the common subscribe options.', schema: redisSubscribeSchema, docs: [['transports/redis-streams/config.ts', 'redisSubscribeSchema']] },
+  { title: "`transport: { type: 'native' }`", intro: 'In process, on the lock-free core.', schema: nativeConfigSchema, docs: [['transports/native/config.ts', 'nativeConfigObject']] },
+  { title: 'native subscribe options', intro: 'Beside the common subscribe options.', schema: nativeSubscribeSchema, docs: [['transports/native/config.ts', 'nativeSubscribeSchema']] },
+  { title: "`transport: { type: 'noop' }`", intro: 'Discards every event (for measuring the library itself).', schema: noopConfigSchema, docs: [['transports/noop/index.ts', 'noopConfigSchema']] },
+];
+
+/** Type parameters of the documented interfaces, by what they stand for. */
+const TYPE_NAMES: Readonly<Record<string, string>> = { M: 'what `defineEvents` returns' };
+/** The description of an option whose comment is on its parent: a transport block's `type`. */
+const IMPLIED: Readonly<Record<string, string>> = { type: 'Selects this transport.' };
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const literal = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : JSON.stringify(v));
+
+function range(s: JsonSchema): string {
+  const min = s.minimum;
+  const max = s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER ? s.maximum : undefined;
+  if (min !== undefined && max !== undefined) return ` ${min}..${max}`;
+  return min !== undefined ? ` ≥ ${min}` : max !== undefined ? ` ≤ ${max}` : '';
+}
+
+export function typeOf(s: JsonSchema): string {
+  if (s.const !== undefined) return literal(s.const);
+  if (s.enum !== undefined) return s.enum.map(literal).join(' | ');
+  if (s.anyOf !== undefined) return s.anyOf.map(typeOf).join(' or ');
+  switch (s.type) {
+    case 'array':
+      return `array of ${s.items ? typeOf(s.items) : 'any'}`;
+    case 'object':
+      if (s.properties !== undefined) return 'object';
+      return typeof s.additionalProperties === 'object' && Object.keys(s.additionalProperties).length > 0 ? `map of ${typeOf(s.additionalProperties)}` : 'object';
+    case 'integer':
+    case 'number':
+      return `${s.type}${range(s)}`;
+    case undefined:
+      return 'any';
+    default:
+      return s.type;
+  }
+}
+
+function defaultOf(s: JsonSchema, doc: OptionDoc | undefined, required: boolean): string {
+  if (doc?.default !== undefined) return doc.default;
+  if (s.default !== undefined && (typeof s.default !== 'object' || s.default === null)) return `\`${literal(s.default)}\``;
+  return required ? '**required**' : '—';
+}
+
+/** Options the JSON Schema does not list but the documented type declares (`events`, `logger`). */
+function declaredOnly(docs: OptionDocs, listed: ReadonlySet<string>): string[] {
+  return [...docs]
+    .filter(([path, d]) => d.typeText !== undefined && !path.includes('.') && !listed.has(path))
+    .map(([path, d]) => `| \`${path}\` | ${cell(TYPE_NAMES[d.typeText!] ?? `\`${d.typeText!}\``)} | ${d.optional ? '—' : '**required**'} | ${cell(d.text)} |`);
+}
+
+function rows(s: JsonSchema, prefix: string, docs: OptionDocs, listed: Set<string>): string[] {
+  const out: string[] = [];
+  const objectRecord = typeof s.additionalProperties === 'object' && s.additionalProperties.properties !== undefined ? s.additionalProperties : undefined;
+  for (const [name, prop] of Object.entries(s.properties ?? {})) {
+    const path = prefix + name;
+    listed.add(path);
+    const doc = docs.get(path);
+    out.push(`| \`${path}\` | ${cell(typeOf(prop))} | ${cell(defaultOf(prop, doc, s.required?.includes(name) ?? false))} | ${cell(doc?.text ?? IMPLIED[path] ?? '')} |`);
+    out.push(...rows(prop, `${path}.`, docs, listed));
+  }
+  if (objectRecord !== undefined) out.push(...rows(objectRecord, `${prefix}*.`, docs, listed));
+  return out;
+}
+
+function renderSection(section: Section, root: string): string {
+  const docs: OptionDocs = new Map();
+  for (const [file, name, prefix] of [...section.docs].reverse()) for (const [k, v] of optionDocs(join(root, file), name, prefix)) docs.set(k, v);
+  const json = z.toJSONSchema(section.schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const listed = new Set<string>();
+  const table = rows(json, '', docs, listed);
+  const lines = [`## ${section.title}`, '', section.intro, '', '| option | type | default | description |', '| --- | --- | --- | --- |', ...declaredOnly(docs, listed), ...table];
+  const removed = Object.entries(removedOptionsOf(section.schema));
+  if (removed.length > 0) lines.push('', 'Removed options (a `ConfigError` names what replaces each):', '', ...removed.map(([name, instead]) => `- \`${name}\`: ${instead}`));
+  return lines.join('\n');
+}
+
+/** The whole page, for the repository at `root`, formatted as `prettier --check` wants it. */
+export async function renderConfigReference(root: string): Promise<string> {
+  const page = join(root, 'docs/configuration.md');
+  const options = await prettier.resolveConfig(page);
+  return prettier.format(rawPage(root), { ...options, filepath: page });
+}
+
+function rawPage(root: string): string {
+  const head = [
+    '# Configuration reference',
+    '',
+    '<!-- Generated by `npm run docs:config` from the config schemas and their documentation comments; do not edit. -->',
+    '',
+    'Every option eventlane takes, with its type and default. An unknown or misspelt option is a `ConfigError`',
+    'naming it (and the option it most likely means); so is a value out of range. Types are checked at compile',
+    'time too.',
+  ].join('\n');
+  return `${[head, ...SECTIONS.map((s) => renderSection(s, root))].join('\n\n')}\n`;
+}
