@@ -16,7 +16,7 @@ const bus = await createEventBus({
 });
 console.log(`native core: ${(bus.transport as NativeTransport).implementation}`);
 
-// This thread on the first CPU, each worker on one of the others (transports/native/README.md).
+// This thread on the first CPU, each worker on one of the others (docs/native-workers.md).
 const cpus = currentThreadCpus() ?? [];
 const workers = Math.max(1, Math.min(2, cpus.length - 1));
 const pinned = cpus.length > workers && pinCurrentThread([cpus[0]!]);

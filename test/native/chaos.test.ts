@@ -700,7 +700,7 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
           expect({ size: st.size, held: st.held }, where).toEqual({ size: 0, held: 0 });
           if (strategy !== 'drop-oldest') expect(st.droppedOldest, where).toBe(0);
           // Under drop-oldest a worker thread descheduled for 10 ms between its pop and its release (an
-          // overloaded machine) makes the rest of a unit drop as newest (transports/native/README.md).
+          // overloaded machine) makes the rest of a unit drop as newest (docs/native-workers.md).
           if (strategy !== 'drop-newest' && !(strategy === 'drop-oldest' && g === 'dw')) expect(st.droppedNewest, where).toBe(0);
           if (strategy !== 'error') expect(st.rejected, where).toBe(0);
           drops += st.droppedNewest + st.droppedOldest;
