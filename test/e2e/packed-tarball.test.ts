@@ -231,12 +231,12 @@ instrumentEventlane({ processSpanParent: 'parent' });
     expect(tsc('ts-otel-cjs', { module: 'CommonJS', moduleResolution: 'node10', esModuleInterop: true }, { 'main.ts': program })).toBe('');
   }, 120_000);
 
-  it("compiles the README's quickstart as written (tsc --strict, ESM, module NodeNext)", () => {
+  it("compiles the README's runnable blocks as written (tsc --strict, ESM, module NodeNext)", () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const quickstart = /## Quickstart\n\n```ts\n([\s\S]*?)```/.exec(readme)![1]!;
-    // The snippet's own placeholders.
-    const placeholders = 'declare function charge(orderId: string, amount: number): Promise<void>;\ndeclare const orders: { orderId: string; amount: number }[];\n';
-    expect(tsc('ts-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, { 'quickstart.mts': quickstart + placeholders })).toBe('');
+    const blocks = [...readme.matchAll(/^```ts runnable=\S+\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThan(0);
+    const files = Object.fromEntries(blocks.map((block, i) => [`readme-${i + 1}.mts`, block]));
+    expect(tsc('ts-esm', { module: 'NodeNext', moduleResolution: 'NodeNext' }, files)).toBe('');
   }, 120_000);
 
   it("types createEventBus's transport block and subscribe's options: a built-in's misspelt option fails to compile; a registered transport declares its block and options by augmenting 'eventlane'", () => {
