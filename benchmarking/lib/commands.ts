@@ -15,7 +15,7 @@ import { FLAG_NAMES, flagsTaken, isScenarioFlag, resolveConfig, UsageError } fro
 import { flagsToConfig } from './flags.js';
 import { redisVersion } from './redis.js';
 import { runScenario, type RunOptions } from './runner.js';
-import type { BenchConfig, ConfigKey, Scenario, ScenarioFlag, ScenarioResult, TransportName } from './types.js';
+import type { BenchConfig, ConfigKey, Scenario, ScenarioFlag, ScenarioResult, TransportName, VariantKind } from './types.js';
 import { scenarioTitle } from './types.js';
 
 /**
@@ -28,6 +28,8 @@ interface Opts {
   fork?: boolean;
   keepKeys?: boolean;
   withBaselines?: boolean;
+  /** False with `--no-peers`. */
+  peers?: boolean;
   iterationTimeout?: number;
   nodeOption?: string[];
   json?: string;
@@ -92,7 +94,7 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
   const runOpts: RunOptions = {
     fork: o['fork'] !== false,
     keepKeys: Boolean(o['keepKeys']),
-    kinds: o['withBaselines'] === false ? ['eventlane'] : undefined,
+    kinds: runKinds(o),
     iterationTimeoutMs: typeof o['iterationTimeout'] === 'number' ? o['iterationTimeout'] * 1000 : undefined,
     nodeOptions,
   };
@@ -125,6 +127,12 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
   };
   output(report, o);
   return report;
+}
+
+/** The kinds of rows a run measures: the library's only when baselines are off (matrix by default); peers unless --no-peers. */
+function runKinds(o: Opts): VariantKind[] | undefined {
+  if (o['withBaselines'] === false) return ['eventlane'];
+  return o['peers'] === false ? ['eventlane', 'baseline'] : undefined;
 }
 
 function skipped(p: Planned, reason: string): ScenarioResult {

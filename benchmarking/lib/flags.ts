@@ -43,6 +43,7 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
         .argParser(numArg('iteration-timeout', 0.1, 86_400)),
     )
     .option('--no-fork', 'run iterations in this process instead of a fresh child process each (debugging; a timed-out iteration is abandoned, not killed)')
+    .option('--no-peers', 'leave out the peer rows (BullMQ, @moleculer/channels) of publishing-throughput, consumer-groups and end-to-end on Redis')
     .option('--keep-keys', "leave the run's Redis keys in place (for inspection); default: each iteration's keys are deleted once it ends")
     .option('--quiet', 'no progress output');
   void opts;

@@ -13,7 +13,7 @@ import { firstLine, runIterationsHere, type IterationRequest } from './iterate.j
 import { Watchdog } from './watchdog.js';
 import { deletePrefix } from './redis.js';
 import { linkBaselines, summarize } from './stats.js';
-import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantResult } from './types.js';
+import type { BenchConfig, ConfigKey, IterationResult, Scenario, ScenarioResult, VariantKind, VariantResult } from './types.js';
 import { scenarioTitle } from './types.js';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -24,8 +24,8 @@ export interface RunOptions {
   fork: boolean;
   /** Keep the run's Redis keys (tests inspect them). */
   keepKeys?: boolean;
-  /** Only variants whose kind matches (matrix runs the library only unless asked). */
-  kinds?: ReadonlyArray<'eventlane' | 'baseline'>;
+  /** Only variants whose kind matches (matrix runs the library only unless asked; `--no-peers` leaves out peers). */
+  kinds?: ReadonlyArray<VariantKind>;
   /**
    * Wall time one iteration (warmup or measured) may take before it is reported as failed; a request of
    * w warmups and one measured iteration gets (w + 1) x this. In a child process the child is killed; with

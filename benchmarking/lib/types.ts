@@ -37,13 +37,18 @@ export type ConfigKey = keyof BenchConfig;
 /** Config fields set by flags that only some scenarios read (`Scenario.takes`). */
 export type ScenarioFlag = 'messageCount' | 'messageSize' | 'batchSize' | 'flushInterval' | 'publishers' | 'consumers' | 'partitions' | 'rate' | 'duration';
 
+export type VariantKind = 'eventlane' | 'baseline' | 'peer';
+
 /** One measured configuration of a scenario (a row of its report). */
 export interface Variant {
   /** Stable id, unique within the scenario, e.g. `batched-1p`. */
   id: string;
   label: string;
-  /** `eventlane` measures the library; `baseline` a hand-written equivalent. */
-  kind: 'eventlane' | 'baseline';
+  /**
+   * `eventlane` measures the library; `baseline` a hand-written equivalent; `peer` another library a Node team
+   * would pick instead (benchmarking/peers/), driven the fastest way its documentation gives.
+   */
+  kind: VariantKind;
   /** Name of the scenario runner function that measures it. */
   runner: string;
   /** The configuration this variant runs with (scenario defaults, flags and the variant's own values). */

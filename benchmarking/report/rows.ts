@@ -67,7 +67,7 @@ export function variantRow(v: VariantResult): string[] {
   const t = v.summary.throughput;
   const lat = v.summary.latency;
   return [
-    `${v.kind === 'baseline' ? '[baseline] ' : ''}${v.label}`,
+    `${v.kind === 'eventlane' ? '' : `[${v.kind}] `}${v.label}`,
     // The reason is in the warnings under the table: in a cell it set the column's width to its length.
     v.error ? 'failed (below)' : fmtInt(t.mean),
     v.error ? '' : `${fmtCompact(t.min)}..${fmtCompact(t.max)}`,
