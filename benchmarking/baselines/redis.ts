@@ -39,7 +39,8 @@ async function countStored(r: Redis, key: string): Promise<{ received: number; u
   return { received, unique: seen.size };
 }
 
-async function verified(r: Redis, key: string, n: number, size: number, how: string): Promise<Measured> {
+/** The figures of a publish run whose `n` events are read back from the stream at `key` (XRANGE). */
+export async function verified(r: Redis, key: string, n: number, size: number, how: string): Promise<Measured> {
   const c = await countStored(r, key);
   return { events: n, sent: n, received: c.received, unique: c.unique, bytes: n * size, verifiedBy: `${how}; XRANGE read-back of the stream` };
 }

@@ -3,12 +3,14 @@
  * members of one group, no-op handler, acks included. On Redis also per-event entries (entryMode
  * 'event') with 1 consumer against a hand-written XREADGROUP COUNT 1000 + XACK loop over the same entries
  * (issue 3 target), and, for scale, the same loop over minimal one-field entries; and the issue 3 consume
- * target (1 consumer, batched entries) over 200,000 events.
+ * target (1 consumer, batched entries) over 200,000 events; and the peer rows (benchmarking/peers/) consuming
+ * the same prefilled events.
  */
 import { readGroupAck } from '../baselines/redis.js';
 import { sweep } from '../lib/config.js';
 import { prefillThenConsume } from '../lib/consume-run.js';
 import type { Scenario, Variant } from '../lib/types.js';
+import { peerRows, peerRunners } from '../peers/index.js';
 import { isRedis, variant } from './helpers.js';
 
 const SEED: Record<number, number> = { 1: 434_198, 2: 574_130, 4: 486_478, 8: 379_590 };
@@ -74,6 +76,7 @@ export const consumerGroups: Scenario = {
           { entries: 'minimal' },
           { kind: 'baseline' },
         ),
+        ...peerRows(c, 'consume'),
       );
     }
     return out;
@@ -81,5 +84,6 @@ export const consumerGroups: Scenario = {
   runners: {
     consume: (ctx) => prefillThenConsume(ctx, ctx.variant.params['entryMode'] ? { entryMode: ctx.variant.params['entryMode'] } : {}),
     readGroupAck,
+    ...peerRunners('consume'),
   },
 };

@@ -1,11 +1,13 @@
 /**
  * end-to-end (issue 3 target): publish call -> handler start through Redis at a steady 10,000
  * events/s (open loop, from the intended send time), one consumer, 128 B payloads. On Redis it is
- * compared with a hand-written ioredis loop doing the same work (baselines/redis-latency.ts).
+ * compared with a hand-written ioredis loop doing the same work (baselines/redis-latency.ts), and measured
+ * beside the peer rows (benchmarking/peers/) at the same rate.
  */
 import { redisEndToEnd } from '../baselines/redis-latency.js';
 import { latencyRun } from '../lib/latency-run.js';
 import type { Scenario, Variant } from '../lib/types.js';
+import { peerRows, peerRunners } from '../peers/index.js';
 import { isRedis, variant } from './helpers.js';
 
 export const endToEnd: Scenario = {
@@ -37,10 +39,11 @@ export const endToEnd: Scenario = {
         seed: { source: 'issue 3 target', latencyUs: { p50: 250, p99: 1000 } },
       },
     );
-    return baseline ? [ours, baseline] : [ours];
+    return [ours, ...(baseline ? [baseline] : []), ...peerRows(c, 'latency')];
   },
   runners: {
     e2e: (ctx) => latencyRun(ctx, { payload: 'sized', open: true }),
     baseline: redisEndToEnd,
+    ...peerRunners('latency'),
   },
 };

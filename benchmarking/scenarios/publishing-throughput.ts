@@ -4,9 +4,11 @@
  * 1 warmup; and batching off (batch 1, flush 0) with 1 and 5 publishers. Each configuration is
  * compared with a hand-written ioredis baseline doing the same work, and with the seed's figure. The
  * batched one-publisher configuration is also measured with one publishMany() call of the whole array.
+ * On Redis the peer rows (BullMQ, @moleculer/channels: benchmarking/peers/) are measured in the same run.
  */
 import { autoPipelinedXadd, awaitedXadd, pipelinedArrays } from '../baselines/redis.js';
 import { timedPublish, type PublishMode } from '../lib/drive.js';
+import { peerRows, peerRunners } from '../peers/index.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
 
@@ -118,12 +120,13 @@ export const publishingThroughput: Scenario = {
         const baseline = isRedis(c) ? addBaselines(baselines, ioredisBaselines(cfg)) : undefined;
         out.push(...libraryRows(cfg, baseline));
       }
-    return [...out, ...baselines.values()];
+    return [...out, ...baselines.values(), ...peerRows(c, 'publish')];
   },
   runners: {
     publish: (ctx) => timedPublish(ctx, ctx.variant.params['mode'] as PublishMode, Number(ctx.variant.params['group']), ctx.config.publishers),
     pipelinedArrays: (ctx) => pipelinedArrays(ctx, Number(ctx.variant.params['batch'])),
     awaitedXadd,
     autoPipelinedXadd,
+    ...peerRunners('publish'),
   },
 };

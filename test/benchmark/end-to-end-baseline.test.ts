@@ -53,6 +53,7 @@ describe('end-to-end on Redis', () => {
       '--warmup',
       '0',
       '--keep-keys',
+      '--no-peers',
       '--json',
       file,
     ]);

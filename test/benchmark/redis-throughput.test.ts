@@ -53,6 +53,7 @@ describe('Redis throughput agrees with Redis itself', () => {
       '--warmup',
       '0',
       '--keep-keys',
+      '--no-peers',
       '--quiet',
       '--json',
       file,
