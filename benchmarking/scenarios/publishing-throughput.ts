@@ -3,8 +3,8 @@
  * 100,000 events of 128 B, batches of 4,000 with a 20 ms flush interval, 1 publisher, 3 iterations +
  * 1 warmup; and batching off (batch 1, flush 0) with 1 and 5 publishers. Each configuration is
  * compared with a hand-written ioredis baseline doing the same work, and with the seed's figure. The
- * batched one-publisher configuration is also measured with one publishMany() call of the whole array.
- * On Redis the peer rows (BullMQ, @moleculer/channels: benchmarking/peers/) are measured in the same run.
+ * batched one-publisher configuration is also measured with one publishMany() call of the whole array and,
+ * on Redis, with per-event entries beside the peer rows (BullMQ, @moleculer/channels: benchmarking/peers/).
  */
 import { autoPipelinedXadd, awaitedXadd, pipelinedArrays } from '../baselines/redis.js';
 import { timedPublish, type PublishMode } from '../lib/drive.js';
@@ -46,6 +46,7 @@ function libraryRows(cfg: BenchConfig, baseline: string | undefined): Variant[] 
     ? `batch ${batchSize}, flush ${flushInterval} ms, ${publishers} publisher${publishers > 1 ? 's' : ''}`
     : `batching off, ${publishers} publisher${publishers > 1 ? 's' : ''} awaiting each publish`;
   const rows = [variant(cfg, id, label, 'publish', {}, { mode: batched ? 'publish-groups' : 'concurrent', group: messageCount }, { baseline, seed: seedFor(cfg) })];
+  if (batched && publishers === 1 && isRedis(cfg)) rows.push(perEventEntries(cfg, id, label));
   if (batched && publishers === 1) {
     rows.push(
       variant(
@@ -60,6 +61,15 @@ function libraryRows(cfg: BenchConfig, baseline: string | undefined): Variant[] 
     );
   }
   return rows;
+}
+
+/**
+ * The batched row with one Redis entry per event (`entryMode: 'event'`): the like-for-like comparison with the
+ * peer rows, which write a job or a stream entry per event, where the default batch entries hold many.
+ */
+function perEventEntries(cfg: BenchConfig, id: string, label: string): Variant {
+  const transportOptions = { ...cfg.transportOptions, entryMode: 'event' };
+  return variant(cfg, `${id}-event-entries`, `${label}, per-event entries (entryMode 'event')`, 'publish', { transportOptions }, { mode: 'publish-groups', group: cfg.messageCount });
 }
 
 /**

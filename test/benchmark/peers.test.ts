@@ -61,6 +61,20 @@ describe('peer rows on Redis', () => {
     }, 120_000);
   }
 
+  it("publishing-throughput's like-for-like row writes one stream entry per event (entryMode 'event')", async () => {
+    const { config, explicit } = resolveConfig(publishingThroughput, { transport: 'redis', redisUrl: server.url, messageCount: N, iterations: 1, warmup: 0, batchSize: 4000, publishers: 1 });
+    const rows = publishingThroughput.variants({ ...config, keyPrefix: 'peers-test:entries:' }, explicit);
+    const row = rows.find((v) => v.id === 'batch4000-1p-event-entries')!;
+    expect(row.kind).toBe('eventlane');
+    expect(row.config.transportOptions).toEqual({ entryMode: 'event' });
+    const [measured] = await runIterationsHere(publishingThroughput, { scenario: publishingThroughput.name, variant: row, warmups: 0, measured: 1, keepKeys: true });
+    expect(measured).toMatchObject({ sent: N, received: N, unique: N, lost: 0, duplicated: 0 });
+    let entries = 0;
+    for (const key of await redis.keys('peers-test:entries:*')) if ((await redis.type(key)) === 'stream') entries += await redis.xlen(key);
+    expect(entries).toBe(N);
+    await redis.flushdb();
+  }, 60_000);
+
   it('labels each peer with its installed version and how it is driven, one consumer, one partition', () => {
     const [bull, mol] = peersOf(consumerGroups, { consumers: 4 });
     expect(bull!.label).toBe(`BullMQ ${versionRange(installedVersion('bullmq')!)} (Worker concurrency 16)`);
