@@ -8,7 +8,7 @@ import { renderConfigReference } from './render.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const page = join(root, 'docs/configuration.md');
-const rendered = await renderConfigReference(root);
+const rendered = renderConfigReference(root);
 if (process.argv.includes('--check')) {
   const committed = readFileSync(page, 'utf8');
   if (committed !== rendered) {
