@@ -2,8 +2,8 @@
  * Consumer groups on Redis Streams: publish orders, consume them in two groups (billing, shipping),
  * let one poison order fail until it is dead-lettered, then inspect and purge the DLQ.
  *
- * Run: REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/consumer-group.ts
- * (a local redis-server: `redis-server --port 6390 --save ''` then REDIS_URL=redis://127.0.0.1:6390)
+ * Run: npm run example:consumer-group    (Redis at REDIS_URL, default redis://localhost:6379)
+ * (or a throwaway server: `redis-server --port 6390 --save ''`, then REDIS_URL=redis://127.0.0.1:6390)
  * Its keys stay under a fresh prefix: `redis-cli --scan --pattern 'example-*'` lists them.
  */
 import { z } from 'zod';
@@ -14,7 +14,7 @@ const events = defineEvents({
   'order.created': z.object({ orderId: z.string(), amount: z.number() }),
 });
 
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const url = process.env.REDIS_URL ?? 'redis://localhost:6379';
 // A fresh prefix per run, so the example never touches other data.
 const prefix = `example-${Date.now().toString(36)}`;
 
@@ -27,7 +27,9 @@ const bus = await createEventBus({
 const billed = new Set<string>();
 const shipped = new Set<string>();
 
-// Group 1: billing, 8 handlers at once, fails order o-13 every time.
+// Group 1: billing, 8 handlers at once, fails order o-13 every time. A handler that throws has its event
+// retried after a backoff (50 ms, doubling up to 200 ms; other events go on meanwhile); after maxDeliveries
+// attempts the event goes to the group's dead-letter stream with the last error (each failure is logged at warn).
 await bus.subscribe('order.created', { group: 'billing', concurrency: 8, maxDeliveries: 3, retry: { backoff: { initialMs: 50, maxMs: 200 } }, blockMs: 500 }, async (event, ctx) => {
   if (event.data.orderId === 'o-13') throw new Error(`card declined (attempt ${ctx.attempt})`);
   billed.add(event.data.orderId);

@@ -3,7 +3,7 @@
  * /healthz, OpenTelemetry spans (printed by the console exporter here; an OTLP exporter in a real service),
  * and failures in the log with no logger configured.
  *
- * Run: npx tsx examples/observability.ts            (memory transport)
+ * Run: npm run example:observability            (memory transport)
  *      REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/observability.ts
  * then: curl localhost:9464/metrics; curl localhost:9464/healthz; Ctrl-C to stop.
  * PORT sets the port (0: any free one; the address is printed).

@@ -1,17 +1,41 @@
-/** The README's examples run as written. */
-import { execFileSync, spawn } from 'node:child_process';
+/** The examples run as their headers print them, against harness servers (standalone and Cluster). */
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisServer } from '../helpers/redis-server.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
+import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
 const root = resolve(__dirname, '../..');
 const tsx = resolve(root, 'node_modules/.bin/tsx');
 
+/** Runs an example to its end; resolves with its stdout (throws on a non-zero exit). */
+function runExample(file: string, env: Record<string, string> = {}): string {
+  return execFileSync(tsx, [`examples/${file}`], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+}
+
+/** A long-running example: its output so far, and its exit code once it has exited. */
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  out(): string;
+  err(): string;
+  exited: Promise<number | null>;
+}
+
+function startExample(file: string, env: Record<string, string>): Running {
+  const child = spawn(tsx, [`examples/${file}`], { cwd: root, env: { ...process.env, ...env } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { child, out: () => out, err: () => err, exited };
+}
+
 describe('examples', () => {
   it('quickstart publishes, rejects a bad payload, consumes 1000 events and closes', () => {
-    const out = execFileSync(tsx, ['examples/quickstart.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const out = runExample('quickstart.ts');
     expect(out).toContain('rejected before sending');
     expect(out).toContain('billing handled 1000 events; bus closed cleanly');
   });
@@ -22,7 +46,7 @@ describe('examples', () => {
     ['the addon', {}, new RegExp(`^native core: native\\n${pinnedLine.source.slice(1)}`, 'm')],
     ['the JS fallback', { EVENTLANE_NATIVE: '0' }, /^native core: js\n1 worker\(s\), threads not pinned/m],
   ])('native workers (%s): every trade handled in worker threads, a broken handler module rejected, closes', (_, env, start) => {
-    const out = execFileSync(tsx, ['examples/native-workers.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+    const out = runExample('native-workers.ts', env);
     expect(out).toMatch(start);
     expect(out).toContain('workers handled 100001 trades, 10000005 shares');
     expect(out).toContain('a handler module that cannot load: ConfigError naming handler');
@@ -38,8 +62,50 @@ describe('examples', () => {
       await server?.stop();
     });
 
+    it('quickstart on Redis runs twice in a row, each run on its own keys', () => {
+      for (let run = 1; run <= 2; run++) {
+        const out = runExample('quickstart.ts', { EVENTLANE_TRANSPORT: 'redis-streams', REDIS_URL: server.url });
+        expect(out).toContain('rejected before sending');
+        expect(out).toContain('billing handled 1000 events; bus closed cleanly');
+      }
+    });
+
+    it('swap-transports: the same service code gives the same result on memory, native and redis-streams', () => {
+      const out = runExample('swap-transports.ts', { REDIS_URL: server.url });
+      expect(out).toBe(['memory', 'native', 'redis-streams'].map((t) => `${t}: consumed 125250 cents\n`).join(''));
+    });
+
+    it('graceful-shutdown: SIGTERM mid-stream finishes the running jobs; after a restart every job is done exactly once', async () => {
+      const env = { REDIS_URL: server.url, EXAMPLE_PREFIX: uniquePrefix('example-shutdown') };
+      const first = startExample('graceful-shutdown.ts', env);
+      const done = (r: Running) => r.out().match(/^done \S+$/gm) ?? [];
+      try {
+        await waitFor(() => done(first).length >= 20, 30_000, 'the first jobs to be done');
+      } finally {
+        first.child.kill('SIGTERM');
+      }
+      expect(await first.exited).toBe(0);
+      expect(first.out()).toContain('SIGTERM: finishing the jobs in progress\n');
+      expect(first.out()).toMatch(/closed; the jobs not started stay queued for the next run\n$/);
+      expect(done(first).length).toBeLessThan(200); // stopped mid-stream
+
+      const second = startExample('graceful-shutdown.ts', { ...env, JOBS: '0' });
+      try {
+        await waitFor(() => done(first).length + done(second).length >= 200, 30_000, 'the rest of the jobs after the restart');
+        await new Promise((r) => setTimeout(r, 1500)); // past minIdleMs: any job handed out twice would show now
+      } finally {
+        second.child.kill('SIGTERM');
+      }
+      expect(await second.exited).toBe(0);
+      expect(done(second).length).toBeGreaterThan(0);
+      const all = [...done(first), ...done(second)];
+      expect(all).toHaveLength(200);
+      expect(new Set(all).size).toBe(200);
+      expect(first.err() + second.err()).toBe('');
+    });
+
     it('consumer-group: two groups get every order, the poison order is dead-lettered, inspected and purged', () => {
-      const out = execFileSync(tsx, ['examples/consumer-group.ts'], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: server.url } });
+      const out = runExample('consumer-group.ts', { REDIS_URL: server.url });
       expect(out).toContain('billing handled 99, shipping handled 100');
       expect(out).toMatch(/^group billing: pending \d+, lag \d+, retrying \d+$/m);
       expect(out).toMatch(/^group shipping: pending \d+, lag \d+, retrying \d+$/m);
@@ -76,6 +142,23 @@ describe('examples', () => {
       }
       expect(await exited).toBe(0);
       expect(out).toContain('closed');
+    });
+  });
+
+  describe('against a Redis Cluster', () => {
+    let cluster: RedisCluster;
+    beforeAll(async () => {
+      cluster = await RedisCluster.start(3, 0);
+    }, 120_000);
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    it('redis-cluster: keyed orders stay in order per customer, the partitions spread over the masters', () => {
+      const out = runExample('redis-cluster.ts', { REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',') });
+      expect(out).toContain('handled 600 orders, 0 out of order per customer');
+      expect(out.match(/^example-cluster-\S+:\{order\.created:\d\}: \d+ entries, slot \d+ on 127\.0\.0\.1:\d+$/gm)).toHaveLength(6);
+      expect(out).toMatch(/^[23] master\(s\) hold the partitions$/m);
     });
   });
 });
