@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /** Servers this process started and has not seen exit: killed if the process exits first (an aborted run). */
 const running = new Set<ChildProcess>();
@@ -69,9 +69,9 @@ export class ServerExitedError extends Error {
 /**
  * waitReady for a server `p` just spawned (by spawnRedis) on `port`: rejects at once with ServerExitedError (naming its
  * exit and last log line) when the process exits before it answers, instead of polling a dead port until
- * the timeout.
+ * the timeout. `client`: options of the probing connection (`tls` for a TLS-only server).
  */
-export async function waitStarted(p: ChildProcess, port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>): Promise<void> {
+export async function waitStarted(p: ChildProcess, port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>, client: RedisOptions = {}): Promise<void> {
   const log = logs.get(p);
   if (log === undefined) throw new Error('waitStarted: the process was not started by spawnRedis');
   let gone = false;
@@ -82,7 +82,7 @@ export async function waitStarted(p: ChildProcess, port: number, timeoutMs = 10_
     throw new ServerExitedError(port, /Address already in use/.test(reason), `redis-server on port ${port} exited (${how}) before it was ready: ${reason}`);
   });
   exited.catch(() => undefined);
-  await Promise.race([waitReady(port, timeoutMs, check, () => gone), exited]);
+  await Promise.race([waitReady(port, timeoutMs, check, () => gone, client), exited]);
 }
 
 /** Whether `p` has neither exited nor been killed. */
@@ -151,13 +151,16 @@ export async function withRedis<T>(port: number, f: (c: Redis) => Promise<T>): P
   }
 }
 
-/** Polls until the server on `port` answers PING (and `check`), for `timeoutMs`; stops early once `gone()` says it never will. */
-export async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>, gone?: () => boolean): Promise<void> {
+/**
+ * Polls until the server on `port` answers PING (and `check`), for `timeoutMs`; stops early once `gone()` says it
+ * never will. `client`: options of the probing connection (`tls` for a TLS-only server).
+ */
+export async function waitReady(port: number, timeoutMs = 10_000, check?: (c: Redis) => Promise<boolean>, gone?: () => boolean, client: RedisOptions = {}): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
     if (gone?.()) return; // the caller reports why
-    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
+    const c = new Redis({ ...client, host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, enableReadyCheck: false });
     c.on('error', () => undefined);
     try {
       await c.connect();
