@@ -3,13 +3,15 @@
  * a round of publishing, consuming in a group, retries, dead letters, replay and purge, a long handler's
  * keepalive, reclaiming a dead consumer's entry, deleting that consumer, raising the partition count and the
  * admin API, all through the transport authenticated as that user, is refused nothing (ACL LOG stays empty)
- * and needs none of the transport's fallbacks (no warning beyond the handler failures).
+ * and needs none of the transport's fallbacks (no warning beyond the handler failures). The same on a Redis
+ * Cluster, the user created on every node.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEventBus } from '../../src/index.js';
-import { uniquePrefix } from '../helpers/redis-server.js';
+import { clusterForTests } from '../helpers/redis-cluster.js';
+import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, order, orders, recordingLogger, redisForFile } from './redis-common.js';
@@ -109,5 +111,49 @@ describe('redis-streams as the least-privilege ACL user of docs/redis-production
     for (const c of ['xautoclaim', 'xclaim', 'evalsha', 'eval', 'time', 'xgroup|delconsumer', 'xdel', 'scan', 'xinfo|groups']) {
       expect(calls.get(c) ?? 0, c).toBeGreaterThan(0);
     }
+  });
+});
+
+describe('redis-streams on a Redis Cluster as the least-privilege ACL user of docs/redis-production.md', () => {
+  const cluster = clusterForTests(3, 0, 5000);
+
+  it('publishing, consuming with retries and dead letters, and the admin API are refused nothing on any node', async () => {
+    const prefix = uniquePrefix('aclcluster');
+    const [user, password] = ['eventlane', `pw-${prefix}`];
+    const [cmd, ...args] = ruleFor(prefix, password);
+    for (const s of cluster().servers) {
+      await withRedis(s.port, async (c) => {
+        await c.call('ACL', 'LOG', 'RESET');
+        expect(await c.call(cmd!, ...args)).toBe('OK');
+      });
+    }
+    const logger = recordingLogger();
+    const bus = await createEventBus({
+      service: 'acl',
+      events,
+      logger,
+      transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, username: user, password, prefix, partitions: 6 },
+    });
+    try {
+      const handled = new Set<number>();
+      await bus.subscribe('order.created', { group: 'g', maxDeliveries: 2, retry: { backoff: { initialMs: 10, maxMs: 20 } }, blockMs: 100 }, (e, ctx) => {
+        if (e.data.seq === 7 || (e.data.seq === 5 && ctx.attempt === 1)) throw new Error('fails');
+        handled.add(e.data.seq);
+      });
+      await bus.publishMany('order.created', orders(200), { key: (o) => o.orderId });
+      await bus.idle({ timeoutMs: 15_000 });
+      expect(handled.size).toBe(199);
+      const admin = await (bus.transport as RedisStreamsTransport).admin();
+      expect((await admin.deadLetters('order.created', 'g')).map((d) => d.event?.data)).toEqual([order(7)]);
+      expect((await admin.groups('order.created')).map((g) => [g.group, g.lagEvents, g.pendingEvents])).toEqual([['g', 0, 0]]);
+      expect(await admin.listStreams()).toHaveLength(6);
+      expect(await admin.purgeDeadLetters('order.created', { group: 'g' })).toBe(1);
+    } finally {
+      await bus.close();
+    }
+    for (const s of cluster().servers) {
+      expect(await withRedis(s.port, (c) => c.call('ACL', 'LOG')), `ACL LOG of port ${s.port}`).toEqual([]);
+    }
+    expect(logger.lines.filter((l) => (l.level === 'warn' || l.level === 'error') && !handlerWarnings.includes(l.msg))).toEqual([]);
   });
 });
