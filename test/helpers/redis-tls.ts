@@ -1,12 +1,16 @@
 /**
  * Test harness: a TLS-only redis-server (`--port 0`, `--tls-port`) with a CA and a server certificate made by
- * `openssl` for this server alone (see redis-server.ts for the process handling).
+ * `openssl` for this server alone, and a Redis Cluster of such servers, its bus over TLS too (see redis-server.ts
+ * for the process handling).
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { endProcess, onFreePort, spawnRedis, waitStarted } from './redis-server.js';
+import { promisify } from 'node:util';
+import { endProcess, freeClusterPort, freePort, onFreePort, spawnRedis, waitReady, waitStarted } from './redis-server.js';
+
+const run = promisify(execFile);
 
 /** Paths of the PEM files `makeCertificates` writes. */
 export interface TlsFiles {
@@ -55,28 +59,88 @@ export class TlsRedisServer {
   static async start(): Promise<TlsRedisServer> {
     const dir = mkdtempSync(join(tmpdir(), 'eventlane-redis-tls-'));
     try {
-      const files = makeCertificates(dir);
-      const tls = { ca: readFileSync(files.caCert) };
-      return await onFreePort(async (port) => {
-        const args = ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'no'];
-        args.push('--tls-cert-file', files.serverCert, '--tls-key-file', files.serverKey, '--tls-ca-cert-file', files.caCert, '--tls-auth-clients', 'no');
-        const proc = spawnRedis(args);
-        try {
-          await waitStarted(proc, port, 10_000, undefined, { tls });
-        } catch (err) {
-          proc.kill('SIGKILL');
-          throw err;
-        }
-        return new TlsRedisServer(port, dir, files, proc);
-      });
+      return await TlsRedisServer.startWith(makeCertificates(dir), dir);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
     }
   }
 
+  /**
+   * A server with certificates `files`, its data in `dir` (removed by stop()), on a free port from `pick` (a cluster
+   * node's needs its bus port free too), with `extraArgs`.
+   */
+  static startWith(files: TlsFiles, dir: string, extraArgs: string[] = [], pick: () => Promise<number> = freePort): Promise<TlsRedisServer> {
+    const tls = { ca: readFileSync(files.caCert) };
+    return onFreePort(async (port) => {
+      const args = ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'no'];
+      args.push('--tls-cert-file', files.serverCert, '--tls-key-file', files.serverKey, '--tls-ca-cert-file', files.caCert, '--tls-auth-clients', 'no', ...extraArgs);
+      const proc = spawnRedis(args);
+      try {
+        await waitStarted(proc, port, 10_000, undefined, { tls });
+      } catch (err) {
+        proc.kill('SIGKILL');
+        throw err;
+      }
+      return new TlsRedisServer(port, dir, files, proc);
+    }, pick);
+  }
+
   async stop(): Promise<void> {
     await endProcess(this.proc);
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A Redis Cluster of TLS-only servers (`tls-cluster yes`: the cluster bus over TLS, the TLS ports announced), one CA. */
+export class TlsRedisCluster {
+  private constructor(
+    readonly servers: TlsRedisServer[],
+    private readonly certDir: string,
+  ) {}
+
+  /** Seeds as `rediss://127.0.0.1:<port>` URLs: TLS for every node the client discovers. */
+  get seeds(): string[] {
+    return this.servers.map((s) => s.url);
+  }
+
+  /** The CA certificate (PEM) that signed every node's. */
+  get ca(): Buffer {
+    return this.servers[0]!.ca;
+  }
+
+  static async start(masters = 3): Promise<TlsRedisCluster> {
+    const certDir = mkdtempSync(join(tmpdir(), 'eventlane-redis-tls-ca-'));
+    const servers: TlsRedisServer[] = [];
+    try {
+      const files = makeCertificates(certDir);
+      const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--tls-cluster', 'yes', '--tls-replication', 'yes'];
+      for (let i = 0; i < masters; i++) servers.push(await TlsRedisServer.startWith(files, mkdtempSync(join(tmpdir(), 'eventlane-redis-tls-')), args, freeClusterPort));
+      const tlsCli = ['--tls', '--cacert', files.caCert];
+      await run('redis-cli', [...tlsCli, '--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-yes'], { timeout: 30_000 });
+      const tls = { ca: readFileSync(files.caCert) };
+      for (const s of servers) {
+        await waitReady(
+          s.port,
+          20_000,
+          async (c) => {
+            const info = String(await c.call('CLUSTER', 'INFO'));
+            return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${masters}`);
+          },
+          undefined,
+          { tls },
+        );
+      }
+      return new TlsRedisCluster(servers, certDir);
+    } catch (err) {
+      await Promise.allSettled(servers.map((s) => s.stop()));
+      rmSync(certDir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.servers.map((s) => s.stop()));
+    rmSync(this.certDir, { recursive: true, force: true });
   }
 }
