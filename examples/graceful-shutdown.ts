@@ -7,7 +7,8 @@
  * Run: npm run example:graceful-shutdown     (Redis at REDIS_URL, default redis://localhost:6379)
  *      press Ctrl-C while it works, then run it again: the jobs left over are done first.
  * JOBS sets how many jobs a run publishes (default 200; 0 publishes none). EXAMPLE_PREFIX sets the key prefix
- * (default example-shutdown), so a second run finds the first run's work.
+ * (default example-shutdown), so a second run finds the first run's work; remove its keys with
+ * `redis-cli --scan --pattern 'example-shutdown:*' | xargs redis-cli del`.
  */
 import { z } from 'zod';
 import { createEventBus, defineEvents } from '../src/index.js';
