@@ -157,7 +157,7 @@ function writeAll(pub: Publisher, t: TypeState, payloads: readonly unknown[]): B
  * with 100,000 events does not keep 100,000 envelopes alive at once.
  */
 async function enqueueMany(pub: Publisher, t: TypeState, call: BulkCall, fixedKey: string | undefined, options: Omit<PublishOptions, 'key'> | undefined): Promise<void> {
-  const meta = new EventMeta(t.name, Date.now(), options); // one publish time for the whole call
+  const meta = new EventMeta(t.name, Date.now(), options, t.version); // one publish time for the whole call
   const slice = pub.batching.maxEvents;
   for (let start = 0; start < call.size; start += slice) {
     if (start > 0 && pub.batcher.saturated) await pub.batcher.writable();

@@ -32,7 +32,7 @@ import { compileJsonWriter, type JsonWriter } from './json-writer.js';
 import { readerPlan, type ReaderPlan } from './json-reader.js';
 import type { DeliveryHandler, Transport, TransportSubscription } from './transport.js';
 import { compileTypeStates, raisePartitions, type TypeState } from './type-plans.js';
-import { consumeCheck } from './schema-check.js';
+import { consumeCheck, type ConsumeCheck } from './consume-check.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
 import type { EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, PublishManyOptions, SubscribeOptionsFor, Subscription } from './bus-types.js';
 
@@ -41,6 +41,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
   private readonly batcher: Batcher;
   private readonly publisher: Publisher;
   private readonly subscriptions = new Set<Subscription>();
+  /** Per type, the check `deadLetters` applies to stored events (made on first use). */
+  private readonly deadChecks = new Map<string, ConsumeCheck | undefined>();
   private readonly startedAt = Date.now();
   private closedAt: number | undefined;
   /** Delivery failures logged per kind at a bounded rate (src/failure-log.ts). */
@@ -162,8 +164,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const { group, consumer, concurrency, startFrom, maxDeliveries, retry, ...rest } = o;
     const taken = takeConsumerName(this.service, type, group, consumer, this.logger);
     const consumerName = taken.name;
-    // Undefined for a transforming schema: it published its output, which it cannot check again as input.
-    const check = this.config.validateOnConsume ? consumeCheck(this.events, type) : undefined;
+    // Undefined when there is nothing to check: a plain type with validateOnConsume off.
+    const check = consumeCheck(this.events, type, this.config.validateOnConsume);
     const wrapped: DeliveryHandler = (event, ctx) => {
       if (check !== undefined) check(event);
       return (handler as DeliveryHandler)(event, ctx);
@@ -218,7 +220,13 @@ export class EventBus<M extends EventMap, T extends string = string> {
   async deadLetters<K extends EventName<M>>(type: K, options: { group?: string; limit?: number } = {}): Promise<EventDeadLetter<M, K>[]> {
     const t = this.types.get(type);
     if (t === undefined) throw new UnknownEventError(type, this.events.names);
-    return (await readDeadLetters(this.transport, t, this.events.transforming.has(type), options)) as EventDeadLetter<M, K>[];
+    return (await readDeadLetters(this.transport, t, this.deadLetterCheck(type), options)) as EventDeadLetter<M, K>[];
+  }
+
+  /** The consumer-side check with validation on, whatever `validateOnConsume` says: stored events may never have passed it. */
+  private deadLetterCheck(type: string): ConsumeCheck | undefined {
+    if (!this.deadChecks.has(type)) this.deadChecks.set(type, consumeCheck(this.events, type, true));
+    return this.deadChecks.get(type);
   }
 
   /**

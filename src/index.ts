@@ -23,6 +23,7 @@ export type {
   IdleOptions,
 } from './bus-types.js';
 export { defineEvents } from './events.js';
+export { versioned, VERSION_HEADER, type VersionStep } from './versions.js';
 export { defineHandler } from './handler-module.js';
 export type { EventMap, EventSchemas, EventName, EventInput, EventData } from './events.js';
 export type { EventEnvelope, EventHeaders, PublishOptions } from './envelope.js';

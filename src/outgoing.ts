@@ -10,6 +10,7 @@
  */
 import { ID_HEAD_LENGTH, idHeadAt, idTail, type EventHeaders, type PublishOptions } from './envelope.js';
 import type { EventRun, OutgoingEvent, RunBytes } from './transport.js';
+import { VERSION_HEADER } from './versions.js';
 
 /** What the events of one publish call share. */
 export class EventMeta {
@@ -18,7 +19,8 @@ export class EventMeta {
   declare readonly correlationId: string | undefined;
   declare readonly causationId: string | undefined;
   declare readonly headers: EventHeaders | undefined;
-  constructor(type: string, time: number, options: Omit<PublishOptions, 'key'> | undefined) {
+  /** `version`: the type's latest version as the header's string, for a versioned type (src/versions.ts); else undefined. */
+  constructor(type: string, time: number, options: Omit<PublishOptions, 'key'> | undefined, version?: string) {
     const self = this as { -readonly [K in keyof EventMeta]: EventMeta[K] };
     self.type = type;
     self.time = time;
@@ -26,7 +28,8 @@ export class EventMeta {
     self.causationId = options?.causationId;
     // A copy: a caller reusing one headers object for its next publish must not change this event's.
     const headers = options?.headers;
-    self.headers = headers === undefined ? undefined : { ...headers };
+    if (version !== undefined) self.headers = { ...headers, [VERSION_HEADER]: version };
+    else self.headers = headers === undefined ? undefined : { ...headers };
   }
 }
 
@@ -158,8 +161,8 @@ function payloadsOf(b: RunBytes): unknown[] {
  */
 export function shapeSamples(): object[] {
   return [
-    new Outgoing(new EventMeta('', Date.now(), undefined), '', 0, undefined, {}, undefined, 0),
-    new Run(new EventMeta('', Date.now(), undefined), undefined, 0, '', 0, [{}], undefined, undefined),
+    new Outgoing(new EventMeta('', Date.now(), undefined, undefined), '', 0, undefined, {}, undefined, 0),
+    new Run(new EventMeta('', Date.now(), undefined, undefined), undefined, 0, '', 0, [{}], undefined, undefined),
   ];
 }
 

@@ -57,9 +57,9 @@ export class Publisher {
   /** What a single publish shares: per call with options, else one per type while the clock stays on a millisecond. */
   metaOf(t: TypeState, options: Omit<PublishOptions, 'key'> | undefined): EventMeta {
     const now = Date.now();
-    if (options !== undefined) return new EventMeta(t.name, now, options);
+    if (options !== undefined) return new EventMeta(t.name, now, options, t.version);
     let meta = t.meta;
-    if (meta.time !== now) meta = t.meta = new EventMeta(t.name, now, undefined);
+    if (meta.time !== now) meta = t.meta = new EventMeta(t.name, now, undefined, t.version);
     return meta;
   }
 

@@ -1,12 +1,10 @@
 /**
  * Checking a payload against its event's schema, on publish and on consume: the compiled validator first
  * (validator.ts), zod where that is unsure, and a `ValidationError` naming zod's issues when the payload is
- * invalid. `consumeCheck` is the consumer-side check a handler gets when `validateOnConsume` is on, wherever
- * the handler runs (the bus wraps handler functions with it; worker threads wrap handler modules).
+ * invalid. The consumer-side check built on it is src/consume-check.ts.
  */
 import type { z } from 'zod';
 import { formatIssues, toIssues } from './config.js';
-import type { EventEnvelope } from './envelope.js';
 import { ValidationError } from './errors.js';
 import type { EventMap } from './events.js';
 import { compileValidator, INVALID, type Validator } from './validator.js';
@@ -49,17 +47,4 @@ export function checkedData(t: CheckedType, data: unknown, index: number, eventI
   const issues = index >= 0 ? toIssues(parsed.error).map((i) => ({ ...i, path: [index, ...i.path] })) : toIssues(parsed.error);
   const what = eventId !== undefined ? `Event ${eventId} of "${t.name}" does not match its schema` : `Invalid payload for "${t.name}"${index >= 0 ? ` (item ${index})` : ''}`;
   throw new ValidationError(`${what}: ${formatIssues(issues)}`, issues);
-}
-
-/**
- * The consumer-side check of event type `name`: replaces `event.data` with the schema's output, or throws a
- * non-retryable `ValidationError` (the event is dead-lettered). Undefined for a type whose schema transforms
- * values: its events carry the schema's output, which it cannot check again as input.
- */
-export function consumeCheck(events: EventMap, name: string): ((event: EventEnvelope) => void) | undefined {
-  if (events.transforming.has(name)) return undefined;
-  const t = checkedType(events, name);
-  return (event) => {
-    (event as { data: unknown }).data = checkedData(t, event.data, -1, event.id);
-  };
 }

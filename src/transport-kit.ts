@@ -33,7 +33,7 @@ export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDra
 export { DeliveryEngine, Running, type EngineSpec, type RetryVerdict } from './delivery-engine.js';
 export { combineProgress, type SubscriptionProgress, type SubscriptionState, type TransportHealth } from './health.js';
 export { handlerEvent, type HandlerEvent } from './handler-module.js';
-export { consumeCheck } from './schema-check.js';
+export { consumeCheck, type ConsumeCheck } from './consume-check.js';
 export { NEEDS_STRING, NO_ROOM, type JsonWriter } from './json-writer.js';
 export { jsonReader, type JsonReader, type ReaderPlan } from './json-reader.js';
 export { jsonCodec, binaryCodec, detectCodec, type EnvelopeCodec } from './codec.js';

@@ -17,6 +17,7 @@ import { compileSizeBound, compileSizeEstimate, type Serializer } from './serial
 import type { Transport } from './transport.js';
 import { compileValidator, type Validator } from './validator.js';
 import { checkedData, invalidAlways } from './schema-check.js';
+import { latestVersion } from './versions.js';
 
 export interface TypeState {
   readonly name: string;
@@ -44,6 +45,8 @@ export interface TypeState {
    */
   readonly bytes: { readonly check: JsonWriter; readonly writer: JsonWriter } | undefined;
   rr: number;
+  /** The latest version as the header's string, for a versioned type (its events carry it); undefined for a plain type. */
+  readonly version: string | undefined;
   /** What single `publish()` calls without options share while the clock stays on one millisecond. */
   meta: EventMeta;
 }
@@ -69,6 +72,7 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
   const sendNow = transport.sendNowProbe?.(name);
   const lanes = Array.from({ length: partitions }, (_, p) => new Lane(name, p, sendNow));
   const schema = events.schemas[name]!;
+  const version = versionHeader(schema);
   const eager = caps.encoding === 'json' || events.needsEncodeCheck.has(name);
   const sizeBound = !eager && limited ? compileSizeBound(schema) : undefined;
   const check = runBytes ? compileCheckedWriter(schema) : undefined;
@@ -89,8 +93,15 @@ function compileTypeState(events: EventMap, transport: Transport, serializers: M
     encode: eager || (limited && sizeBound === undefined),
     bytes,
     rr: 0,
-    meta: new EventMeta(name, 0, undefined),
+    version,
+    meta: new EventMeta(name, 0, undefined, version),
   };
+}
+
+/** The latest version as the header's string for a versioned schema (src/versions.ts); undefined for a plain one. */
+function versionHeader(schema: z.ZodType): string | undefined {
+  const latest = latestVersion(schema);
+  return latest > 1 ? String(latest) : undefined;
 }
 
 /**

@@ -131,18 +131,19 @@ async function loadHandler(init: WorkerInit): Promise<DeliveryHandler> {
 const checked = new WeakSet<DeliveryHandler>();
 
 /**
- * The handler of the module, with the consumer-side check when `validateOnConsume` is on and the module's
- * handler carries its schema (`defineHandler`); throws when it was defined for another event type.
+ * The handler of the module, with the consumer-side check (src/consume-check.ts: the schema check when
+ * `validateOnConsume` is on, the upcasting of older versions always) when the module's handler carries its schema
+ * (`defineHandler`); throws when it was defined for another event type.
  */
 async function checkedHandler(fn: DeliveryHandler, init: WorkerInit): Promise<DeliveryHandler> {
   const marked = handlerEvent(fn);
-  if (marked === undefined || !init.validateOnConsume) return fn;
+  if (marked === undefined) return fn;
   if (marked.type !== init.settings.type) throw new TypeError(`module ${init.handler} handles "${marked.type}" (defineHandler), but it is subscribed to "${init.settings.type}"`);
   // Loaded here, not imported at the top: the checks need zod, which a thread whose handler carries no schema
   // does not load (the module that defined the schema has loaded it already).
-  const { consumeCheck } = await import('../../src/schema-check.js');
-  const check = consumeCheck(marked.events, marked.type);
-  if (check === undefined) return fn; // a transforming schema: its events carry its output, not checkable as input
+  const { consumeCheck } = await import('../../src/consume-check.js');
+  const check = consumeCheck(marked.events, marked.type, init.validateOnConsume);
+  if (check === undefined) return fn; // nothing to check: a plain type with validateOnConsume off
   const wrapped: DeliveryHandler = (event, ctx) => {
     check(event);
     return fn(event, ctx);
