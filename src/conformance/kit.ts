@@ -1,5 +1,6 @@
 /** What a conformance target describes, and what the suite's tests share while they run on it. */
 import type { DeliveryContext, EventEnvelope, Subscription } from '../index.js';
+import type { Transport } from '../transport.js';
 import type { ConformanceBus, Order } from './events.js';
 import type { ConformanceExpect } from './test-api.js';
 
@@ -38,6 +39,12 @@ export interface ConformanceTarget {
    * other threads subscribes a bridge module there that calls the handler on the test's thread).
    */
   subscribeVia?: (bus: ConformanceBus, type: 'order.created', options: Record<string, unknown>, handler: OrderHandler) => Promise<Subscription>;
+  /**
+   * For a transport that can send dead letters back to their group (Redis Streams: `admin().replayDeadLetters`):
+   * replays every dead letter of `type` in `group` through `bus`'s transport and returns how many. Adds the check
+   * that an event dead-lettered for a version its consumer did not know reaches an upgraded consumer after replay.
+   */
+  replayDeadLetters?: (bus: { readonly transport: Transport }, type: string, group: string) => Promise<number>;
 }
 
 /** What the tests of one run share (made by `describeConformance` for its describe block). */

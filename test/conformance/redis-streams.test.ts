@@ -4,6 +4,7 @@
 import * as vitest from 'vitest';
 import { describeConformance } from '../../src/conformance/index.js';
 import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import type { RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 
 let server: { url: string; stop(): Promise<void> } | undefined;
 
@@ -27,6 +28,7 @@ for (const entryMode of ['batch', 'event'] as const) {
       entryMode,
     }),
     subscribeOptions: { blockMs: 200, minIdleMs: 2000 },
+    replayDeadLetters: async (bus, type, group) => (await (bus.transport as RedisStreamsTransport).admin()).replayDeadLetters(type, { group }),
     timeoutMs: 15_000,
   });
 }
