@@ -5,11 +5,12 @@
  * field/value lists. Decoding is decode-entry.ts's (per-event entries) and decode-batch.ts's.
  */
 import { stringifyAnyDepth } from '../../src/deep-json.js';
-import type { EventEnvelope } from '../../src/envelope.js';
+import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { EventRun, OutgoingEvent } from '../../src/transport.js';
 import { NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
 import { shapeSamples, writeIdBytes, writeRunIdBytes } from '../../src/outgoing.js';
 import { keepShapes } from '../../src/v8-shapes.js';
+import { DATA_VERSION_FIELD, headersBeside, versionOf } from './data-version.js';
 import { argBytes, bulkBytes, digits, RespWriter, type WireArg } from './wire-command.js';
 
 // Every event and run of a Redis bus dies once written: src/v8-shapes.ts keeps their maps.
@@ -26,6 +27,7 @@ export const ID_WIDTH = 26;
  *   ids       the event ids concatenated (each `idw` chars), or a JSON array of strings when `idw` is 0
  *   times     run-length publish times: JSON `[time, count, time, count, ...]`
  *   meta      optional JSON object `{ "<index>": { key?, correlationId?, causationId?, headers? } }`
+ *   dataVersion  optional: the payloads' schema version (data-version.ts), left out of each event's headers
  * as the whole XADD request (RESP bytes), written into one buffer: the ids go in as bytes, and the
  * payloads are written by the schema's compiled JSON writer where there is one (events the bus already
  * encoded are copied as they are), else by their string encoder: nothing is encoded twice, and no
@@ -52,6 +54,8 @@ export class BatchEncoder {
     let run = 0;
     let times = '[';
     let meta: string | undefined;
+    // The first event's version is the entry's (a unit's events come from one bus); another one stays in its headers.
+    const version = n > 0 ? versionOf(events[0]!.headers) : undefined;
     for (let i = 0; i < n; i++) {
       const ev = events[i]!;
       if (ev.time !== t) {
@@ -60,13 +64,14 @@ export class BatchEncoder {
         run = 0;
       }
       run++;
-      if (hasMeta(ev)) meta = (meta === undefined ? '{' : meta + ',') + '"' + i + '":' + encodeMeta(ev);
+      if (hasMeta(ev, version)) meta = (meta === undefined ? '{' : meta + ',') + '"' + i + '":' + encodeMeta(ev, version);
     }
     times += n > 0 ? t + ',' + run + ']' : ']';
     // The ids as bytes, without building their strings; a JSON array when some id is not 26 ASCII characters.
     const fixed = writeIdBytes(events, idRoom(n), 0);
     const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(events.map((e) => e.id));
-    return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => this.payloads(w, n, events, undefined, undefined, bytes, serialize, writer));
+    const payloads = (w: RespWriter) => this.payloads(w, n, events, undefined, undefined, bytes, serialize, writer);
+    return this.assemble(head, type, source, n, ids, fixed, times, meta, version, bytes, payloads);
   }
 
   /** `request` for a run of a publishMany call (`PublishUnit.run`): one time, shared options, consecutive ids. */
@@ -74,14 +79,16 @@ export class BatchEncoder {
     const n = run.count;
     const times = '[' + run.time + ',' + n + ']';
     let meta: string | undefined;
-    if (hasMeta(run)) {
-      const m = encodeMeta(run);
+    const version = versionOf(run.headers);
+    if (hasMeta(run, version)) {
+      const m = encodeMeta(run, version);
       meta = '{';
       for (let i = 0; i < n; i++) meta += (i > 0 ? ',"' : '"') + i + '":' + m;
     }
     const fixed = writeRunIdBytes(run, idRoom(n), 0);
     const ids: WireArg = fixed ? idScratch.subarray(0, n * ID_WIDTH) : JSON.stringify(Array.from({ length: n }, (_, i) => run.id(i)));
-    return this.assemble(head, type, source, n, ids, fixed, times, meta, bytes, (w) => this.payloads(w, n, undefined, run.values, run.jsons, bytes, serialize, writer));
+    const payloads = (w: RespWriter) => this.payloads(w, n, undefined, run.values, run.jsons, bytes, serialize, writer);
+    return this.assemble(head, type, source, n, ids, fixed, times, meta, version, bytes, payloads);
   }
 
   /** The request around the payloads, which `payloads` writes at its place. */
@@ -94,6 +101,7 @@ export class BatchEncoder {
     fixed: boolean,
     times: string,
     meta: string | undefined,
+    version: string | undefined,
     bytes: number,
     payloads: (w: RespWriter) => void,
   ): Buffer {
@@ -101,6 +109,7 @@ export class BatchEncoder {
     const fields: WireArg[] = ['v', WIRE_VERSION, 'kind', 'batch', 'type', type, 'source', source, 'count', n, 'idw', fixed ? ID_WIDTH : 0];
     const more: WireArg[] = ['times', times];
     if (meta !== undefined) more.push('meta', meta + '}');
+    if (version !== undefined) more.push(DATA_VERSION_FIELD, version);
     more.push('payloads');
     const args = 1 + head.length + fields.length + 2 + more.length + 1;
     let size = 1 + digits(args) + 2 + bulkBytes(4) + bulkBytes(3) + bulkBytes(idsLen) + LENGTH_ROOM + (bytes > 0 ? bytes : n * 96) + n + 4;
@@ -181,8 +190,9 @@ export class BatchEncoder {
 /** The options an event (or a run) carries besides its payload. */
 type MetaOf = Pick<OutgoingEvent, 'key' | 'correlationId' | 'causationId' | 'headers'>;
 
-function hasMeta(ev: MetaOf): boolean {
-  return ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || ev.headers !== undefined;
+/** Whether the event has options to write in `meta`, its version header left out when it is the entry's `version`. */
+function hasMeta(ev: MetaOf, version: string | undefined): boolean {
+  return ev.key !== undefined || ev.correlationId !== undefined || ev.causationId !== undefined || headersBeside(ev.headers, version) !== undefined;
 }
 
 /** `idScratch` with room for `n` ids. */
@@ -191,12 +201,13 @@ function idRoom(n: number): Buffer {
   return idScratch;
 }
 
-function encodeMeta(ev: MetaOf): string {
+function encodeMeta(ev: MetaOf, version: string | undefined): string {
   const m: Record<string, unknown> = {};
   if (ev.key !== undefined) m['key'] = ev.key;
   if (ev.correlationId !== undefined) m['correlationId'] = ev.correlationId;
   if (ev.causationId !== undefined) m['causationId'] = ev.causationId;
-  if (ev.headers !== undefined) m['headers'] = ev.headers;
+  const headers = headersBeside(ev.headers, version);
+  if (headers !== undefined) m['headers'] = headers;
   return JSON.stringify(m);
 }
 
@@ -206,7 +217,15 @@ export function pushEventFields(out: (string | number)[], ev: OutgoingEvent, sou
   if (ev.key !== undefined) out.push('key', ev.key);
   if (ev.correlationId !== undefined) out.push('correlationId', ev.correlationId);
   if (ev.causationId !== undefined) out.push('causationId', ev.causationId);
-  if (ev.headers !== undefined) out.push('headers', JSON.stringify(ev.headers));
+  pushHeaderFields(out, ev.headers);
+}
+
+/** The `dataVersion` field and the `headers` field (without the version) of headers `h`. */
+function pushHeaderFields(out: (string | number)[], h: EventHeaders | undefined): void {
+  const version = versionOf(h);
+  if (version !== undefined) out.push(DATA_VERSION_FIELD, version);
+  const headers = headersBeside(h, version);
+  if (headers !== undefined) out.push('headers', JSON.stringify(headers));
 }
 
 /**
@@ -214,11 +233,11 @@ export function pushEventFields(out: (string | number)[], ev: OutgoingEvent, sou
  * any depth: it was read from a stream (JSON.parse reads any depth), so it must be writable back.
  */
 export function envelopeFields(env: EventEnvelope): string[] {
-  const out = ['v', WIRE_VERSION, 'kind', 'event', 'id', env.id, 'type', env.type, 'source', env.source, 'time', String(env.time), 'data', stringifyAnyDepth(env.data)];
+  const out: string[] = ['v', WIRE_VERSION, 'kind', 'event', 'id', env.id, 'type', env.type, 'source', env.source, 'time', String(env.time), 'data', stringifyAnyDepth(env.data)];
   if (env.key !== undefined) out.push('key', env.key);
   if (env.correlationId !== undefined) out.push('correlationId', env.correlationId);
   if (env.causationId !== undefined) out.push('causationId', env.causationId);
-  if (env.headers !== undefined) out.push('headers', JSON.stringify(env.headers));
+  pushHeaderFields(out, env.headers);
   return out;
 }
 

@@ -1,10 +1,11 @@
 /**
  * Decoding batch entries (wire format v1, kind `batch`; docs/wire-format.md): one JSON.parse of `payloads`,
  * the ids sliced from one string (or one JSON array), the times from a short run list and the optional
- * per-event `meta`. Every field is checked before any envelope is built: a bad field makes the whole entry
+ * per-event `meta`, and the `dataVersion` of all its events (checked by decode-entry.ts). Every field is checked before any envelope is built: a bad field makes the whole entry
  * `Malformed`, never part of it.
  */
 import type { EventEnvelope } from '../../src/envelope.js';
+import { withVersion } from './data-version.js';
 import { isStringMap, Malformed, parseJson, type DecodedEntry, type EntryFields, type MutableEnvelope } from './entry-fields.js';
 
 type MetaFields = { key?: string; correlationId?: string; causationId?: string; headers?: Record<string, string> };
@@ -26,7 +27,13 @@ export function decodeBatch(f: EntryFields, type: string, source: string, attemp
   if (runs instanceof Malformed) return runs;
   const meta = f.meta === undefined ? undefined : parseMeta(f.meta, n);
   if (meta instanceof Malformed) return meta;
-  return { events: buildEvents(data, type, source, idsText, idw, idList, runs, meta), attempt, due };
+  return { events: withDataVersion(buildEvents(data, type, source, idsText, idw, idList, runs, meta), f.dataVersion), attempt, due };
+}
+
+/** `events`, each with the version header of the entry's `dataVersion` (none: version 1, the events as they are). */
+function withDataVersion(events: EventEnvelope[], version: string | undefined): EventEnvelope[] {
+  if (version !== undefined) for (const e of events) (e as MutableEnvelope).headers = withVersion(e.headers, version);
+  return events;
 }
 
 /** Ids of width `idw` concatenated: undefined (sliced as the events are built) if `n` of them fit exactly. */

@@ -6,6 +6,7 @@
  */
 import { parseJsonSlice, type JsonReader } from '../../src/json-reader.js';
 import { WIRE_VERSION } from './codec.js';
+import { isDataVersion, withVersion } from './data-version.js';
 import { decodeBatch } from './decode-batch.js';
 import { isStringMap, Malformed, parseJson, readEntryFields, type DecodedEntry, type EntryFields, type MutableEnvelope } from './entry-fields.js';
 
@@ -47,6 +48,7 @@ function decodeFields(f: EntryFields, streamId: string, fallbackType: string, re
   const att = f.attempt === undefined ? 1 : Number(f.attempt);
   if (!Number.isInteger(att) || att < 1) return new Malformed(`field "attempt" is not a positive integer: ${f.attempt}`);
   const dueMs = f.due === undefined ? 0 : Number(f.due);
+  if (f.dataVersion !== undefined && !isDataVersion(f.dataVersion)) return new Malformed(`field "dataVersion" is not a positive integer: "${f.dataVersion}"`);
   if (f.kind === 'batch') return decodeBatch(f, fallbackType, src, att, dueMs);
   if (f.kind !== undefined && f.kind !== 'event') return new Malformed(`unknown entry kind "${f.kind}"`);
   return decodeEvent(f, streamId, fallbackType, src, att, dueMs, readData);
@@ -82,6 +84,7 @@ function decodeEvent(f: EntryFields, streamId: string, type: string, source: str
     if (headers instanceof Malformed) return headers;
     env.headers = headers;
   }
+  if (f.dataVersion !== undefined) env.headers = withVersion(env.headers, f.dataVersion);
   return { events: [env], attempt, due };
 }
 

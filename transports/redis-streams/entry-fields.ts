@@ -26,7 +26,8 @@ export type MutableEnvelope = { -readonly [K in keyof EventEnvelope]: EventEnvel
 
 /**
  * The known fields of one entry, each undefined when the entry has none: the wire's (`v`, `kind`, `type`,
- * `source`), a batch entry's (`payloads` ... `meta`), a per-event entry's (`id` ... `headers`) and a retry
+ * `source`), a batch entry's (`payloads` ... `meta`), a per-event entry's (`id` ... `headers`; `dataVersion` is
+ * either's) and a retry
  * entry's (`attempt`, `due`). A field given twice holds its last value.
  */
 export class EntryFields {
@@ -47,6 +48,7 @@ export class EntryFields {
   correlationId: string | undefined = undefined;
   causationId: string | undefined = undefined;
   headers: string | undefined = undefined;
+  dataVersion: string | undefined = undefined;
   attempt: string | undefined = undefined;
   due: string | undefined = undefined;
 
@@ -54,7 +56,7 @@ export class EntryFields {
   clear(): void {
     this.v = this.kind = this.type = this.source = undefined;
     this.payloads = this.count = this.idw = this.ids = this.times = this.meta = undefined;
-    this.id = this.time = this.data = this.key = this.correlationId = this.causationId = this.headers = undefined;
+    this.id = this.time = this.data = this.key = this.correlationId = this.causationId = this.headers = this.dataVersion = undefined;
     this.attempt = this.due = undefined;
   }
 }
@@ -134,6 +136,9 @@ function readEventField(f: EntryFields, name: string, val: string, retryStream: 
       break;
     case 'headers':
       f.headers = val;
+      break;
+    case 'dataVersion':
+      f.dataVersion = val;
       break;
     case 'attempt':
       if (retryStream) f.attempt = val;
