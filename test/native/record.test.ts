@@ -8,6 +8,7 @@ import type { EventEnvelope } from '../../src/envelope.js';
 import { IdGenerator } from '../../src/envelope.js';
 import { EventMeta, Run } from '../../src/outgoing.js';
 import { RECORD_HEADER_BYTES } from '../../transports/native/record.js';
+import { VERSION_HEADER } from '../../src/versions.js';
 import { encodeEvents, encodeRun } from '../../transports/native/record-encode.js';
 import { decodeRecords } from '../../transports/native/record-decode.js';
 
@@ -187,5 +188,51 @@ describe('native record encoding', () => {
         ]);
       }
     }
+  });
+
+  it("carries a payload's version in a plain record's flag (2..58) and in the extras otherwise, on every path, eagerly or lazily", () => {
+    const schema = z.object({ s: z.string(), n: z.number() });
+    const serialize = compileSerializer(schema)!;
+    const writer = compileJsonWriter(schema)!;
+    const parse: JsonReader = (t, a, e) => JSON.parse(t.slice(a, e));
+    const v2 = { [VERSION_HEADER]: '2' };
+    const headers = [v2, v2, { [VERSION_HEADER]: '58' }, { [VERSION_HEADER]: '59' }, { [VERSION_HEADER]: '2', tenant: 't' }, undefined];
+    const events = headers.map((h, i) => ev(i, { s: `e${i}`, n: i }, { headers: h }));
+    const records = (b: ReturnType<typeof encodeEvents>) => {
+      const text = Buffer.from(b.bytes).toString('utf8');
+      const offs = new Uint32Array(b.n + 1);
+      for (let i = 0; i < b.n; i++) offs[i + 1] = offs[i]! + b.chars[i]!;
+      return { text, offs, flags: Array.from({ length: b.n }, (_, i) => text[offs[i]! + RECORD_HEADER_BYTES - 1]) };
+    };
+    const viaWriter = records(encodeEvents(events, serialize, writer));
+    const viaText = records(encodeEvents(events, serialize));
+    expect(viaWriter.text).toBe(viaText.text);
+    expect(viaWriter.flags).toEqual(['B', 'B', 'z', '1', '1', '0']);
+    for (const lazy of [false, true]) {
+      const out: EventEnvelope[] = [];
+      decodeRecords(viaWriter.text, viaWriter.offs, events.length, 't', 'src', lazy, parse, out);
+      expect(out.map((e) => e.headers)).toEqual(headers);
+      expect(out.map((e) => e.data)).toEqual(events.map((e) => e.data));
+    }
+    // A run of a versioned type: from its values, from its bytes, and as its events, the same records.
+    const values = Array.from({ length: 1500 }, (_, i) => ({ s: `r${i}`, n: i }));
+    const meta = new EventMeta('t', 1_700_000_000_000, undefined, '3');
+    const g = new IdGenerator();
+    const first = g.reserve(meta.time, values.length);
+    const room = RECORD_HEADER_BYTES;
+    const buffer = Buffer.alloc(values.length * 100);
+    const ends = new Uint32Array(values.length);
+    for (let i = 0, o = 0; i < values.length; i++) o = ends[i] = writer(values[i], buffer, o + room);
+    const valuesRun = new Run(meta, undefined, 0, g.idPrefix, first, values, undefined, undefined);
+    const fromValues = records(encodeRun(valuesRun, serialize, writer));
+    const fromEvents = records(encodeEvents(valuesRun.events(), serialize, writer));
+    const fromBytes = records(encodeRun(new Run(meta, undefined, 0, g.idPrefix, first, undefined, undefined, { buffer, start: 0, ends, room }), serialize, writer));
+    expect(fromValues.text).toBe(fromEvents.text);
+    expect(fromBytes.text).toBe(fromEvents.text);
+    expect(new Set(fromBytes.flags)).toEqual(new Set(['C']));
+    const out: EventEnvelope[] = [];
+    decodeRecords(fromBytes.text, fromBytes.offs, values.length, 't', 'src', true, parse, out);
+    expect(out.map((e) => e.headers?.[VERSION_HEADER])).toEqual(values.map(() => '3'));
+    expect(out.map((e) => e.data)).toEqual(values);
   });
 });

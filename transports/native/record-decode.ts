@@ -5,7 +5,7 @@
  */
 import type { EventEnvelope, EventHeaders } from '../../src/envelope.js';
 import type { JsonReader } from '../../src/json-reader.js';
-import { HEADER as RECORD_HEADER, ID_LEN as RECORD_ID_LEN, type Extras } from './record.js';
+import { FLAG_EXTRAS, FLAG_PLAIN, flagHeaders, HEADER as RECORD_HEADER, ID_LEN as RECORD_ID_LEN, type Extras } from './record.js';
 
 // The format's sizes as this module's own constants, as the per-record code reads them.
 const ID_LEN = RECORD_ID_LEN;
@@ -121,14 +121,17 @@ export function decodeRecords(text: string, offs: Uint32Array, k: number, type: 
     const s = offs[i]!;
     const end = offs[i + 1]!;
     let p = s + HEADER;
-    if (lazy && text.charCodeAt(s + HEADER - 1) !== 49) {
-      out.push(new LazyEnvelope(type, source, text, s, p, end, read)); // a plain record: header and payload only
+    const flag = text.charCodeAt(s + HEADER - 1);
+    if (lazy && flag !== FLAG_EXTRAS) {
+      const env = new LazyEnvelope(type, source, text, s, p, end, read); // a plain record: header and payload only
+      if (flag !== FLAG_PLAIN) env.headers = flagHeaders(flag);
+      out.push(env);
       continue;
     }
     let id = text.slice(s, s + ID_LEN);
     let time = headerTime(text, s);
     let x: Extras | undefined;
-    if (text.charCodeAt(s + HEADER - 1) === 49) {
+    if (flag === FLAG_EXTRAS) {
       const nl = text.indexOf('\n', p);
       x = JSON.parse(text.slice(p, nl)) as Extras;
       p = nl + 1;
@@ -139,12 +142,16 @@ export function decodeRecords(text: string, offs: Uint32Array, k: number, type: 
     let env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] };
     if (lazy) env = new LazyEnvelope(type, src, text, s, p, end, read, id, time);
     else env = { id, type, source: src, time, data: read(text, p, end) };
-    if (x !== undefined) {
-      if (x.k !== undefined) env.key = x.k;
-      if (x.c !== undefined) env.correlationId = x.c;
-      if (x.x !== undefined) env.causationId = x.x;
-      if (x.h !== undefined) env.headers = x.h;
-    }
+    if (x !== undefined) setExtras(env, x);
+    else if (flag !== FLAG_PLAIN) env.headers = flagHeaders(flag);
     out.push(env as EventEnvelope);
   }
+}
+
+/** The options a record's extras hold, on its envelope. */
+function setExtras(env: { -readonly [K in keyof EventEnvelope]?: EventEnvelope[K] }, x: Extras): void {
+  if (x.k !== undefined) env.key = x.k;
+  if (x.c !== undefined) env.correlationId = x.c;
+  if (x.x !== undefined) env.causationId = x.x;
+  if (x.h !== undefined) env.headers = x.h;
 }

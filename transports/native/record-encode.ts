@@ -8,13 +8,15 @@ import type { EventRun, OutgoingEvent, RunBytes } from '../../src/transport.js';
 import { idHeadAt, idTail } from '../../src/envelope.js';
 import { runIdHead, TAIL_BYTES, writeHeadId, writeId } from '../../src/outgoing.js';
 import { NEEDS_STRING, NO_ROOM, type DirectBuffer, type JsonWriter } from '../../src/json-writer.js';
-import { HEADER as RECORD_HEADER, ID_LEN as RECORD_ID_LEN, type EncodedBatch, type Extras } from './record.js';
+import { HEADER as RECORD_HEADER, ID_LEN as RECORD_ID_LEN, plainFlag, type EncodedBatch, type Extras } from './record.js';
 
 // The format's sizes as this module's own constants, as the per-record code reads them.
 const ID_LEN = RECORD_ID_LEN;
 const HEADER = RECORD_HEADER;
 
 const NO_ID = ' '.repeat(ID_LEN);
+/** A flag (record.ts) as its one-character string. */
+const FLAG_TEXT: string[] = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c));
 let scratch = Buffer.allocUnsafeSlow(1 << 20) as DirectBuffer;
 /** `scratch` as a DataView: headers are copied four bytes at a time. */
 let scratchView = viewOf(scratch);
@@ -139,7 +141,8 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
     const ev = events[i]!;
     const start = o;
     // The fixed header and the payload as bytes; extras, an unusual id or time, or an encoded payload take the text path.
-    const end = ev.json === undefined && plainExtras(ev) ? plainRecord(ev, '', 0, ev.data, writer, start) : NEEDS_STRING;
+    const flag = ev.json === undefined ? plainExtras(ev) : -1;
+    const end = flag >= 0 ? plainRecord(ev, '', 0, ev.data, writer, start, flag) : NEEDS_STRING;
     o = end >= 0 ? bytesRecord(i, start, end) : textRecord(encodeEvent(ev, ev.json ?? serialize(ev.data)), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
@@ -147,15 +150,16 @@ function writeRecords(events: readonly OutgoingEvent[], serialize: (data: unknow
 
 /**
  * A record of the fixed header and the payload written by `writer`, as bytes at `start`: of `ev`, or (`ev`
- * undefined) of the run event whose id is `head + idTail(low)`, with the time of the last `timeText`. Grows the
- * scratch memory as needed. Returns the end, or NEEDS_STRING when the id or the payload must be written as text.
+ * undefined) of the run event whose id is `head + idTail(low)`, with the time of the last `timeText` and `flag`
+ * (record.ts). Grows the scratch memory as needed. Returns the end, or NEEDS_STRING when the id or the payload
+ * must be written as text.
  */
-function plainRecord(ev: OutgoingEvent | undefined, head: string, low: number, data: unknown, writer: JsonWriter, start: number): number {
+function plainRecord(ev: OutgoingEvent | undefined, head: string, low: number, data: unknown, writer: JsonWriter, start: number, flag: number): number {
   for (;;) {
     let end: number = NO_ROOM;
     if (start + HEADER <= scratch.length) {
       const id = ev !== undefined ? writeId(ev, scratch, scratchView, start) : writeHeadId(head, low, scratch, scratchView, start);
-      end = id ? writer(data, scratch, writeTime(scratchView, start + ID_LEN)) : NEEDS_STRING;
+      end = id ? writer(data, scratch, writeFlag(scratch, writeTime(scratchView, start + ID_LEN), flag)) : NEEDS_STRING;
     }
     if (end !== NO_ROOM) return end;
     growScratch(scratch.length * 2, start);
@@ -173,10 +177,11 @@ function bytesRecord(i: number, start: number, end: number): number {
  * with extras (key, options, a source) or no compiled writer goes through its events.
  */
 export function encodeRun(run: EventRun, serialize: (data: unknown) => string, writer?: JsonWriter, source?: string): EncodedBatch {
-  const plain = source === undefined && plainRun(run);
+  const flag = source === undefined ? plainRun(run) : -1;
+  const plain = flag >= 0;
   const b = run.bytes;
   if (plain && b !== undefined && b.room === HEADER) {
-    const batch = headRecords(run, b);
+    const batch = headRecords(run, b, flag);
     if (batch !== undefined) return batch;
   }
   if (writer === undefined || !plain) return encodeEvents(run.events(), serialize, writer, source);
@@ -192,9 +197,9 @@ export function encodeRun(run: EventRun, serialize: (data: unknown) => string, w
     const low = s & 1023;
     head = runIdHead(idPrefix, s, i, head);
     const start = o;
-    const end = jsons === undefined || jsons[i] === undefined ? plainRecord(undefined, head, low, values[i], writer, start) : NEEDS_STRING;
+    const end = jsons === undefined || jsons[i] === undefined ? plainRecord(undefined, head, low, values[i], writer, start, flag) : NEEDS_STRING;
     // Else text (a payload encoded at publish, or one the writer declined).
-    o = end >= 0 ? bytesRecord(i, start, end) : textRecord(head + idTail(low) + lastTimeText + '0' + (jsons?.[i] ?? serialize(values[i])), start, i);
+    o = end >= 0 ? bytesRecord(i, start, end) : textRecord(head + idTail(low) + lastTimeText + FLAG_TEXT[flag]! + (jsons?.[i] ?? serialize(values[i])), start, i);
   }
   return { bytes: scratch.subarray(0, o), lens, chars, n };
 }
@@ -207,13 +212,13 @@ const templateBytes = new Uint8Array(template.buffer);
  * The records of a run written as bytes at publish (`EventRun.bytes`), where they are: the fixed header (as
  * `plainRecord` writes it) is written into the room before each payload. Undefined when an id is not ASCII of
  * the header's width (then the records are written again from the run's values). Needs `plainRun(run)` (it
- * leaves the time current).
+ * leaves the time current), and `flag` is its answer.
  *
  * Per block of 1024 ids the header is made once in `template` and held as ten 32-bit words; each record then
  * takes the ten words and its id's last two bytes (little-endian words: the byte order of the machines Node
  * runs on, so the stores need no byte swap).
  */
-function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
+function headRecords(run: EventRun, b: RunBytes, flag: number): EncodedBatch | undefined {
   const n = run.count;
   roomForLengths(n);
   const lens = lensBuf;
@@ -221,7 +226,7 @@ function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
   const { buffer, ends } = b;
   const view = viewOf(buffer);
   const { idPrefix, firstSeq } = run;
-  writeTime(template, ID_LEN);
+  writeFlag(templateBytes, writeTime(template, ID_LEN), flag);
   let w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0, w7 = 0, w8 = 0, w9 = 0; // prettier-ignore
   let start = b.start;
   for (let i = 0; i < n; i++) {
@@ -259,9 +264,16 @@ function headRecords(run: EventRun, b: RunBytes): EncodedBatch | undefined {
   return { bytes: buffer.subarray(b.start, start), lens, chars, n };
 }
 
-/** Whether a run's records are the fixed header and the payload alone (`plainHeader` for each event); leaves `timeText` current. */
-function plainRun(run: EventRun): boolean {
-  return timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.headers === undefined && run.idPrefix.length === ID_LEN - 10;
+/** The flag of a run whose records are the fixed header and the payload alone (`plainHeader` for each event), else -1; leaves `timeText` current. */
+function plainRun(run: EventRun): number {
+  const plain = timeText(run.time) !== '' && run.key === undefined && run.correlationId === undefined && run.causationId === undefined && run.idPrefix.length === ID_LEN - 10;
+  return plain ? plainFlag(run.headers) : -1;
+}
+
+/** Writes `flag` into `bytes` over the '0' flag `writeTime` wrote just before `o`; returns `o`. */
+function writeFlag(bytes: Uint8Array, o: number, flag: number): number {
+  if (flag !== 0x30) bytes[o - 1] = flag;
+  return o;
 }
 
 /** The 13 time digits of the last `timeText` and the '0' flag, at `o` of the memory of `d`. */
@@ -274,22 +286,25 @@ function writeTime(d: DataView, o: number): number {
 }
 
 /**
- * Whether the event's record is the fixed header and the payload alone: an id of the usual width, a time
- * of 13 digits (`timeText`, which this leaves current for the header writers) and no extras.
+ * The flag (record.ts) of the event's record when it is the fixed header and the payload alone: an id of the
+ * usual width, a time of 13 digits (`timeText`, which this leaves current for the header writers) and no extras
+ * (headers of a version the flag holds at most); else -1.
  */
-function plainHeader(ev: OutgoingEvent): boolean {
-  return plainExtras(ev) && ev.id.length === ID_LEN;
+function plainHeader(ev: OutgoingEvent): number {
+  return ev.id.length === ID_LEN ? plainExtras(ev) : -1;
 }
 
 /** `plainHeader` for an event whose id is known to have the usual width. */
-function plainExtras(ev: OutgoingEvent): boolean {
-  return timeText(ev.time) !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined && ev.headers === undefined;
+function plainExtras(ev: OutgoingEvent): number {
+  const plain = timeText(ev.time) !== '' && ev.key === undefined && ev.correlationId === undefined && ev.causationId === undefined;
+  return plain ? plainFlag(ev.headers) : -1;
 }
 
 /** The record of an event as text: the fixed header, then extras (key, ids, headers, an unusual id/time) if any. */
 function encodeEvent(ev: OutgoingEvent, json: string, source?: string): string {
   const time = timeText(ev.time);
-  if (source === undefined && plainHeader(ev)) return ev.id + time + '0' + json;
+  const flag = source === undefined ? plainHeader(ev) : -1;
+  if (flag >= 0) return ev.id + time + FLAG_TEXT[flag]! + json;
   const plainId = ev.id.length === ID_LEN;
   const x: Extras = { k: ev.key, c: ev.correlationId, x: ev.causationId, h: ev.headers, s: source };
   if (!plainId) x.i = ev.id;
