@@ -2,7 +2,8 @@
  * Consumer-side validation in native worker threads: a handler module defined with `defineHandler` carries
  * its schema, and with `validateOnConsume` on its threads check each event against it before the handler
  * runs, as the bus does for handler functions: an event that does not match is dead-lettered with a
- * ValidationError and the handler never sees it. A plain handler function cannot be checked, and the bus says so.
+ * ValidationError and the handler never sees it. A versioned type's older events are upcast there whatever
+ * `validateOnConsume` says. A plain handler function cannot be checked, and the bus says so.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +48,21 @@ describe.each(['native', 'js'] as const)('native worker validation (%s)', (imple
       await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('checked-handler.ts'), workerData: { channel: ch.name } });
       await b.publishMany('tick', [{ seq: 1 }, { seq: 500 }]);
       await waitFor(() => ch.seen.length === 2, 10_000, 'both handled');
+      expect(await b.deadLetters('tick')).toEqual([]);
+    } finally {
+      ch.close();
+    }
+  });
+
+  it('a defineHandler module of a versioned type gets older versions upcast, with validateOnConsume off too', async () => {
+    const b = await bus({ partitions: 2 }, { validateOnConsume: false });
+    const ch = listen();
+    try {
+      await b.subscribe('tick', { group: 'g', workers: 1, handler: fixture('versioned-handler.ts'), workerData: { channel: ch.name } });
+      // This bus publishes `tick` as version 1 (a plain schema); the module knows versions 1..2.
+      await b.publishMany('tick', [{ seq: 1 }, { seq: 2 }]);
+      await waitFor(() => ch.seen.length === 2, 10_000, 'both handled');
+      expect(ch.seen.sort()).toEqual([2, 4]);
       expect(await b.deadLetters('tick')).toEqual([]);
     } finally {
       ch.close();
