@@ -125,6 +125,9 @@ export interface PublishManyOptions<T = unknown> extends Omit<PublishOptions, 'k
   key?: string | ((data: T, index: number) => string | undefined) | undefined;
 }
 
+/** What makes a publish delayed: `delayMs` or `deliverAt` set, not both (docs/delayed-delivery.md). */
+export type DelayedPublishOptions = { delayMs: number; deliverAt?: undefined } | { deliverAt: Date | number; delayMs?: undefined };
+
 /** Options of `bus.idle()`. */
 export interface IdleOptions<K extends string = string> {
   /** Only the subscriptions of this event type. @default every subscription of the bus */

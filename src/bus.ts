@@ -16,7 +16,8 @@ import { publishMany } from './bulk-publish.js';
 import { batcherOptions, busConfigSchema, idleOptionsSchema, parseConfig, subscribeOptionsSchema } from './config.js';
 import { readDeadLetters } from './dead-letters.js';
 import type { PublishOptions } from './envelope.js';
-import { checkPublishOptions } from './publish-options.js';
+import { checkPublishOptions, dueAtOf } from './publish-options.js';
+import { DelayedPublisher } from './scheduled-publish.js';
 import { ClosedError, ConfigError, UnknownEventError, ValidationError } from './errors.js';
 import type { EventInput, EventMap, EventName } from './events.js';
 import { takeConsumerName } from './consumer-names.js';
@@ -34,12 +35,13 @@ import type { DeliveryHandler, Transport, TransportSubscription } from './transp
 import { compileTypeStates, raisePartitions, type TypeState } from './type-plans.js';
 import { consumeCheck, type ConsumeCheck } from './consume-check.js';
 import { registerBuiltinTransports } from './builtin-transports.js';
-import type { EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, PublishManyOptions, SubscribeOptionsFor, Subscription } from './bus-types.js';
+import type { DelayedPublishOptions, EventBusConfig, EventDeadLetter, EventHandler, IdleOptions, PublishManyOptions, SubscribeOptionsFor, Subscription } from './bus-types.js';
 
 export class EventBus<M extends EventMap, T extends string = string> {
   private readonly types: Map<string, TypeState>;
   private readonly batcher: Batcher;
   private readonly publisher: Publisher;
+  private readonly delayed: DelayedPublisher;
   private readonly subscriptions = new Set<Subscription>();
   /** Per type, the check `deadLetters` applies to stored events (made on first use). */
   private readonly deadChecks = new Map<string, ConsumeCheck | undefined>();
@@ -62,6 +64,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const caps = transport.capabilities;
     this.batcher = new Batcher((units, settle) => transport.write(units, settle), batcherOptions(config.batching, caps));
     this.publisher = new Publisher(this.batcher, config.batching, caps);
+    this.delayed = new DelayedPublisher(this.publisher, transport, logger);
     this.types = compileTypeStates(events, transport, serializers, this.publisher.room >= 0);
     transport.watchPartitions?.((type, partitions) => {
       const t = this.types.get(type);
@@ -72,9 +75,13 @@ export class EventBus<M extends EventMap, T extends string = string> {
   /**
    * Publishes one event. Resolves once the transport accepted it; rejects with a typed error otherwise.
    * Invalid names or payloads reject before anything is sent.
+   * With `delayMs` or `deliverAt` the event is delivered no earlier than then, and the call resolves with its id
+   * once it is scheduled (`cancelScheduled` takes it; docs/delayed-delivery.md).
    * @example await bus.publish('order.created', { orderId: 'o-1', amount: 10 }, { key: 'customer-7' });
    */
-  publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void> {
+  publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options: PublishOptions & DelayedPublishOptions): Promise<string>;
+  publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void>;
+  publish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): Promise<void | string> {
     if (traced(publishChannel)) return tracedPublish(type, this.transport.type, 1, options, (o) => this.send(type, data, o));
     return this.send(type, data, options);
   }
@@ -85,7 +92,11 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const t = this.types.get(type);
     if (t === undefined) return rejected(type, 1, new UnknownEventError(type, this.events.names));
     try {
-      return this.publisher.enqueue(t, data, options, options?.key, options !== undefined ? checkPublishOptions('publish', options) : 0);
+      if (options === undefined) return this.publisher.enqueue(t, data, undefined, undefined, 0);
+      const extra = checkPublishOptions('publish', options);
+      const dueAt = dueAtOf(options);
+      if (dueAt !== undefined) return this.delayed.publish(t, data, options, extra, dueAt) as Promise<unknown> as Promise<void>;
+      return this.publisher.enqueue(t, data, options, options.key, extra);
     } catch (err) {
       return rejected(type, 1, err);
     }
@@ -130,9 +141,12 @@ export class EventBus<M extends EventMap, T extends string = string> {
 
   /**
    * Publishes many events of one type. Every payload is validated before any is queued, so one bad
-   * payload rejects the call and sends nothing. Resolves when all were accepted.
+   * payload rejects the call and sends nothing. Resolves when all were accepted. With `delayMs` or `deliverAt`
+   * they are delivered no earlier than then, and the call resolves with their ids, in payload order.
    */
-  publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options?: PublishManyOptions<EventInput<M, K>>): Promise<void> {
+  publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options: PublishManyOptions<EventInput<M, K>> & DelayedPublishOptions): Promise<string[]>;
+  publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options?: PublishManyOptions<EventInput<M, K>>): Promise<void>;
+  publishMany<K extends EventName<M>>(type: K, payloads: readonly EventInput<M, K>[], options?: PublishManyOptions<EventInput<M, K>>): Promise<void | string[]> {
     if (traced(publishChannel) && Array.isArray(payloads)) {
       return tracedPublish(type, this.transport.type, payloads.length, options as PublishOptions | undefined, (o) => this.sendMany(type, payloads, o as typeof options));
     }
@@ -145,7 +159,26 @@ export class EventBus<M extends EventMap, T extends string = string> {
     const t = this.types.get(type);
     if (t === undefined) return rejected(type, n, new UnknownEventError(type, this.events.names));
     if (!Array.isArray(payloads)) return rejected(type, n, new ValidationError(`publishMany("${type}") expects an array of payloads.`, []));
+    if (options != null && typeof options === 'object' && (options.delayMs !== undefined || options.deliverAt !== undefined)) return this.sendDelayed(t, payloads, options);
     return publishMany(this.publisher, t, payloads, options);
+  }
+
+  private sendDelayed(t: TypeState, payloads: readonly unknown[], options: PublishManyOptions<never>): Promise<void> {
+    try {
+      checkPublishOptions('publishMany', options);
+      return this.delayed.publishMany(t, payloads, options, dueAtOf(options)!) as Promise<unknown> as Promise<void>;
+    } catch (err) {
+      return rejected(t.name, payloads.length, err);
+    }
+  }
+
+  /**
+   * Removes a delayed event not yet due, by the id its publish resolved with: true when it did, false when there
+   * was none such (already due and moved to its stream, cancelled, or not a delayed event of `type`).
+   */
+  cancelScheduled<K extends EventName<M>>(type: K, id: string): Promise<boolean> {
+    if (!this.types.has(type)) return Promise.reject(new UnknownEventError(type, this.events.names));
+    return this.delayed.cancel(type, id);
   }
 
   /**
@@ -292,6 +325,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
    */
   close(): Promise<void> {
     this.closedAt ??= Date.now();
+    this.delayed.close();
     this.closing ??= closeBus({
       bus: this,
       publisher: this.publisher,

@@ -32,6 +32,13 @@ export interface PublishOptions {
   correlationId?: string | undefined;
   causationId?: string | undefined;
   headers?: EventHeaders | undefined;
+  /**
+   * Deliver no earlier than this many milliseconds from now (docs/delayed-delivery.md). A delayed event is not
+   * ordered against its key's other events. Not with `deliverAt`.
+   */
+  delayMs?: number | undefined;
+  /** Deliver no earlier than this time (a Date, or epoch milliseconds); a time in the past delivers at once. Not with `delayMs`. */
+  deliverAt?: Date | number | undefined;
 }
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

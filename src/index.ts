@@ -17,6 +17,7 @@ export type {
   Subscription,
   EventHandler,
   PublishManyOptions,
+  DelayedPublishOptions,
   EventDeadLetter,
   ValidDeadLetter,
   InvalidDeadLetter,

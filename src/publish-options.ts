@@ -5,6 +5,7 @@
  * out rather than a zod schema through `parseConfig`: a publish with `{ key }` per event checks them on the
  * hot path.
  */
+import type { PublishOptions } from './envelope.js';
 import { ConfigError } from './errors.js';
 
 type Call = 'publish' | 'tryPublish' | 'publishMany';
@@ -61,11 +62,38 @@ export function checkPublishOptions(call: Call, options: object): number {
       case 'headers':
         bytes += checkHeaders(call, value);
         break;
+      case 'delayMs':
+      case 'deliverAt':
+        checkDue(call, name, value, options as PublishOptions);
+        break;
       default:
-        fail(call, [name], 'is not an option (key, correlationId, causationId, headers)');
+        fail(call, [name], 'is not an option (key, correlationId, causationId, headers, delayMs, deliverAt)');
     }
   }
   return bytes;
+}
+
+/** ConfigError unless `value` is a valid `delayMs` or `deliverAt` of a call that may delay, and the only one of the two. */
+function checkDue(call: Call, name: 'delayMs' | 'deliverAt', value: unknown, options: PublishOptions): void {
+  if (call === 'tryPublish') fail(call, [name], 'is not taken by tryPublish (it writes now): use publish');
+  if (options.delayMs !== undefined && options.deliverAt !== undefined) fail(call, [name], 'cannot be given with ' + (name === 'delayMs' ? 'deliverAt' : 'delayMs'));
+  if (name === 'delayMs') {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) fail(call, [name], `must be a finite number of milliseconds, 0 or more (got ${String(value)})`);
+    return;
+  }
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : NaN;
+  if (!Number.isFinite(ms) || ms < 0) fail(call, [name], `must be a valid Date or epoch milliseconds (got ${value instanceof Date ? 'an invalid Date' : kind(value)})`);
+}
+
+/**
+ * The due time (epoch ms) of checked options that delay the event, or undefined when they do not. Called on
+ * the options path only: an undelayed publish without options never reads it.
+ */
+export function dueAtOf(options: Pick<PublishOptions, 'delayMs' | 'deliverAt'>): number | undefined {
+  const { delayMs, deliverAt } = options;
+  if (delayMs !== undefined) return Date.now() + delayMs;
+  if (deliverAt === undefined) return undefined;
+  return deliverAt instanceof Date ? deliverAt.getTime() : deliverAt;
 }
 
 /** What a `publishMany` key function returned for payload `index`: a string or undefined, else ConfigError. */

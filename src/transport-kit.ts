@@ -28,6 +28,7 @@ export type {
   BackoffOptions,
 } from './transport.js';
 export type { GroupCounts, GroupTarget } from './group-counts.js';
+export type { TransportScheduling } from './scheduling.js';
 export { registerTransport } from './registry.js';
 export { afterFailure, isLastAttempt, pastLastAttempt, deadLetterOf, outlivedDrain, type DeliveryRules, type FailureVerdict } from './delivery-rules.js';
 export { DeliveryEngine, Running, type EngineSpec, type RetryVerdict } from './delivery-engine.js';

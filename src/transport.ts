@@ -12,6 +12,7 @@ import type { Logger } from './logger.js';
 import type { DeliveryObserver } from './failure-log.js';
 import type { EventEnvelope, EventHeaders } from './envelope.js';
 import type { GroupCounts, GroupTarget } from './group-counts.js';
+import type { TransportScheduling } from './scheduling.js';
 
 /** One event on its way out, built once by the bus and never copied. */
 export interface OutgoingEvent {
@@ -342,6 +343,8 @@ export interface Transport {
    * typed errors `write` would fail the unit with (closed, too large).
    */
   tryWrite?(unit: PublishUnit): boolean;
+  /** Delayed delivery stored by the transport; without it the bus holds delayed events until due (src/scheduling.ts). */
+  readonly scheduling?: TransportScheduling;
   subscribe(spec: SubscriptionSpec, handler: DeliveryHandler): Promise<TransportSubscription>;
   /** Dead letters of a type (and group), oldest first. */
   deadLetters?(type: string, group?: string, limit?: number): Promise<DeadLetter[]>;
@@ -391,8 +394,5 @@ export interface TransportContext {
   readerPlan?(type: string): ReaderPlan | undefined;
 }
 
-/**
- * Builds a transport from its config block (`transport` of the bus config, `type` included).
- * Validate the block and throw `ConfigError` naming the field.
- */
+/** Builds a transport from its config block (`transport`, `type` included); throws `ConfigError` naming a bad field. */
 export type TransportFactory = (config: Record<string, unknown>, ctx: TransportContext) => Transport | Promise<Transport>;

@@ -2,11 +2,13 @@
  * The delivery contract, stated once as tests every transport that can be subscribed to passes: at-least-once
  * delivery, per-key order within a partition, fan-out to groups, work sharing inside a group, retry with
  * backoff, dead letters, where a group starts, close() draining in-flight handlers, idle(), validation
- * errors that send nothing, partition counts agreed through the transport, and versioned event types (the version
- * carried with the event, older versions upcast, unknown versions dead-lettered). `describeConformance` declares them with the caller's test runner.
+ * errors that send nothing, partition counts agreed through the transport, delayed delivery, and versioned event
+ * types (the version carried with the event, older versions upcast, unknown versions dead-lettered).
+ * `describeConformance` declares them with the caller's test runner.
  */
 import { createEventBus } from '../index.js';
 import { deliveryCases } from './cases-delivery.js';
+import { delayedCases } from './cases-delayed.js';
 import { failureCases } from './cases-failure.js';
 import { lifecycleCases, partitionOwnersCase } from './cases-lifecycle.js';
 import { partitionCases } from './cases-partitions.js';
@@ -21,7 +23,7 @@ const HOOK_TIMEOUT_MS = 60_000;
 
 /** The tests run on `target`, in order. */
 export function conformanceCases(target: ConformanceTarget): ConformanceCase[] {
-  const cases = [...deliveryCases, ...failureCases, ...lifecycleCases, ...partitionCases, ...versionCases];
+  const cases = [...deliveryCases, ...failureCases, ...lifecycleCases, ...partitionCases, ...delayedCases, ...versionCases];
   if (target.partitionOwners) cases.push(partitionOwnersCase(target.partitionOwners.retain));
   return cases;
 }

@@ -193,7 +193,7 @@ c.describeConformance(api, { name: 'memory', transport: () => ({ type: 'memory',
 })();`;
     const cjs = execFileSync(process.execPath, ['-e', `const c = require('eventlane/conformance');\n${probe}`], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
     const esm = execFileSync(process.execPath, ['--input-type=module', '-e', `const c = await import('eventlane/conformance');\n${probe}`], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
-    for (const out of [cjs, esm]) expect(out.trim()).toBe('27 delivers every published event at least once order.created,order.cancelled');
+    for (const out of [cjs, esm]) expect(out.trim()).toBe('32 delivers every published event at least once order.created,order.cancelled');
     const program = `import { describeConformance, uniqueName, type ConformanceTestApi } from 'eventlane/conformance';
 declare const api: ConformanceTestApi;
 describeConformance(api, { name: 'memory', transport: () => ({ type: 'memory', name: uniqueName('m') }), timeoutMs: 5_000 });
