@@ -6,6 +6,8 @@
  *   <prefix>:{<type>:<p>}                 the partition stream (all groups read it)
  *   <prefix>:{<type>:<p>}:dlq             dead letters of every group of the partition
  *   <prefix>:{<type>:<p>}:retry:<group>   events of one group waiting for another attempt
+ *   <prefix>:{<type>:<p>}:delayed         delayed events not yet due: a sorted set, id by due time (Redis ms)
+ *   <prefix>:{<type>:<p>}:delayed:data    their entry fields: a hash, id -> JSON array of field/value pairs
  */
 export function streamKey(prefix: string, type: string, partition: number): string {
   return `${prefix}:{${type}:${partition}}`;
@@ -17,6 +19,14 @@ export function dlqKey(prefix: string, type: string, partition: number): string 
 
 export function retryKey(prefix: string, type: string, partition: number, group: string): string {
   return `${streamKey(prefix, type, partition)}:retry:${group}`;
+}
+
+export function delayedKey(prefix: string, type: string, partition: number): string {
+  return `${streamKey(prefix, type, partition)}:delayed`;
+}
+
+export function delayedDataKey(prefix: string, type: string, partition: number): string {
+  return `${streamKey(prefix, type, partition)}:delayed:data`;
 }
 
 /** Parses a partition stream key back into type and partition (undefined for other keys). */

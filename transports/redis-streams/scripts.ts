@@ -38,12 +38,18 @@ export class Script {
     }
   }
 
-  private async run(c: Evaluator, key: string, args: readonly (string | number)[]): Promise<unknown> {
+  private run(c: Evaluator, key: string, args: readonly (string | number)[]): Promise<unknown> {
+    return this.runKeys(c as unknown as Client, [key], args);
+  }
+
+  /** Runs the script with `keys` (of one slot, in a Cluster: the first routes it) and resolves with its reply. */
+  async runKeys(client: Client, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const c = client as unknown as Evaluator;
     try {
-      return await c.evalsha(this.sha, 1, key, ...args);
+      return await c.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return c.eval(this.source, 1, key, ...args);
+      return c.eval(this.source, keys.length, ...keys, ...args);
     }
   }
 }

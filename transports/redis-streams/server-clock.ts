@@ -15,6 +15,8 @@ const RESYNC_MS = 60_000;
 export class ServerClock {
   /** Server ms minus local ms, from the last TIME. */
   private offset = 0;
+  /** The most server ms minus local ms can be, from the last TIME (the server read its clock after `sent`, before `ms + 1`). */
+  private offsetHigh = 0;
   private syncedAt = -Infinity;
   private syncing: Promise<void> | undefined;
   private warned = false;
@@ -38,6 +40,7 @@ export class ServerClock {
       const server = Number(s) * 1000 + Math.floor(Number(us) / 1000);
       // The server read its clock somewhere in the round trip: assume the middle.
       this.offset = Math.round(server - (sent + back) / 2);
+      this.offsetHigh = server + 1 - sent;
       this.syncedAt = back;
       if (Math.abs(this.offset) > 1000) {
         this.logger.warn({ offsetMs: this.offset }, "this host's clock differs from Redis's by more than a second; MINID trimming uses Redis's");
@@ -49,6 +52,15 @@ export class ServerClock {
         this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "could not read Redis's clock (TIME); MINID trimming uses this host's clock");
       }
     }
+  }
+
+  /**
+   * The latest the server's clock can read when this host's reads `localMs`: a due time converted with it is
+   * never reached on the server before it is here (delayed delivery).
+   */
+  latest(localMs: number): number {
+    this.now(localMs);
+    return localMs + this.offsetHigh;
   }
 
   /** The server's time for local time `localMs` (Date.now()); starts a background re-measure when due. */

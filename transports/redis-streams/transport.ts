@@ -17,6 +17,8 @@ import { RedisConsumer } from './consumer.js';
 import { Publisher } from './publisher.js';
 import { ServerClock } from './server-clock.js';
 import { TopicCounts } from './topic-counts.js';
+import { RedisScheduling } from './delayed.js';
+import type { TransportScheduling } from '../../src/scheduling.js';
 
 export class RedisStreamsTransport implements Transport {
   readonly type = 'redis-streams';
@@ -33,6 +35,12 @@ export class RedisStreamsTransport implements Transport {
   private readonly connections = new ConnectionHealth();
   /** The types' partition counts, as recorded with their streams (topic-counts.ts). */
   private readonly counts: TopicCounts;
+  private delayed: RedisScheduling | undefined;
+  /** Delayed delivery in sorted sets, moved to the streams by every bus on the type (delayed.ts). */
+  readonly scheduling: TransportScheduling = {
+    schedule: async (events, dueAt) => (await this.delayedEvents()).schedule(events, dueAt),
+    cancel: async (type, id) => (await this.delayedEvents()).cancel(type, id),
+  };
 
   constructor(
     readonly config: ResolvedConfig,
@@ -101,6 +109,15 @@ export class RedisStreamsTransport implements Transport {
       (type) => this.ctx.serializer(type),
       (type) => this.ctx.jsonWriter?.(type),
     );
+    this.delayed = new RedisScheduling(
+      this.config,
+      this.command,
+      clock,
+      this.ctx.service,
+      (t) => this.partitionsFor(t),
+      (t) => this.ctx.serializer(t),
+      this.ctx.logger,
+    );
     this.adminOps = new RedisStreamsAdmin(this.command, this.config, (t) => this.partitionsFor(t));
     this.counts.start(this.command);
   }
@@ -128,6 +145,7 @@ export class RedisStreamsTransport implements Transport {
     this.counts.atLeastEvery(opts.reclaimIntervalMs);
     const consumer = new RedisConsumer(spec, opts, handler, this.config, this.connector, this.command!, this.partitionsFor(spec.type), this.ctx.logger, jsonReader(this.ctx.readerPlan?.(spec.type)));
     await consumer.start();
+    this.delayed!.mover.track(spec.type);
     this.consumers.add(consumer);
     consumer.follow(this.partitionsFor(spec.type)); // a raise read while it started
     return {
@@ -137,6 +155,12 @@ export class RedisStreamsTransport implements Transport {
       },
       health: (stallMs) => consumer.health(stallMs),
     };
+  }
+
+  private async delayedEvents(): Promise<RedisScheduling> {
+    if (this.closed) throw new ClosedError('redis-streams transport');
+    await this.connect();
+    return this.delayed!;
   }
 
   /** Operations API (streams, groups, pending, DLQ). Connects on first use. */
@@ -174,6 +198,7 @@ export class RedisStreamsTransport implements Transport {
   private async doClose(): Promise<void> {
     this.closed = true;
     this.counts.stop();
+    this.delayed?.mover.close();
     await Promise.allSettled([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
     await this.connecting?.catch(() => undefined);

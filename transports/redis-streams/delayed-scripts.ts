@@ -1,0 +1,40 @@
+/**
+ * The Lua scripts of delayed delivery (docs/delayed-delivery.md). Each runs on one partition's keys, which
+ * share its hash tag (one Cluster slot), so each is one atomic step: an event is moved to its stream once,
+ * by whichever process runs the move first, and a cancel and a move never both take one event.
+ */
+import { Script } from './scripts.js';
+
+/**
+ * KEYS: the sorted set, the data hash, the partition stream. ARGV: the most events to move, then the XADD
+ * trimming args (none, `MAXLEN ~ n` or `MINID ~ id`). Moves the events due by Redis's clock (TIME) to the
+ * stream, oldest due first, each as the per-event entry its data holds. Replies `{moved, next due or -1, now}`.
+ */
+export const moveDue = new Script(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for i = 1, #ids do
+  local f = redis.call('HGET', KEYS[2], ids[i])
+  if f then
+    local args = { KEYS[3] }
+    for j = 2, #ARGV do args[#args + 1] = ARGV[j] end
+    args[#args + 1] = '*'
+    for _, v in ipairs(cjson.decode(f)) do args[#args + 1] = v end
+    redis.call('XADD', unpack(args))
+    redis.call('HDEL', KEYS[2], ids[i])
+  end
+  redis.call('ZREM', KEYS[1], ids[i])
+end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return { #ids, tonumber(nxt[2] or '-1'), now }
+`);
+
+/** KEYS: the sorted set, the data hash. ARGV: the id. Removes the event not yet moved: replies 1 when it did, else 0. */
+export const cancelDelayed = new Script(`
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HDEL', KEYS[2], ARGV[1])
+  return 1
+end
+return 0
+`);
