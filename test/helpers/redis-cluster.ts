@@ -17,14 +17,15 @@ export class RedisCluster {
   /**
    * `fullCoverage: false` (redis.conf `cluster-require-full-coverage no`): the other masters keep serving
    * while a master's slots are uncovered (between its FAIL and its replica's promotion); by default the
-   * whole cluster answers CLUSTERDOWN then.
+   * whole cluster answers CLUSTERDOWN then. `extraArgs` go to every server (e.g. AOF).
    */
-  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000, fullCoverage = true): Promise<RedisCluster> {
+  static async start(masters = 3, replicas = 0, nodeTimeoutMs = 5000, fullCoverage = true, extraArgs: string[] = []): Promise<RedisCluster> {
     const servers: RedisServer[] = [];
     try {
       for (let i = 0; i < masters * (1 + replicas); i++) {
         const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(nodeTimeoutMs)];
         if (!fullCoverage) args.push('--cluster-require-full-coverage', 'no');
+        args.push(...extraArgs);
         servers.push(await RedisServer.start({ extraArgs: args }));
       }
       await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
