@@ -17,12 +17,30 @@ import { DelayedMover } from './delayed-mover.js';
 import { delayedDataKey, delayedKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 
-/** Events per MULTI of a `schedule` call (a call's events of one partition are written in such chunks). */
+/** Most events per MULTI. */
 const CHUNK = 1000;
+
+/** Scheduled events of one partition waiting for the next write, and the calls they settle. */
+interface PendingWrite {
+  readonly type: string;
+  readonly partition: number;
+  readonly data: string[];
+  readonly members: (string | number)[];
+  readonly calls: Set<Call>;
+}
+
+/** One `schedule` call: settles once every partition write with its events has. */
+interface Call {
+  left: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
 
 export class RedisScheduling implements TransportScheduling {
   readonly mover: DelayedMover;
   private synced: Promise<void> | undefined;
+  /** Writes gathered in this turn of the event loop, by `type` and partition; sent together at the next turn. */
+  private pending = new Map<string, PendingWrite>();
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -42,32 +60,50 @@ export class RedisScheduling implements TransportScheduling {
     // In Redis's clock, converted with the highest offset the last TIME allows: never due there before `dueAt` here.
     const score = Math.ceil(this.clock.latest(dueAt));
     const type = events[0]!.type;
-    const encode = this.serializer(type);
-    const byPartition = new Map<number, OutgoingEvent[]>();
-    for (const ev of events) {
-      let list = byPartition.get(ev.partition);
-      if (list === undefined) byPartition.set(ev.partition, (list = []));
-      list.push(ev);
-    }
-    const writes: Promise<void>[] = [];
-    for (const [p, list] of byPartition) {
-      for (let i = 0; i < list.length; i += CHUNK) writes.push(this.store(type, p, list.slice(i, i + CHUNK), score, encode));
-    }
-    await Promise.all(writes);
+    await new Promise<void>((resolve, reject) => this.gather(type, events, score, { left: 0, resolve, reject }));
     this.mover.track(type);
     this.mover.wake(score);
   }
 
-  /** One MULTI: the events' data, then their ids in the sorted set (a mover never sees an id without data). */
-  private async store(type: string, partition: number, events: readonly OutgoingEvent[], score: number, encode: Encode): Promise<void> {
-    const data: string[] = [];
-    const members: (string | number)[] = [];
+  /** Adds the call's events to the pending writes of their partitions; the first of a turn arranges the flush. */
+  private gather(type: string, events: readonly OutgoingEvent[], score: number, call: Call): void {
+    const encode = this.serializer(type);
+    if (this.pending.size === 0) setImmediate(() => this.flush());
     for (const ev of events) {
+      const key = `${ev.partition}:${type}`;
+      let w = this.pending.get(key);
+      if (w === undefined) this.pending.set(key, (w = { type, partition: ev.partition, data: [], members: [], calls: new Set() }));
       const fields: (string | number)[] = [];
       pushEventFields(fields, ev, this.source, encode);
-      data.push(ev.id, JSON.stringify(fields));
-      members.push(score, ev.id);
+      w.data.push(ev.id, JSON.stringify(fields));
+      w.members.push(score, ev.id);
+      if (!w.calls.has(call)) {
+        w.calls.add(call);
+        call.left++;
+      }
     }
+  }
+
+  /** Sends the turn's writes, one MULTI per partition (in chunks), and settles their calls. */
+  private flush(): void {
+    const writes = [...this.pending.values()];
+    this.pending = new Map();
+    for (const w of writes) {
+      const chunks: Promise<void>[] = [];
+      for (let i = 0; i < w.data.length; i += 2 * CHUNK) chunks.push(this.store(w.type, w.partition, w.data.slice(i, i + 2 * CHUNK), w.members.slice(i, i + 2 * CHUNK)));
+      Promise.all(chunks).then(
+        () => {
+          for (const c of w.calls) if (--c.left === 0) c.resolve();
+        },
+        (err: unknown) => {
+          for (const c of w.calls) c.reject(err);
+        },
+      );
+    }
+  }
+
+  /** One MULTI: the events' data, then their ids in the sorted set (a mover never sees an id without data). */
+  private async store(type: string, partition: number, data: readonly string[], members: readonly (string | number)[]): Promise<void> {
     const prefix = this.config.prefix;
     const replies = await this.client
       .multi()
