@@ -5,6 +5,7 @@ import { UsageError } from '../lib/config.js';
 import type { Scenario } from '../lib/types.js';
 import { brokerThroughput } from './broker-throughput.js';
 import { consumerGroups } from './consumer-groups.js';
+import { delayedDelivery } from './delayed-delivery.js';
 import { endToEnd } from './end-to-end.js';
 import { extremeBatching } from './extreme-batching.js';
 import { latencyBurst } from './latency-burst.js';
@@ -29,6 +30,7 @@ export const SCENARIOS: Scenario[] = [
   consumerGroups,
   endToEnd,
   observabilityOverhead,
+  delayedDelivery,
 ];
 
 /** What `npm run benchmark` with no flags runs (short settings, in-process, no Redis). */
