@@ -120,6 +120,30 @@ async function scheduledLeft(c: Redis | Cluster, prefix: string): Promise<number
   return n;
 }
 
+describe('redis-streams delayed delivery with several movers', () => {
+  it('two buses moving due events of one type deliver each event once per group', async () => {
+    const s = await server();
+    const block = { type: 'redis-streams', url: s.url, prefix: uniquePrefix('delayed-movers'), partitions: PARTITIONS };
+    const a = await bus(block, 'mover-a');
+    const b = await bus(block, 'mover-b');
+    const counts = new Map<string, Map<number, number>>();
+    for (const [group, member] of [
+      ['g1', a],
+      ['g2', b],
+    ] as const) {
+      const seen = new Map<number, number>();
+      counts.set(group, seen);
+      await member.subscribe('order.created', { group, concurrency: 32, blockMs: 200 }, (e) => void seen.set(e.data.seq, (seen.get(e.data.seq) ?? 0) + 1));
+    }
+    const at = Date.now() + 500;
+    const payloads = Array.from({ length: 5000 }, (_, seq) => ({ orderId: `o-${seq}`, amount: at, seq }));
+    await Promise.all([a.publishMany('order.created', payloads.slice(0, 2500), { deliverAt: at }), b.publishMany('order.created', payloads.slice(2500), { deliverAt: at })]);
+    await waitFor(() => [...counts.values()].every((seen) => seen.size === 5000), 30_000, 'every event in both groups');
+    await sleep(500);
+    for (const seen of counts.values()) expect([...seen.values()].every((n) => n === 1)).toBe(true);
+  }, 60_000);
+});
+
 describe('redis-streams delayed delivery through crashes', () => {
   it('100,000 delayed events over 10 s reach both groups once each, none early, through a Redis SIGKILL and a killed publisher', async () => {
     const s = await server({ aof: true });
