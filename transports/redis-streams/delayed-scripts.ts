@@ -30,6 +30,18 @@ local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return { #ids, tonumber(nxt[2] or '-1'), now }
 `);
 
+/**
+ * KEYS: the sorted set, the data hash. ARGV: triples of id, due score and entry fields (JSON). Stores each
+ * event's data, then its id in the sorted set, as one step. Replies how many it stored.
+ */
+export const storeDelayed = new Script(`
+for i = 1, #ARGV, 3 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
+  redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i])
+end
+return #ARGV / 3
+`);
+
 /** KEYS: the sorted set, the data hash. ARGV: the id. Removes the event not yet moved: replies 1 when it did, else 0. */
 export const cancelDelayed = new Script(`
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then

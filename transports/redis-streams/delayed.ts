@@ -1,6 +1,6 @@
 /**
  * Delayed delivery on Redis (`Transport.scheduling`; docs/delayed-delivery.md). `schedule` stores each event in
- * its partition's sorted set (score: due time in Redis's clock) and data hash in one MULTI, and resolves once
+ * its partition's sorted set (score: due time in Redis's clock) and data hash in one script call, and resolves once
  * Redis acknowledged it: from then on it is as durable as the server's persistence makes a write. The
  * `DelayedMover` of every process that schedules on or subscribes to a type moves that type's due events to
  * their streams (delayed-scripts.ts): no separate scheduler, and one atomic script per partition, so several
@@ -12,20 +12,20 @@ import type { TransportScheduling } from '../../src/scheduling.js';
 import { pushEventFields, type Encode } from './codec.js';
 import type { ResolvedConfig } from './config.js';
 import type { Client } from './connection.js';
-import { cancelDelayed } from './delayed-scripts.js';
+import { cancelDelayed, storeDelayed } from './delayed-scripts.js';
 import { DelayedMover } from './delayed-mover.js';
 import { delayedDataKey, delayedKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 
-/** Most events per MULTI. */
+/** Most events per script call. */
 const CHUNK = 1000;
 
 /** Scheduled events of one partition waiting for the next write, and the calls they settle. */
 interface PendingWrite {
   readonly type: string;
   readonly partition: number;
-  readonly data: string[];
-  readonly members: (string | number)[];
+  /** Triples of id, due score and entry fields (JSON), as `storeDelayed` takes them. */
+  readonly args: (string | number)[];
   readonly calls: Set<Call>;
 }
 
@@ -72,11 +72,10 @@ export class RedisScheduling implements TransportScheduling {
     for (const ev of events) {
       const key = `${ev.partition}:${type}`;
       let w = this.pending.get(key);
-      if (w === undefined) this.pending.set(key, (w = { type, partition: ev.partition, data: [], members: [], calls: new Set() }));
+      if (w === undefined) this.pending.set(key, (w = { type, partition: ev.partition, args: [], calls: new Set() }));
       const fields: (string | number)[] = [];
       pushEventFields(fields, ev, this.source, encode);
-      w.data.push(ev.id, JSON.stringify(fields));
-      w.members.push(score, ev.id);
+      w.args.push(ev.id, score, JSON.stringify(fields));
       if (!w.calls.has(call)) {
         w.calls.add(call);
         call.left++;
@@ -84,13 +83,13 @@ export class RedisScheduling implements TransportScheduling {
     }
   }
 
-  /** Sends the turn's writes, one MULTI per partition (in chunks), and settles their calls. */
+  /** Sends the turn's writes, one script call per partition (in chunks), and settles their calls. */
   private flush(): void {
     const writes = [...this.pending.values()];
     this.pending = new Map();
     for (const w of writes) {
       const chunks: Promise<void>[] = [];
-      for (let i = 0; i < w.data.length; i += 2 * CHUNK) chunks.push(this.store(w.type, w.partition, w.data.slice(i, i + 2 * CHUNK), w.members.slice(i, i + 2 * CHUNK)));
+      for (let i = 0; i < w.args.length; i += 3 * CHUNK) chunks.push(this.store(w.type, w.partition, w.args.length <= 3 * CHUNK ? w.args : w.args.slice(i, i + 3 * CHUNK)));
       Promise.all(chunks).then(
         () => {
           for (const c of w.calls) if (--c.left === 0) c.resolve();
@@ -102,17 +101,10 @@ export class RedisScheduling implements TransportScheduling {
     }
   }
 
-  /** One MULTI: the events' data, then their ids in the sorted set (a mover never sees an id without data). */
-  private async store(type: string, partition: number, data: readonly string[], members: readonly (string | number)[]): Promise<void> {
+  /** One atomic step: the events' data, then their ids in the sorted set (a mover never sees an id without data). */
+  private async store(type: string, partition: number, args: readonly (string | number)[]): Promise<void> {
     const prefix = this.config.prefix;
-    const replies = await this.client
-      .multi()
-      .hset(delayedDataKey(prefix, type, partition), ...data)
-      .zadd(delayedKey(prefix, type, partition), ...members)
-      .exec();
-    const failed = replies?.find(([err]) => err !== null)?.[0];
-    if (replies === null || replies === undefined) throw new Error('MULTI of a delayed event was discarded');
-    if (failed) throw failed;
+    await storeDelayed.runKeys(this.client, [delayedKey(prefix, type, partition), delayedDataKey(prefix, type, partition)], args);
   }
 
   async cancel(type: string, id: string): Promise<boolean> {
