@@ -110,7 +110,7 @@ export class EventBus<M extends EventMap, T extends string = string> {
    * write (`native` and `memory` have one, `redis-streams` does not).
    * @example if (!bus.tryPublish('tick.received', tick)) skipped++;
    */
-  tryPublish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: PublishOptions): boolean {
+  tryPublish<K extends EventName<M>>(type: K, data: EventInput<M, K>, options?: Omit<PublishOptions, 'delayMs' | 'deliverAt'>): boolean {
     try {
       return this.tryWrite(type, data, options);
     } catch (err) {

@@ -122,6 +122,19 @@ describe('typed API', () => {
     await expect(bus.subscribe('user.deleted', options as { group: string }, () => {})).rejects.toMatchObject({ code: 'ERR_CONFIG', message: expect.stringContaining('concurency') });
     await bus.close();
   });
+  it('types a delayed publish as resolving with its id (publishMany: the ids); tryPublish takes no delay', async () => {
+    const bus = await createEventBus({ service: 't', events, transport: { type: 'memory' }, logger: false });
+    const id: string = await bus.publish('user.deleted', { userId: 'u' }, { delayMs: 60_000 });
+    const ids: string[] = await bus.publishMany('user.deleted', [{ userId: 'u' }], { deliverAt: new Date(Date.now() + 60_000) });
+    // @ts-expect-error an undelayed publish resolves with nothing
+    const none: string = await bus.publish('user.deleted', { userId: 'u' });
+    // @ts-expect-error tryPublish writes now: no delay
+    expect(() => bus.tryPublish('user.deleted', { userId: 'u' }, { delayMs: 5 })).toThrow(expect.objectContaining({ code: 'ERR_CONFIG' }));
+    expect(await bus.cancelScheduled('user.deleted', id)).toBe(true);
+    expect(ids.length).toBe(1);
+    void none;
+    await bus.close();
+  });
 });
 
 declare module '../../src/transport-configs.js' {
