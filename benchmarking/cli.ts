@@ -9,7 +9,7 @@ import { intListArg, messageSizeListArg, UsageError } from './lib/config.js';
 import { abandonedIterations, endChildrenOnSignals } from './lib/runner.js';
 
 const program = new Command('benchmark')
-  .description('Reproduces the seed benchmark reports (../shared/seeds) against eventlane, with baselines. See docs/benchmarks.md.')
+  .description('Measures eventlane against hand-written baselines and the reference figures of the systems it replaces (benchmarking/references.ts). See docs/benchmarks.md.')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
@@ -20,7 +20,7 @@ addConfigFlags(program.command('run').description('run one scenario (each measur
 addConfigFlags(
   program
     .command('matrix')
-    .description('sweep batch size x publisher count x message size in one invocation (the seed 003 tables)')
+    .description('sweep batch size x publisher count x message size in one invocation (the tables of the TypeScript Redis Streams library)')
     .option('-s, --scenario <name>', 'scenario to sweep', 'publishing-throughput')
     .addOption(new Option('--batch-sizes <list>', 'comma-separated batch sizes').default([1, 3000, 4000, 5000], '1,3000,4000,5000').argParser(intListArg('batch-sizes', 1, 1_000_000)))
     .addOption(new Option('--publisher-counts <list>', 'comma-separated publisher counts').default([1, 5], '1,5').argParser(intListArg('publisher-counts', 1, 1_000_000)))
@@ -36,7 +36,7 @@ addConfigFlags(
     .description('default: a short suite on the in-process transport (native if available, else memory), no Redis; --all: every scenario')
     .option(
       '--all',
-      'every scenario on its seed transport with its seed configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)',
+      'every scenario on its first transport with its full configuration (memory -> native when it loads; consumer-groups and message-size also on redis; unavailable transports are reported as skipped)',
     )
     .option('--quick', 'with --all: the short settings of the default suite'),
 )
@@ -54,7 +54,7 @@ program
 
 program
   .command('list')
-  .description('list the scenarios, their seed reports and default configurations')
+  .description('list the scenarios, the reference systems they compare with and their default configurations')
   .action(() => listCommand());
 
 async function main(): Promise<void> {

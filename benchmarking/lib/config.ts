@@ -222,7 +222,7 @@ function sortFlags(scenario: Scenario, flags: Partial<BenchConfig>): { user: Par
   return { user, explicit, dropped };
 }
 
-/** The transport given, else the scenario's seed transport; a UsageError when the scenario does not run on it. */
+/** The transport given, else the scenario's first transport; a UsageError when the scenario does not run on it. */
 function scenarioTransport(scenario: Scenario, given: TransportName | undefined): TransportName {
   const transport = given ?? scenario.transports[0]!;
   if (!scenario.transports.includes(transport)) {

@@ -106,11 +106,11 @@ function summarizeDelivery(its: IterationResult[], error: string | undefined): V
   };
 }
 
-/** The seed setup fields the variant's config differs from, as `key value (seed value)`; undefined when none. */
+/** The reference setup fields the variant's config differs from, as `key value (reference value)`; undefined when none. */
 function seedSetupDiffers(variant: Variant): string | undefined {
   const differs = Object.entries(variant.seed?.setup ?? {})
     .filter(([k, v]) => variant.config[k as keyof BenchConfig] !== v)
-    .map(([k, v]) => `${k} ${String(variant.config[k as keyof BenchConfig])} (seed ${String(v)})`);
+    .map(([k, v]) => `${k} ${String(variant.config[k as keyof BenchConfig])} (reference ${String(v)})`);
   return differs.length > 0 ? differs.join(', ') : undefined;
 }
 

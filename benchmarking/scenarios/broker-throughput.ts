@@ -6,13 +6,14 @@ import { prefillThenConsume } from '../lib/consume-run.js';
 import { timedPublish } from '../lib/drive.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
+import { CPP_BROKER_CONSUME, CPP_BROKER_PRODUCE, CPP_BROKER_PRODUCER_SCALING } from '../references.js';
 
-const SCALING: Record<number, number> = { 1: 267_763, 2: 436_914, 4: 387_641, 8: 376_082 };
+const SCALING = CPP_BROKER_PRODUCER_SCALING;
 
 export const brokerThroughput: Scenario = {
   name: 'broker-throughput',
   title: 'Broker throughput: produce, consume, producer scaling',
-  seed: '004',
+  seed: 'cpp-stream-processor',
   description: '50,000 x 100 B on 4 partitions: produce (publish() awaited per 1,000) and consume (1 consumer); 1/2/4/8 publishers x 10,000.',
   transports: ['memory', 'native', 'redis', 'noop'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'consumers', 'partitions'],
@@ -28,12 +29,22 @@ export const brokerThroughput: Scenario = {
         { publishers: 1 },
         {},
         {
-          seed: { source: 'seed 004', throughput: 320_391 },
+          seed: { source: 'cpp-stream-processor', throughput: CPP_BROKER_PRODUCE },
         },
       ),
     ];
     if (c.transport !== 'noop') {
-      out.push(variant(c, 'consume', `consume ${c.messageCount.toLocaleString('en-US')}, ${c.consumers} consumer`, 'consume', {}, {}, { seed: { source: 'seed 004', throughput: 502_647 } }));
+      out.push(
+        variant(
+          c,
+          'consume',
+          `consume ${c.messageCount.toLocaleString('en-US')}, ${c.consumers} consumer`,
+          'consume',
+          {},
+          {},
+          { seed: { source: 'cpp-stream-processor', throughput: CPP_BROKER_CONSUME } },
+        ),
+      );
     }
     const pubs = explicit.has('publishers') ? [c.publishers] : [1, 2, 4, 8];
     for (const p of pubs) {
@@ -46,7 +57,7 @@ export const brokerThroughput: Scenario = {
           { publishers: p, messageCount: 10_000 * p },
           {},
           {
-            seed: SCALING[p] ? { source: 'seed 004 (threads)', throughput: SCALING[p] } : undefined,
+            seed: SCALING[p] ? { source: 'cpp-stream-processor', throughput: SCALING[p] } : undefined,
           },
         ),
       );

@@ -12,13 +12,14 @@ import { prefillThenConsume } from '../lib/consume-run.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { peerRows, peerRunners } from '../peers/index.js';
 import { isRedis, variant } from './helpers.js';
+import { CPP_BROKER_CONSUMER_GROUPS } from '../references.js';
 
-const SEED: Record<number, number> = { 1: 434_198, 2: 574_130, 4: 486_478, 8: 379_590 };
+const SEED = CPP_BROKER_CONSUMER_GROUPS;
 
 export const consumerGroups: Scenario = {
   name: 'consumer-groups',
   title: 'Consumer group throughput: prefilled events, N members, acks included',
-  seed: '004',
+  seed: 'cpp-stream-processor, target-issue-3',
   description: '20,000 events (100 B), 4 partitions, 1/2/4/8 consumers in one group; on Redis also per-event entries vs XREADGROUP+XACK.',
   transports: ['memory', 'native', 'redis'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'consumers', 'partitions'],
@@ -34,7 +35,7 @@ export const consumerGroups: Scenario = {
         { consumers: k },
         {},
         {
-          seed: SEED[k] ? { source: 'seed 004', throughput: SEED[k] } : undefined,
+          seed: SEED[k] ? { source: 'cpp-stream-processor', throughput: SEED[k] } : undefined,
         },
       ),
     );
@@ -51,7 +52,7 @@ export const consumerGroups: Scenario = {
             { consumers: 1, messageCount: 200_000 },
             {},
             {
-              seed: { source: 'issue 3 target', throughput: 1_000_000 },
+              seed: { source: 'target-issue-3', throughput: 1_000_000 },
             },
           ),
         );

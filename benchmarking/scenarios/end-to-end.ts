@@ -13,7 +13,7 @@ import { isRedis, variant } from './helpers.js';
 export const endToEnd: Scenario = {
   name: 'end-to-end',
   title: 'End-to-end latency through the transport at a steady rate',
-  seed: 'issue 3 (target p50 <= 250 us, p99 <= 1 ms)',
+  seed: 'target-issue-3',
   description: 'publish() -> handler start at --rate events/s (default 10,000), open loop, 1 consumer, 128 B; on Redis vs an ioredis XADD -> XREADGROUP loop.',
   transports: ['redis', 'native', 'memory'],
   takes: ['messageCount', 'messageSize', 'rate', 'batchSize', 'flushInterval', 'consumers', 'partitions'],
@@ -36,7 +36,7 @@ export const endToEnd: Scenario = {
       {},
       {
         baseline: baseline?.id,
-        seed: { source: 'issue 3 target', latencyUs: { p50: 250, p99: 1000 } },
+        seed: { source: 'target-issue-3', latencyUs: { p50: 250, p99: 1000 } },
       },
     );
     return [ours, ...(baseline ? [baseline] : []), ...peerRows(c, 'latency')];

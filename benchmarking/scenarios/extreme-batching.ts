@@ -11,6 +11,7 @@ import { acceptedCount, publishMeasured, readBackCheck } from '../lib/drive.js';
 import { sizedPayloads } from '../lib/payload.js';
 import type { Scenario } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
+import { GO_BATCHER_TABLE } from '../references.js';
 
 /** Payloads published over and over (the run is bound by time, not by a count made beforehand). */
 const POOL = 65_536;
@@ -52,18 +53,12 @@ export function peakWindow(samples: readonly (readonly [ms: number, events: numb
   return { perSecond: Math.round(best.perSecond), windowMs: r1(best.windowMs) };
 }
 
-const TABLE: [delayMs: number, workers: number, avg: number, peak: number][] = [
-  [100, 1000, 486_000, 522_000],
-  [100, 2000, 533_000, 569_000],
-  [50, 4000, 558_000, 592_000],
-  [10, 6000, 575_000, 611_000],
-  [1, 10000, 564_000, 600_000],
-];
+const TABLE = GO_BATCHER_TABLE;
 
 export const extremeBatching: Scenario = {
   name: 'extreme-batching',
   title: 'Write batching at the limit: flush delay x concurrent publishers into noop',
-  seed: '002',
+  seed: 'go-batcher',
   description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (seed: 30 s).',
   transports: ['noop', 'memory', 'native', 'redis'],
   takes: ['duration', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
@@ -81,7 +76,7 @@ export const extremeBatching: Scenario = {
         { flushInterval: d, publishers: w },
         {},
         {
-          seed: avg ? { source: 'seed 002', throughput: avg, note: `peak ${peak.toLocaleString('en-US')}/s` } : undefined,
+          seed: avg ? { source: 'go-batcher', throughput: avg, note: `peak ${peak.toLocaleString('en-US')}/s` } : undefined,
         },
       ),
     );

@@ -13,10 +13,11 @@ import { floorRowsAvailable, latencyFloorRun } from '../lib/floor-run.js';
 import { latencyRun, QUIET_BEFORE_BURST_MS } from '../lib/latency-run.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
+import { CPP_BUS_BURST } from '../references.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
-const SEED_1P1C: SeedFigure = { source: 'seed 001', latencyUs: { min: 1452, mean: 2954, p50: 3078, p90: 4000, p99: 4133, 'p99.9': 4143, max: 4145 }, setup: { messageCount: 15_000 } };
-const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 331, mean: 1552, p50: 1557, p90: 2491, p99: 2700, 'p99.9': 2726, max: 2730 }, setup: { messageCount: 15_000 } };
+const SEED_1P1C: SeedFigure = CPP_BUS_BURST['1p1c'];
+const SEED_4P4C: SeedFigure = CPP_BUS_BURST['4p4c'];
 
 /** The machine-floor row (a baseline) beside the JS row `label`: the same burst through the native core, C++ threads only. */
 function floorRow(c: BenchConfig, id: string, label: string, layout: Partial<BenchConfig>, params: Variant['params'], seed: SeedFigure | undefined): Variant {
@@ -27,7 +28,7 @@ function floorRow(c: BenchConfig, id: string, label: string, layout: Partial<Ben
 export const latencyBurst: Scenario = {
   name: 'latency-burst',
   title: (c) => `Burst latency: ${c.messageCount.toLocaleString('en-US')} events published at once into a partition`,
-  seed: '001',
+  seed: 'cpp-bus',
   description: '15,000 trading events {"id":N,"sym":"AAPL","px":150.25,"qty":100} in one burst; 1P/1C and 4P/4C; publish -> handler start.',
   transports: ['memory', 'native', 'redis'],
   takes: ['messageCount', 'batchSize', 'flushInterval', 'partitions', 'consumers'],

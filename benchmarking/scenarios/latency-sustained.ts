@@ -16,15 +16,11 @@ import { spinningNativeType } from '../lib/bus.js';
 import { latencyRun } from '../lib/latency-run.js';
 import type { BenchConfig, ConfigKey, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
+import { CPP_BUS_SUSTAINED } from '../references.js';
 
 /** Seed 001's figures for 1 producer / 1 consumer and 4 / 4. */
-const SEED_1P1C: SeedFigure = {
-  source: 'seed 001',
-  latencyUs: { min: 0, mean: 22, p50: 15, p90: 57, p99: 69, 'p99.9': 92, max: 1461 },
-  note: 'dominated by a 50 us polling sleep',
-  setup: { messageCount: 50_000, rate: 10_000 },
-};
-const SEED_4P4C: SeedFigure = { source: 'seed 001', latencyUs: { min: 0, mean: 25, p50: 22, p90: 62, p99: 68, 'p99.9': 83, max: 145 }, setup: { messageCount: 50_000, rate: 10_000 } };
+const SEED_1P1C: SeedFigure = CPP_BUS_SUSTAINED['1p1c'];
+const SEED_4P4C: SeedFigure = CPP_BUS_SUSTAINED['4p4c'];
 
 type Layout = { partitions: number; consumers: number };
 
@@ -62,7 +58,7 @@ function seedFor(p: number, k: number): SeedFigure | undefined {
 export const latencySustained: Scenario = {
   name: 'latency-sustained',
   title: (c) => `Sustained latency: ${c.messageCount.toLocaleString('en-US')} events ${c.rate > 0 ? `at ${c.rate.toLocaleString('en-US')}/s` : 'closed loop'}`,
-  seed: '001',
+  seed: 'cpp-bus',
   description: 'open-loop constant rate (coordinated omission corrected); 1P/1C and 4P/4C; publish -> handler start. Native: addon, JS fallback and the machine floor (C++ threads, no JS).',
   transports: ['memory', 'native', 'redis'],
   takes: ['messageCount', 'rate', 'batchSize', 'flushInterval', 'partitions', 'consumers'],

@@ -8,13 +8,14 @@ import { sweep } from '../lib/config.js';
 import { timedPublish } from '../lib/drive.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
+import { CPP_BROKER_MESSAGE_SIZE } from '../references.js';
 
-const SEED: Record<number, number> = { 64: 344_846, 256: 254_697, 1024: 159_531, 4096: 59_429, 16384: 16_714 };
+const SEED = CPP_BROKER_MESSAGE_SIZE;
 
 export const messageSize: Scenario = {
   name: 'message-size',
   title: 'Message size impact on publish throughput',
-  seed: '004',
+  seed: 'cpp-stream-processor',
   description: '20,000 events per size, 64 B / 256 B / 1 KB / 4 KB / 16 KB, publish() awaited per 1,000; events/s and MB/s.',
   transports: ['memory', 'native', 'redis', 'noop'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'partitions'],
@@ -24,7 +25,9 @@ export const messageSize: Scenario = {
     const out: Variant[] = [];
     for (const size of sweep(explicit, 'messageSize', c, [64, 256, 1024, 4096, 16384])) {
       const base = isRedis(c) ? `ioredis-${size}` : undefined;
-      out.push(variant(c, `size-${size}`, `${size} B`, 'produce', { messageSize: size }, {}, { baseline: base, seed: SEED[size] ? { source: 'seed 004', throughput: SEED[size] } : undefined }));
+      out.push(
+        variant(c, `size-${size}`, `${size} B`, 'produce', { messageSize: size }, {}, { baseline: base, seed: SEED[size] ? { source: 'cpp-stream-processor', throughput: SEED[size] } : undefined }),
+      );
       if (base) out.push(variant(c, base, `ioredis: pipelined XADD of ${c.batchSize}-event arrays, ${size} B`, 'pipelinedArrays', { messageSize: size }, { batch: c.batchSize }, { kind: 'baseline' }));
     }
     return out;

@@ -14,7 +14,7 @@ import { variant } from './helpers.js';
 /** Worker-thread no-op handler that counts deliveries in shared memory. */
 const COUNT_HANDLER = fileURLToPath(new URL('../workers/count-handler.mjs', import.meta.url));
 
-const TARGET: SeedFigure = { source: 'issue 5 target', throughput: 5_000_000, note: 'seed 004 C++ broker: 320K/s produce; seed 002: 600K ops/s' };
+const TARGET: SeedFigure = { source: 'target-issue-5', throughput: 5_000_000, note: 'C++ stream processor: 320K/s produce; Go write-batching layer: 600K ops/s' };
 
 async function throughputRun(ctx: RunContext): Promise<Measured> {
   const c = ctx.config;
@@ -78,7 +78,7 @@ async function throughputRun(ctx: RunContext): Promise<Measured> {
 export const nativeThroughput: Scenario = {
   name: 'native-throughput',
   title: 'Native transport throughput: publishMany to one worker consumer',
-  seed: 'issue 5',
+  seed: 'target-issue-5',
   description: 'publishMany of 40-byte trading payloads (arrays of --batch-size, default 4,096) to 1 worker consumer, no-op handler; addon vs JS fallback.',
   transports: ['native'],
   takes: ['messageCount', 'batchSize', 'flushInterval', 'partitions'],

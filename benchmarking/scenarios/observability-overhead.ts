@@ -23,7 +23,7 @@ async function observed(ctx: RunContext, run: () => Promise<Measured>): Promise<
 export const observabilityOverhead: Scenario = {
   name: 'observability-overhead',
   title: 'Observability overhead: publish into noop and a memory round trip, observed and not',
-  seed: 'issue 44 (targets)',
+  seed: 'target-issue-44',
   description:
     'publish() x1000 awaited per group into noop, and publishMany(1000) through the memory transport to a handler, each with nothing subscribed to the diagnostics channels, the Prometheus collector, the OpenTelemetry SDK with spans sampled out, and spans recorded to an exporter that drops them. 128 B.',
   transports: ['noop', 'memory'],

@@ -10,8 +10,9 @@ import { publishAndWork, publishAndWorkInWorkers } from '../lib/consume-run.js';
 import { sweep } from '../lib/config.js';
 import type { Scenario, Variant } from '../lib/types.js';
 import { variant } from './helpers.js';
+import { CPP_BUS_PARTITION_SCALING } from '../references.js';
 
-const SEED: Record<number, number> = { 1: 1159, 4: 4211, 8: 5230, 15: 5269 };
+const SEED = CPP_BUS_PARTITION_SCALING;
 
 /** Worker-thread handler module used with the native transport (`workers` + `handler` subscribe options). */
 const BUSY_HANDLER = fileURLToPath(new URL('../workers/busy-handler.mjs', import.meta.url));
@@ -19,7 +20,7 @@ const BUSY_HANDLER = fileURLToPath(new URL('../workers/busy-handler.mjs', import
 export const partitionScaling: Scenario = {
   name: 'partition-scaling',
   title: 'Partition scaling with CPU-bound handlers',
-  seed: '000',
+  seed: 'cpp-bus',
   description: '10,000 events x ~1 ms busy-loop work; 1/2/4/8 partitions, one consumer each; throughput from first publish to last handler.',
   transports: ['memory', 'native', 'redis'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'partitions'],
@@ -29,7 +30,7 @@ export const partitionScaling: Scenario = {
     return sweep(explicit, 'partitions', c, [1, 2, 4, 8]).flatMap((p): Variant[] => {
       const label = `${p} partition${p > 1 ? 's' : ''}, ${p} consumer${p > 1 ? 's' : ''}`;
       const layout = { partitions: p, consumers: p };
-      const seed = SEED[p] ? { source: 'seed 000 (8-core M1)', throughput: SEED[p], setup: { messageCount: 10_000 } } : undefined;
+      const seed = SEED[p] ? { source: 'cpp-bus', throughput: SEED[p], setup: { messageCount: 10_000 } } : undefined;
       if (c.transport !== 'native') return [variant(c, `${p}p`, label, 'work', layout, { workMs: 1 }, { seed })];
       return [
         variant(c, `${p}p`, `${label} (addon)`, 'work', layout, { workMs: 1, implementation: 'native' }, { seed, baseline: `${p}p-js` }),

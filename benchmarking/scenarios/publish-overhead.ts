@@ -9,7 +9,7 @@ import { variant } from './helpers.js';
 export const publishOverhead: Scenario = {
   name: 'publish-overhead',
   title: 'Library overhead: publish paths into the noop transport',
-  seed: 'issue 2 (targets); 002 for scale',
+  seed: 'target-issue-2, go-batcher',
   description: 'publish() awaited in groups of 1,000; publishMany with arrays of 1,000; 10,000 concurrent awaiting publishers. 128 B, noop.',
   transports: ['noop', 'memory', 'native', 'redis'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
@@ -26,7 +26,7 @@ export const publishOverhead: Scenario = {
         {},
         { mode: 'publish-groups', group: 1000 },
         {
-          seed: { source: 'issue 2 target', throughput: 3_000_000 },
+          seed: { source: 'target-issue-2', throughput: 3_000_000 },
         },
       ),
       variant(
@@ -37,7 +37,7 @@ export const publishOverhead: Scenario = {
         {},
         { mode: 'publish-many', group: 1000 },
         {
-          seed: { source: 'issue 2 target', throughput: 5_000_000 },
+          seed: { source: 'target-issue-2', throughput: 5_000_000 },
         },
       ),
       variant(
@@ -48,7 +48,7 @@ export const publishOverhead: Scenario = {
         { publishers: pubs },
         { mode: 'concurrent' },
         {
-          seed: { source: 'issue 2 target', throughput: 2_000_000, note: 'seed 002 (Go, no-op backend): 600K ops/s peak' },
+          seed: { source: 'target-issue-2', throughput: 2_000_000, note: 'Go write-batching layer (no-op backend): 600K ops/s peak' },
         },
       ),
     ];

@@ -11,25 +11,17 @@ import { timedPublish, type PublishMode } from '../lib/drive.js';
 import { peerRows, peerRunners } from '../peers/index.js';
 import type { BenchConfig, Scenario, SeedFigure, Variant } from '../lib/types.js';
 import { isRedis, variant } from './helpers.js';
+import { TS_REDIS_PUBLISHING } from '../references.js';
 
-/** Seed 003 figures by `batch-publishers-size`. */
-const SEED: Record<string, number> = {
-  '4000-1-128': 73_076,
-  '3000-1-128': 68_847,
-  '5000-1-128': 70_710,
-  '4000-5-128': 70_161,
-  '1-1-128': 2_197,
-  '1-5-128': 7_222,
-  '4000-1-4096': 4_734,
-  '1-1-4096': 1_435,
-};
+/** The TypeScript Redis Streams library's figures by `batch-publishers-size`. */
+const SEED = TS_REDIS_PUBLISHING;
 
 function seedFor(c: BenchConfig): SeedFigure | undefined {
   const v = SEED[`${c.batchSize}-${c.publishers}-${c.messageSize}`];
   if (v === undefined) return undefined;
-  const note = c.batchSize === 4000 && c.publishers === 1 && c.messageSize === 128 ? 'the seed library gave 33.7K/s with its own CLI on this machine' : undefined;
+  const note = c.batchSize === 4000 && c.publishers === 1 && c.messageSize === 128 ? 'the TypeScript Redis Streams library gave 33.7K/s with its own CLI on this machine' : undefined;
   // The seed's tables: 100,000 events of 128 B (batch sizes, batching on/off), 10,000 in the message-size one.
-  return { source: 'seed 003', throughput: v, note, setup: { transport: 'redis', messageCount: c.messageSize === 4096 ? 10_000 : 100_000 } };
+  return { source: 'ts-redis-library', throughput: v, note, setup: { transport: 'redis', messageCount: c.messageSize === 4096 ? 10_000 : 100_000 } };
 }
 
 /**
@@ -112,8 +104,8 @@ function unbatchedBaseline(cfg: BenchConfig, entries: 'envelope' | 'minimal'): V
 export const publishingThroughput: Scenario = {
   name: 'publishing-throughput',
   title: 'Publishing throughput into Redis Streams',
-  seed: '003',
-  description: 'publish-only, batched (4,000 / 20 ms) and unbatched (1 and 5 publishers), vs ioredis baselines and seed 003.',
+  seed: 'ts-redis-library',
+  description: 'publish-only, batched (4,000 / 20 ms) and unbatched (1 and 5 publishers), vs ioredis baselines and the TypeScript Redis Streams library.',
   transports: ['redis', 'native', 'memory', 'noop'],
   takes: ['messageCount', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
   defaults: { messageCount: 100_000, messageSize: 128, batchSize: 4000, flushInterval: 20, publishers: 1, iterations: 3, warmup: 1 },

@@ -218,8 +218,8 @@ describe('benchmark CLI', () => {
     expect(r.stdout).not.toContain('each in a fresh process');
   });
 
-  it('no ratio to a seed whose setup the run does not match (another transport, event count, rate): the row says what differs', async () => {
-    const file = join(dir, 'seed-setup.json');
+  it('no ratio to a reference whose setup the run does not match (another transport, event count, rate): the notes say what differs', async () => {
+    const file = join(dir, 'reference-setup.json');
     const r = await runCli([
       'run',
       '-s',
@@ -244,8 +244,9 @@ describe('benchmark CLI', () => {
     const v = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants[0];
     expect(v.seed.throughput).toBe(2197);
     expect(v.ratios.vsSeed).toBeUndefined();
-    expect(v.seedSetupDiffers).toBe('transport noop (seed redis), messageCount 1000 (seed 100000)');
-    expect(r.stdout).toContain('n/a: transport noop (seed redis), messageCount 1000 (seed 100000)');
+    expect(v.seedSetupDiffers).toBe('transport noop (reference redis), messageCount 1000 (reference 100000)');
+    // The note under the table, wrapped at 120 columns.
+    expect(r.stdout.replace(/\n {4}/g, ' ')).toContain(`n/a (setup): ${v.label}: transport noop (reference redis), messageCount 1000 (reference 100000); no ratio to the reference`);
     const burst = await runCli(['run', '-s', 'latency-burst', '-t', 'memory', '--message-count', '300', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
     expect(burst.code, burst.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants as { seed?: unknown; ratios: { latencyP99VsSeed?: number }; seedSetupDiffers?: string }[];
@@ -253,7 +254,7 @@ describe('benchmark CLI', () => {
     expect(seeded.length).toBeGreaterThan(0);
     for (const x of seeded) {
       expect(x.ratios.latencyP99VsSeed).toBeUndefined();
-      expect(x.seedSetupDiffers).toBe('messageCount 300 (seed 15000)');
+      expect(x.seedSetupDiffers).toBe('messageCount 300 (reference 15000)');
     }
   }, 60_000);
 
