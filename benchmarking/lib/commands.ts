@@ -9,6 +9,9 @@ import { checkMarkdownTarget, writeMarkdown } from '../report/markdown.js';
 import { environment, SCHEMA, type BenchReport } from '../report/report.js';
 import { renderTerminal } from '../report/terminal.js';
 import { warnings } from '../report/rows.js';
+import { runNotices } from '../report/notices.js';
+import { scenarioReferences } from '../references.js';
+import { DEFAULT_RESULTS_DIR, prepareResultsDir, saveReport } from './save.js';
 import { findScenario, SCENARIOS, DEFAULT_SUITE } from '../scenarios/index.js';
 import { assertTransportAvailable, assertTransportOptions, inProcessTransport } from './bus.js';
 import { FLAG_NAMES, flagsTaken, isScenarioFlag, resolveConfig, UsageError } from './config.js';
@@ -35,6 +38,9 @@ interface Opts {
   json?: string;
   markdown?: string;
   html?: string;
+  /** False with --no-save. */
+  save?: boolean;
+  resultsDir?: string;
   all?: boolean;
   quick?: boolean;
 }
@@ -85,23 +91,36 @@ async function preflight(transport: TransportName, config: BenchConfig): Promise
   return transport === 'redis' ? redisVersion(config.redisUrl) : null;
 }
 
-async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: ScenarioResult) => void): Promise<BenchReport> {
-  let redis: string | null = null;
-  const loadAtStart = environment(null).loadAvg;
-  const runs: ScenarioResult[] = [];
-  const progress = new Progress(Boolean(o['quiet']));
-  const nodeOptions: string[] = o['nodeOption'] ?? [];
-  const runOpts: RunOptions = {
-    fork: o['fork'] !== false,
+function runOptions(o: Opts, nodeOptions: string[]): RunOptions {
+  const fork = o['fork'] !== false;
+  if (!fork && nodeOptions.length > 0) {
+    throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
+  }
+  return {
+    fork,
     keepKeys: Boolean(o['keepKeys']),
     kinds: runKinds(o),
     iterationTimeoutMs: typeof o['iterationTimeout'] === 'number' ? o['iterationTimeout'] * 1000 : undefined,
     nodeOptions,
   };
-  if (!runOpts.fork && nodeOptions.length > 0) {
-    throw new UsageError('--node-option applies to the child processes of the iterations: it cannot be used with --no-fork (start node with the flag instead).');
-  }
+}
+
+/** Where the report is saved: undefined with --no-save or for a report without a `name` (a matrix cell). */
+function saveDir(o: Opts, name: string | undefined): string | undefined {
+  return name !== undefined && o.save !== false ? (o.resultsDir ?? DEFAULT_RESULTS_DIR) : undefined;
+}
+
+/** `name`: the saved report's file name after its time (the scenario, `suite`, ...); undefined: not saved. */
+async function execute(plans: Planned[], o: Opts, strict: boolean, name: string | undefined, mutate?: (r: ScenarioResult) => void): Promise<BenchReport> {
+  let redis: string | null = null;
+  const loadAtStart = environment(null).loadAvg;
+  const runs: ScenarioResult[] = [];
+  const progress = new Progress(Boolean(o['quiet']));
+  const nodeOptions: string[] = o['nodeOption'] ?? [];
+  const runOpts = runOptions(o, nodeOptions);
   checkOutputTargets(o);
+  const dir = saveDir(o, name);
+  if (dir !== undefined) prepareResultsDir(dir);
   for (const p of plans) {
     try {
       redis = (await preflight(p.config.transport, p.config)) ?? redis;
@@ -125,7 +144,8 @@ async function execute(plans: Planned[], o: Opts, strict: boolean, mutate?: (r: 
     environment: { ...environment(redis), loadAvg: loadAtStart, ...(nodeOptions.length ? { nodeOptions } : {}) },
     runs,
   };
-  output(report, o);
+  report.notices = runNotices(report);
+  output(report, o, name);
   return report;
 }
 
@@ -178,7 +198,7 @@ function unwritable(path: string): string | undefined {
   return undefined;
 }
 
-function output(report: BenchReport, o: Opts): void {
+function output(report: BenchReport, o: Opts, name?: string): void {
   process.stdout.write(renderTerminal(report) + '\n');
   // Each file on its own: one that fails (the disk filled up meanwhile) does not cost the others.
   const writes: ['json' | 'markdown' | 'html', (file: string) => void][] = [
@@ -196,6 +216,16 @@ function output(report: BenchReport, o: Opts): void {
       process.exitCode = 1;
     }
   }
+  const dir = saveDir(o, name);
+  if (dir !== undefined) {
+    try {
+      const paths = saveReport(report, dir, name!);
+      process.stdout.write(`\nsaved: ${paths.join('\n       ')}\n`);
+    } catch (err) {
+      process.stderr.write(`error: saving the report in ${dir}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  }
   const failed = report.runs.some((r) => r.variants.some((v) => v.error || v.delivery.lost || v.delivery.duplicated || v.delivery.unmatched));
   if (failed) {
     process.stderr.write(`!!! ${warnings(report.runs).length} problem(s): see the warnings above (lost, duplicated or unmatched events, failed runs)\n`);
@@ -206,7 +236,7 @@ function output(report: BenchReport, o: Opts): void {
 export async function runCommand(o: RunOpts): Promise<void> {
   const scenario = findScenario(o['scenario']);
   const { config, explicit } = resolveConfig(scenario, flagsToConfig(o));
-  await execute([{ scenario, config, explicit }], o, true);
+  await execute([{ scenario, config, explicit }], o, true, scenario.name);
 }
 
 export async function matrixCommand(o: MatrixOpts): Promise<void> {
@@ -227,7 +257,7 @@ export async function matrixCommand(o: MatrixOpts): Promise<void> {
       }
   checkOutputTargets(o); // execute() is given none: the matrix writes its summary after every cell
   const merged: ScenarioResult[] = [];
-  const report = await execute(plans, { ...o, json: undefined, markdown: undefined, html: undefined, withBaselines: Boolean(o['withBaselines']) }, true, (r) => merged.push(r));
+  const report = await execute(plans, { ...o, json: undefined, markdown: undefined, html: undefined, withBaselines: Boolean(o['withBaselines']) }, true, undefined, (r) => merged.push(r));
   if (merged.length === 0) return;
   const first = merged[0]!;
   const all: ScenarioResult = { ...first, title: `${first.title} (matrix)`, variants: [], wallMs: merged.reduce((a, r) => a + r.wallMs, 0) };
@@ -238,7 +268,10 @@ export async function matrixCommand(o: MatrixOpts): Promise<void> {
   }
   const final: BenchReport = { ...report, runs: [all] };
   process.stdout.write('\n(matrix summary)\n');
-  output(final, o);
+  const name = `matrix-${scenario.name}`;
+  const dir = saveDir(o, name);
+  if (dir !== undefined) prepareResultsDir(dir);
+  output(final, o, name);
 }
 
 /** Scenarios `suite --all` also runs on Redis (they compare with ioredis baselines there). */
@@ -248,7 +281,7 @@ export async function suiteCommand(o: Opts): Promise<void> {
   const flags = flagsToConfig(o);
   const plans = o.all ? await allScenariosPlans(flags, Boolean(o.quick)) : await defaultSuitePlans(flags);
   noteDropped(flags, plans);
-  await execute(plans, o, false);
+  await execute(plans, o, false, o.all ? 'suite-all' : 'suite');
 }
 
 /**
@@ -333,7 +366,11 @@ export function listCommand(): void {
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
     process.stdout.write(
-      `${s.name.padEnd(22)} seed ${s.seed}; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`,
+      `${s.name.padEnd(22)} compared with ${
+        scenarioReferences(s.seed)
+          .map((r) => r.name)
+          .join(', ') || 'baselines only'
+      }; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`,
     );
   }
 }

@@ -3,12 +3,13 @@
  */
 import { Command, Option } from 'commander';
 import { intArg, MIN_MESSAGE_SIZE, messageSizeArg, nodeOptionArg, numArg, transportArg, transportOptionArg, urlArg } from './config.js';
+import { DEFAULT_RESULTS_DIR, RESULTS_DIR_ENV } from './save.js';
 import type { BenchConfig } from './types.js';
 
 export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): Command {
   cmd
-    .addOption(new Option('-t, --transport <name>', "transport: redis | native | memory | noop (default: the scenario's seed transport)").argParser(transportArg))
-    .addOption(new Option('--message-count <n>', 'events per iteration (default: the scenario seed configuration)').argParser(intArg('message-count', 1, 1e9)))
+    .addOption(new Option('-t, --transport <name>', "transport: redis | native | memory | noop (default: the scenario's first transport, see `list`)").argParser(transportArg))
+    .addOption(new Option('--message-count <n>', 'events per iteration (default: the scenario configuration, see `list`)').argParser(intArg('message-count', 1, 1e9)))
     .addOption(
       new Option('--message-size <bytes>', `JSON-encoded payload size in bytes, at least ${MIN_MESSAGE_SIZE} (the JSON {"id":N,"body":""} with a 10-digit id)`).argParser(
         messageSizeArg('message-size'),
@@ -34,6 +35,8 @@ export function addConfigFlags(cmd: Command, opts: { sweeps?: boolean } = {}): C
     .option('--json <file>', 'write the full report as JSON (schema: docs/benchmarks.md)')
     .option('--markdown <file>', 'write a Markdown report (replaces the marked results section if the file has one)')
     .option('--html <file>', 'write a self-contained HTML report with charts')
+    .option('--no-save', `do not save the report (by default its JSON and HTML go to ${DEFAULT_RESULTS_DIR}/<time>-<suite or scenario>.json and .html)`)
+    .addOption(new Option('--results-dir <dir>', 'where reports are saved').default(DEFAULT_RESULTS_DIR).env(RESULTS_DIR_ENV))
     .addOption(
       new Option(
         '--iteration-timeout <s>',

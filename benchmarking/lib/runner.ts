@@ -310,6 +310,7 @@ export async function runScenario(scenario: Scenario, config: BenchConfig, expli
     scenario: scenario.name,
     title: scenarioTitle(scenario, runConfig),
     seed: scenario.seed,
+    ...(scenario.headline ? { headline: scenario.headline } : {}),
     transport: config.transport,
     config: runConfig,
     variants: results,

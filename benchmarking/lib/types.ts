@@ -57,15 +57,15 @@ export interface Variant {
   params: Record<string, string | number | boolean>;
   /** Id of the baseline variant this one is compared with (ratio ours / baseline). */
   baseline?: string;
-  /** The seed report's own figure for this configuration. */
+  /** The reference figure for this configuration (benchmarking/references.ts). */
   seed?: SeedFigure;
 }
 
 export interface SeedFigure {
   source: string;
-  /** Throughput in events/s, when the seed reports one. */
+  /** Throughput in events/s, when the reference has one. */
   throughput?: number;
-  /** Latency percentiles in microseconds, when the seed reports them. */
+  /** Latency percentiles in microseconds, when the reference has them. */
   latencyUs?: Partial<Record<'min' | 'mean' | 'p50' | 'p90' | 'p99' | 'p99.9' | 'max', number>>;
   note?: string;
   /**
@@ -182,7 +182,7 @@ export interface VariantResult {
   delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; unmatched?: number; ok: boolean; verifiedBy?: string };
   /** Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better). */
   ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number; latencyP50VsBaseline?: number; latencyP99VsBaseline?: number };
-  /** Where the run's setup differs from the seed's (`SeedFigure.setup`), e.g. "messageCount 300 (seed 15000)": no ratio to the seed then. */
+  /** Where the run's setup differs from the seed's (`SeedFigure.setup`), e.g. "messageCount 300 (reference 15000)": no ratio to the reference then. */
   seedSetupDiffers?: string;
   error?: string;
 }
@@ -195,6 +195,8 @@ export interface ScenarioResult {
   config: BenchConfig;
   variants: VariantResult[];
   skipped?: string;
+  /** Id of the variant the verdict is about (`Scenario.headline`). */
+  headline?: string;
   startedAt: string;
   wallMs: number;
   /** False when the iterations ran in the CLI's own process (`--no-fork`); absent in older reports: forked. */
@@ -222,7 +224,7 @@ export interface Scenario {
   name: string;
   /** The report's heading; a function when it names figures the flags change (event count, rate). */
   title: string | ((c: BenchConfig) => string);
-  /** The seed report reproduced (file name in ../shared/seeds), or `issue N` for targets from the issues. */
+  /** The reference systems compared with, as ids of benchmarking/references.ts separated by ', '. */
   seed: string;
   description: string;
   /** Transports this scenario runs on; the first is its default. */
@@ -233,10 +235,12 @@ export interface Scenario {
    * the scenarios that take it.
    */
   takes: readonly ScenarioFlag[];
-  /** The seed configuration. */
+  /** The configuration of the reference figures. */
   defaults: Partial<BenchConfig>;
   /** Shorter settings used by the default suite (`npm run benchmark` with no flags). */
   quick?: Partial<BenchConfig>;
+  /** Id of the variant the scenario's verdict and summary row are about (default: the first library row with a ratio). */
+  headline?: string;
   /** The configurations measured; flags the user set explicitly collapse the scenario's sweeps. */
   variants(config: BenchConfig, explicit: ReadonlySet<ConfigKey>): Variant[];
   runners: Record<string, Runner>;

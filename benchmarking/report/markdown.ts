@@ -5,8 +5,13 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { nodeOptionsText, type BenchReport } from './report.js';
-import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
+import { runNotices } from './notices.js';
+import { scenarioHeading, tableNotes, usedColumns, warnings, type Column } from './rows.js';
+import { summaryRows, verdict } from './verdict.js';
 import { UsageError } from '../lib/config.js';
+
+/** Ratio columns say in their header which direction is better. */
+const header = (c: Column) => (c.direction ? `${c.header} (${c.direction})` : c.header);
 
 const START = '<!-- benchmark-results:start -->';
 const END = '<!-- benchmark-results:end -->';
@@ -26,6 +31,7 @@ export function renderMarkdown(report: BenchReport): string {
   );
   out.push('');
   out.push(`Command: \`${report.command}\``);
+  for (const n of runNotices(report)) out.push('', `**Note:** ${n}`);
   for (const r of report.runs) {
     out.push('');
     out.push(`### ${r.scenario}`);
@@ -36,7 +42,16 @@ export function renderMarkdown(report: BenchReport): string {
     }
     out.push(`${r.title}. ${scenarioHeading(r)}.`);
     out.push('');
-    out.push(mdTable(HEADERS, r.variants.map(variantRow)));
+    const { columns, rows } = usedColumns(r);
+    out.push(mdTable(columns.map(header), rows));
+    const notes = tableNotes(r);
+    if (notes.length) out.push('', ...notes.map((n) => `- ${n}`));
+    const v = verdict(r);
+    if (v) out.push('', `**Verdict:** ${v}`);
+  }
+  if (report.runs.length > 1) {
+    const { headers, rows } = summaryRows(report.runs);
+    out.push('', '### Summary', '', mdTable(headers, rows));
   }
   const warn = warnings(report.runs);
   if (warn.length) {

@@ -35,6 +35,8 @@ export interface BenchReport {
   command: string;
   environment: Environment;
   runs: ScenarioResult[];
+  /** Why the figures may not be worth much (a short measured window, a loaded machine): `runNotices`. */
+  notices?: string[];
 }
 
 export function environment(redisVersion: string | null): Environment {

@@ -1,11 +1,17 @@
 /**
  * Inline SVG charts (no external scripts or CDNs): throughput bars per configuration and latency
- * percentile curves.
+ * percentile curves. Nothing is told apart by colour alone: baselines are hatched, reference bars carry a
+ * text label, and each latency curve has its own dash pattern, marker shape and number in the legend.
  */
-import type { ScenarioResult } from '../lib/types.js';
-import { fmtCompact } from './rows.js';
+import type { ScenarioResult, VariantResult } from '../lib/types.js';
+import { fmtCompact, sourceName } from './rows.js';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
+const DASHES = ['', '6 3', '2 3', '8 3 2 3', '12 4', '4 2 1 2', '1 2', '10 2 2 2 2 2'];
+const MARKERS = ['circle', 'square', 'triangle', 'diamond', 'cross', 'plus', 'star', 'bar'] as const;
+const OURS = '#2563eb';
+const BASELINE = '#6b7280';
+const REFERENCE = '#b45309';
 
 /** Room for `text` in the 12 px label font, generously (system-ui averages ~6.2 px per character). */
 function labelWidth(text: string): number {
@@ -16,49 +22,135 @@ export function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-/** Horizontal bars: mean throughput (min..max whisker) per variant, with the seed/target figure beside it. */
+/** An id usable inside the document for the chart of scenario `name`. */
+function idFor(kind: string, name: string): string {
+  return `${kind}-${name.replace(/[^\w-]/g, '_')}`;
+}
+
+function hatch(id: string): string {
+  return `<defs><pattern id="${id}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#e5e7eb"/><line x1="0" y1="0" x2="0" y2="6" stroke="${BASELINE}" stroke-width="3"/></pattern></defs>`;
+}
+
+function barRow(v: VariantResult, y: number, labelW: number, x: (n: number) => number, hatchId: string): string[] {
+  const t = v.summary.throughput;
+  const fill = v.kind === 'baseline' ? `url(#${hatchId})` : OURS;
+  const stroke = v.kind === 'baseline' ? ` stroke="${BASELINE}"` : '';
+  const parts = [
+    `<text x="${labelW - 8}" y="${y + 14}" text-anchor="end" class="label">${esc(v.kind === 'baseline' ? `[baseline] ${v.label}` : v.label)}</text>`,
+    `<rect class="bar ${v.kind}" data-variant="${esc(v.id)}" x="${labelW}" y="${y + 2}" width="${Math.max(1, x(t.mean) - labelW).toFixed(1)}" height="16" fill="${fill}"${stroke}><title>${esc(v.label)}: ${Math.round(t.mean)} events/s</title></rect>`,
+    `<line class="whisker" x1="${x(t.min).toFixed(1)}" x2="${x(t.max).toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="#111" stroke-width="1.5"/>`,
+    `<text x="${x(t.mean) + 6}" y="${y + 15}" class="value">${fmtCompact(t.mean)}/s</text>`,
+  ];
+  if (v.seed?.throughput) {
+    const name = sourceName(v);
+    parts.push(
+      `<rect class="reference-bar" x="${labelW}" y="${y + 21}" width="${Math.max(1, x(v.seed.throughput) - labelW).toFixed(1)}" height="5" fill="${REFERENCE}"><title>${esc(name)}: ${v.seed.throughput} events/s</title></rect>`,
+      `<text x="${labelW}" y="${y + 38}" class="reference-label">reference ${fmtCompact(v.seed.throughput)}/s: ${esc(name)}</text>`,
+    );
+  }
+  return parts;
+}
+
+/** Horizontal bars: mean throughput (min..max whisker) per variant, with its reference figure under it, labelled. */
 export function throughputChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => !v.error && v.iterations.length);
   if (!rows.length) return '';
   // Wide enough for the longest label: a fixed width would cut long ones on the left.
-  const labelW = Math.max(330, 16 + Math.max(...rows.map((v) => labelWidth(v.label))));
+  const labelW = Math.max(300, 16 + Math.max(...rows.map((v) => labelWidth(v.kind === 'baseline' ? `[baseline] ${v.label}` : v.label))));
   const barW = 420;
-  const rowH = 34;
   const max = Math.max(...rows.map((v) => Math.max(v.summary.throughput.max, v.seed?.throughput ?? 0))) || 1;
   const x = (n: number) => labelW + (n / max) * barW;
-  const h = rows.length * rowH + 30;
-  const parts: string[] = [];
-  rows.forEach((v, i) => {
-    const y = 10 + i * rowH;
-    const t = v.summary.throughput;
-    const color = v.kind === 'baseline' ? '#6b7280' : '#2563eb';
-    parts.push(`<text x="${labelW - 8}" y="${y + 14}" text-anchor="end" class="label">${esc(v.label)}</text>`);
-    parts.push(
-      `<rect class="bar" data-variant="${esc(v.id)}" x="${labelW}" y="${y + 2}" width="${Math.max(1, x(t.mean) - labelW).toFixed(1)}" height="16" fill="${color}"><title>${esc(v.label)}: ${Math.round(t.mean)} events/s</title></rect>`,
-    );
-    parts.push(`<line class="whisker" x1="${x(t.min).toFixed(1)}" x2="${x(t.max).toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="#111" stroke-width="1.5"/>`);
-    if (v.seed?.throughput) {
-      parts.push(
-        `<rect class="seed-bar" x="${labelW}" y="${y + 20}" width="${Math.max(1, x(v.seed.throughput) - labelW).toFixed(1)}" height="6" fill="#f59e0b"><title>${esc(v.seed.source)}: ${v.seed.throughput} events/s</title></rect>`,
-      );
-    }
-    parts.push(`<text x="${x(t.mean) + 6}" y="${y + 15}" class="value">${fmtCompact(t.mean)}/s</text>`);
-  });
-  parts.push(`<text x="${labelW}" y="${h - 4}" class="axis">0</text><text x="${labelW + barW}" y="${h - 4}" text-anchor="end" class="axis">${fmtCompact(max)}/s</text>`);
-  const legend = `<text x="10" y="${h - 4}" class="axis">blue: eventlane, grey: baseline, amber: seed / target</text>`;
-  return `<svg class="chart throughput-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${labelW + barW + 90}" height="${h}" viewBox="0 0 ${labelW + barW + 90} ${h}">${parts.join('')}${legend}</svg>`;
+  const hatchId = idFor('hatch', r.scenario);
+  const parts: string[] = [hatch(hatchId)];
+  let y = 10;
+  for (const v of rows) {
+    parts.push(...barRow(v, y, labelW, x, hatchId));
+    y += v.seed?.throughput ? 48 : 28;
+  }
+  parts.push(`<text x="${labelW}" y="${y + 6}" class="axis">0</text><text x="${labelW + barW}" y="${y + 6}" text-anchor="end" class="axis">${fmtCompact(max)}/s</text>`);
+  const ly = y + 26;
+  const entries: [swatch: string, text: string][] = [[`width="14" height="12" fill="${OURS}"`, 'eventlane']];
+  if (rows.some((v) => v.kind === 'baseline')) entries.push([`width="14" height="12" fill="url(#${hatchId})" stroke="${BASELINE}"`, 'hand-written baseline (hatched)']);
+  if (rows.some((v) => v.seed?.throughput)) entries.push([`width="14" height="5" fill="${REFERENCE}"`, 'reference figure (thin bar, labelled)']);
+  entries.push(['width="14" height="1.5" fill="#111"', 'whisker: min..max of the iterations']);
+  let lx = 10;
+  const legend = entries
+    .map(([swatch, text]) => {
+      const item = `<g class="legend-item"><rect x="${lx}" y="${ly - 8}" ${swatch}/><text x="${lx + 20}" y="${ly}" class="legend">${esc(text)}</text></g>`;
+      lx += 30 + labelWidth(text);
+      return item;
+    })
+    .join('');
+  const W = Math.max(labelW + barW + 90, lx);
+  const h = ly + 10;
+  return `<svg class="chart throughput-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" role="img" aria-label="throughput per configuration">${parts.join('')}${legend}</svg>`;
+}
+
+/** A marker of `shape` centred on (x, y). */
+function marker(shape: (typeof MARKERS)[number], x: number, y: number, color: string, cls: string): string {
+  const p = (pts: [number, number][]) => pts.map(([a, b]) => `${(x + a).toFixed(1)},${(y + b).toFixed(1)}`).join(' ');
+  const attrs = `class="${cls}" fill="${color}" stroke="${color}"`;
+  switch (shape) {
+    case 'circle':
+      return `<circle ${attrs} cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="4"/>`;
+    case 'square':
+      return `<rect ${attrs} x="${(x - 4).toFixed(1)}" y="${(y - 4).toFixed(1)}" width="8" height="8"/>`;
+    case 'triangle':
+      return `<polygon ${attrs} points="${p([
+        [0, -5],
+        [5, 4],
+        [-5, 4],
+      ])}"/>`;
+    case 'diamond':
+      return `<polygon ${attrs} points="${p([
+        [0, -5],
+        [5, 0],
+        [0, 5],
+        [-5, 0],
+      ])}"/>`;
+    case 'cross':
+      return `<path ${attrs} stroke-width="2" d="M${x - 4} ${y - 4}L${x + 4} ${y + 4}M${x - 4} ${y + 4}L${x + 4} ${y - 4}"/>`;
+    case 'plus':
+      return `<path ${attrs} stroke-width="2" d="M${x - 5} ${y}H${x + 5}M${x} ${y - 5}V${y + 5}"/>`;
+    case 'star':
+      return `<polygon ${attrs} points="${p([
+        [0, -5],
+        [1.5, -1.5],
+        [5, -1.5],
+        [2, 1],
+        [3, 5],
+        [0, 2.5],
+        [-3, 5],
+        [-2, 1],
+        [-5, -1.5],
+        [-1.5, -1.5],
+      ])}"/>`;
+    default:
+      return `<rect ${attrs} x="${(x - 1.5).toFixed(1)}" y="${(y - 5).toFixed(1)}" width="3" height="10"/>`;
+  }
+}
+
+const MARKED: [string, number][] = [
+  ['p50', 50],
+  ['p90', 90],
+  ['p99', 99],
+  ['p99.9', 99.9],
+];
+
+/** The percentile of the curve closest to `p` (the curve's points are the HdrHistogram's). */
+function usAt(curve: [number, number][], p: number): number | undefined {
+  return curve.filter(([q]) => q <= p).pop()?.[1];
 }
 
 /** Latency percentile curves: x = percentile on a 1/(1-p) log scale, y = microseconds on a log scale. */
 export function latencyChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => v.summary.latency && v.summary.latency.count > 0);
   if (!rows.length) return '';
-  // The legend goes under the plot, a line per configuration, as wide as its longest label: beside the
-  // plot it would be cut at the right edge, and the floor rows (long labels) could not be told apart.
+  // The legend goes under the plot, a line per configuration, as wide as its longest label.
   const L = 60;
-  const W = Math.max(760, L + 20 + Math.max(...rows.map((v) => labelWidth(v.label))));
+  const W = Math.max(760, L + 120 + Math.max(...rows.map((v) => labelWidth(v.label))));
   const plotH = 300;
-  const H = plotH + 10 + rows.length * 16;
+  const H = plotH + 40 + rows.length * 20;
   const B = 40;
   const T = 10;
   const R = W - 760 + 20;
@@ -82,23 +174,33 @@ export function latencyChart(r: ScenarioResult): string {
   }
   rows.forEach((v, i) => {
     const color = COLORS[i % COLORS.length]!;
-    const pts = v.summary.latency!.curve.filter(([p]) => p < 100).map(([p, us]) => `${px(p).toFixed(1)},${py(us).toFixed(1)}`);
-    parts.push(`<polyline class="latency-curve" data-variant="${esc(v.id)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
-    parts.push(`<text x="${L}" y="${plotH + 14 + i * 16}" fill="${color}" class="label">${esc(v.label)}</text>`);
+    const dash = DASHES[i % DASHES.length]!;
+    const shape = MARKERS[i % MARKERS.length]!;
+    const curve = v.summary.latency!.curve.filter(([p]) => p < 100);
+    const pts = curve.map(([p, us]) => `${px(p).toFixed(1)},${py(us).toFixed(1)}`);
+    parts.push(`<polyline class="latency-curve" data-variant="${esc(v.id)}" fill="none" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${pts.join(' ')}"/>`);
+    for (const [, p] of MARKED) {
+      const us = usAt(curve, p);
+      if (us !== undefined && us > 0) parts.push(marker(shape, px(p), py(us), color, 'curve-marker'));
+    }
+    const yL = plotH + 14 + i * 20;
+    parts.push(
+      `<line x1="${L}" x2="${L + 36}" y1="${yL - 4}" y2="${yL - 4}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''}/>${marker(shape, L + 18, yL - 4, color, 'legend-marker')}`,
+      `<text x="${L + 44}" y="${yL}" class="label">${i + 1}. ${esc(v.label)}</text>`,
+    );
     const s = v.seed?.latencyUs;
-    if (s) {
-      for (const [k, p] of [
-        ['p50', 50],
-        ['p90', 90],
-        ['p99', 99],
-        ['p99.9', 99.9],
-      ] as const) {
-        const us = s[k];
-        if (us !== undefined && us > 0)
-          parts.push(`<circle class="seed-point" cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="4" fill="none" stroke="${color}"><title>${esc(v.seed!.source)} ${k}: ${us} us</title></circle>`);
-      }
+    if (!s) return;
+    for (const [k, p] of MARKED) {
+      const us = s[k as 'p50'];
+      if (us === undefined || us <= 0) continue;
+      parts.push(
+        `<g class="reference-point"><circle cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="6" fill="#fff" stroke="${color}" stroke-width="1.5"/><text x="${px(p).toFixed(1)}" y="${(py(us) + 3.5).toFixed(1)}" text-anchor="middle" class="ref-number">${i + 1}</text><title>${esc(sourceName(v))} ${k}: ${us} us (reference of ${i + 1})</title></g>`,
+      );
     }
   });
-  parts.push(`<text x="${L}" y="${plotH - 6}" class="axis">percentile (log scale of 1/(1-p)); circles: seed figures / targets; y: microseconds (log)</text>`);
-  return `<svg class="chart latency-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${parts.join('')}</svg>`;
+  parts.push(`<text x="${L}" y="${plotH - 6}" class="axis">x: percentile (log scale of 1/(1-p)); y: microseconds (log)</text>`);
+  if (rows.some((v) => v.seed?.latencyUs)) {
+    parts.push(`<text x="${L}" y="${H - 8}" class="axis">numbered rings: the reference figures (p50, p90, p99, p99.9) of the configuration with that number</text>`);
+  }
+  return `<svg class="chart latency-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="latency percentiles">${parts.join('')}</svg>`;
 }

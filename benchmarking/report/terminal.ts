@@ -1,35 +1,148 @@
 /**
- * Plain-text tables for the terminal.
+ * Plain-text report for the terminal. Every line is at most WIDTH columns: prose is wrapped, tables
+ * replace long configuration names with short labels (#1, #2 ...) explained in a legend under the table,
+ * and leave out their least important columns when that is not enough (the saved reports have them all).
  */
 import { nodeOptionsText, type BenchReport } from './report.js';
-import { HEADERS, scenarioHeading, variantRow, warnings } from './rows.js';
+import { runNotices } from './notices.js';
+import { COLUMNS, scenarioHeading, tableNotes, variantRow, warnings } from './rows.js';
+import { summaryRows, verdict } from './verdict.js';
 
-export function table(headers: string[], rows: string[][]): string {
-  const keep = headers.map((_, i) => rows.some((r) => (r[i] ?? '') !== '') || i === 0);
-  const hs = headers.filter((_, i) => keep[i]);
-  const rs = rows.map((r) => r.filter((_, i) => keep[i]));
-  const w = hs.map((h, i) => Math.max(h.length, ...rs.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
-  return [line(hs), w.map((n) => '-'.repeat(n)).join('  '), ...rs.map(line)].join('\n');
+export const WIDTH = 120;
+
+const GAP = '  ';
+
+/** `text` wrapped at spaces to lines of at most `width` columns; lines after the first start with `indent`. */
+export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const next = line === '' ? word : `${line} ${word}`;
+    if (next.length <= width || line.trim() === '') {
+      line = next;
+      continue;
+    }
+    lines.push(line);
+    line = `${indent}${word}`;
+  }
+  if (line !== '') lines.push(line);
+  // A single word longer than the width is cut: no line may pass it.
+  return lines.flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
+}
+
+function chunk(s: string, width: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += width) out.push(s.slice(i, i + width));
+  return out;
+}
+
+export interface TableSpec {
+  headers: string[];
+  /** A second header line (the direction that is better), '' where none. */
+  sub?: string[];
+  rows: string[][];
+  /** Rank of each column (COLUMNS' `rank`): the lowest go first when the table is too wide. */
+  ranks?: number[];
+  /** The column whose long values get short labels (#1, #2 ...) and a legend. */
+  labelColumn?: number;
+}
+
+/** Lays out a table: columns empty in every row are left out (except the first); `left`: the left-aligned column besides the first. */
+function layout(headers: string[], sub: string[], rows: string[][], left = 0): string[] {
+  const keep = headers.map((_, i) => i === 0 || rows.some((r) => (r[i] ?? '') !== ''));
+  const leftKept = keep.slice(0, left).filter(Boolean).length;
+  const pick = <T>(xs: T[]) => xs.filter((_, i) => keep[i]);
+  const hs = pick(headers);
+  const ss = pick(sub);
+  const rs = rows.map(pick);
+  const w = hs.map((h, i) => Math.max(h.length, (ss[i] ?? '').length, ...rs.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 || i === leftKept ? c.padEnd(w[i]!) : c.padStart(w[i]!)))
+      .join(GAP)
+      .trimEnd();
+  const head = [line(hs)];
+  if (ss.some((s) => s !== '')) head.push(line(ss));
+  return [...head, w.map((n) => '-'.repeat(n)).join(GAP), ...rs.map(line)];
+}
+
+const widest = (lines: string[]) => Math.max(0, ...lines.map((l) => l.length));
+
+/**
+ * The table's lines and what goes under it (legend, columns left out), all within `width` columns: long
+ * labels are shortened first, then the lowest-ranked columns are dropped one by one.
+ */
+export function fitTable(spec: TableSpec, width = WIDTH): string[] {
+  const sub = spec.sub ?? spec.headers.map(() => '');
+  let lines = layout(spec.headers, sub, spec.rows);
+  if (widest(lines) <= width) return lines;
+  let lc = spec.labelColumn ?? 0;
+  const legend: string[] = [];
+  let n = 0;
+  const rows = spec.rows.map((r) => {
+    if ((r[lc] ?? '') === '') return r;
+    n++;
+    legend.push(...wrap(`#${n} = ${r[lc]}`, width, '     '));
+    return r.map((c, k) => (k === lc ? `#${n}` : c));
+  });
+  let headers = spec.headers;
+  let subs = sub;
+  let kept = rows;
+  const dropped: string[] = [];
+  const ranks = [...(spec.ranks ?? spec.headers.map(() => 50))];
+  lines = layout(headers, subs, kept, lc);
+  while (widest(lines) > width) {
+    const candidates = ranks.map((rank, i) => ({ rank, i })).filter(({ i }) => i !== 0 && i !== lc);
+    if (candidates.length === 0) break;
+    const { i } = candidates.reduce((a, b) => (b.rank < a.rank ? b : a));
+    if (kept.some((r) => (r[i] ?? '') !== '')) dropped.push(headers[i]!);
+    const without = <T>(xs: T[]) => xs.filter((_, k) => k !== i);
+    headers = without(headers);
+    subs = without(subs);
+    ranks.splice(i, 1);
+    kept = kept.map(without);
+    if (i < lc) lc--;
+    lines = layout(headers, subs, kept, lc);
+  }
+  const notes = dropped.length ? wrap(`(left out for width: ${dropped.join(', ')}; the saved reports have every column)`, width) : [];
+  return [...lines, ...legend, ...notes].flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
+}
+
+function scenarioLines(r: BenchReport['runs'][number]): string[] {
+  if (r.skipped) return wrap(`${r.scenario}: skipped: ${r.skipped}`);
+  const out = [...wrap(`${r.scenario}: ${r.title}`), ...wrap(`(${scenarioHeading(r)})`)];
+  out.push(
+    ...fitTable({
+      headers: COLUMNS.map((c) => c.header),
+      sub: COLUMNS.map((c) => c.direction ?? ''),
+      rows: r.variants.map(variantRow),
+      ranks: COLUMNS.map((c) => c.rank),
+    }),
+  );
+  for (const note of tableNotes(r)) out.push(...wrap(note));
+  const v = verdict(r);
+  if (v) out.push(...wrap(`verdict: ${v}`));
+  return out;
 }
 
 export function renderTerminal(report: BenchReport): string {
   const out: string[] = [];
   const e = report.environment;
-  out.push(`eventlane benchmark: ${e.cpuModel} x${e.cores}, Node ${e.node}${nodeOptionsText(e)}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, load ${e.loadAvg.join(' ')}`);
+  out.push(...wrap(`eventlane benchmark: ${e.cpuModel} x${e.cores}, Node ${e.node}${nodeOptionsText(e)}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, load ${e.loadAvg.join(' ')}`));
+  for (const n of runNotices(report)) out.push(...wrap(`!!! ${n}`));
   for (const r of report.runs) {
     out.push('');
-    if (r.skipped) {
-      out.push(`${r.scenario}: skipped: ${r.skipped}`);
-      continue;
-    }
-    out.push(scenarioHeading(r));
-    out.push(table(HEADERS, r.variants.map(variantRow)));
+    out.push(...scenarioLines(r));
+  }
+  if (report.runs.length > 1) {
+    const { headers, rows } = summaryRows(report.runs);
+    out.push('', 'summary: the headline figure of each scenario (the direction that is better is in the last column)');
+    out.push(...fitTable({ headers, rows, labelColumn: 1, ranks: [99, 98, 90, 80, 80, 95] }));
   }
   const warn = warnings(report.runs);
   if (warn.length) {
     out.push('');
-    for (const w of warn) out.push(`!!! ${w}`);
+    for (const w of warn) out.push(...wrap(`!!! ${w}`));
   }
   return out.join('\n');
 }

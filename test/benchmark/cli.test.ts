@@ -3,11 +3,11 @@
  * with the events the transport itself counted.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { alive, ROOT, runCli } from './run-cli.js';
+import { alive, RESULTS_DIR, ROOT, runCli } from './run-cli.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-test-'));
@@ -246,7 +246,7 @@ describe('benchmark CLI', () => {
     expect(v.ratios.vsSeed).toBeUndefined();
     expect(v.seedSetupDiffers).toBe('transport noop (reference redis), messageCount 1000 (reference 100000)');
     // The note under the table, wrapped at 120 columns.
-    expect(r.stdout.replace(/\n {4}/g, ' ')).toContain(`n/a (setup): ${v.label}: transport noop (reference redis), messageCount 1000 (reference 100000); no ratio to the reference`);
+    expect(r.stdout.replace(/\n {4}/g, ' ')).toContain(`n/a (setup): this run's transport noop (reference redis), messageCount 1000 (reference 100000); no ratio to the reference for ${v.label}`);
     const burst = await runCli(['run', '-s', 'latency-burst', '-t', 'memory', '--message-count', '300', '--iterations', '1', '--warmup', '0', '--quiet', '--json', file]);
     expect(burst.code, burst.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(file, 'utf8')).runs[0].variants as { seed?: unknown; ratios: { latencyP99VsSeed?: number }; seedSetupDiffers?: string }[];
@@ -257,6 +257,32 @@ describe('benchmark CLI', () => {
       expect(x.seedSetupDiffers).toBe('messageCount 300 (reference 15000)');
     }
   }, 60_000);
+
+  it('a short run prints lines of at most 120 columns ending in a verdict, flags the short window, saves JSON and HTML by default and says where', async () => {
+    const args = ['run', '-s', 'publish-overhead', '-t', 'noop', '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--quiet'];
+    const before = new Set(readdirSync(RESULTS_DIR));
+    const r = await runCli(args);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines.filter((l) => l.length > 120)).toEqual([]);
+    expect(r.stdout.replace(/\n {4}/g, ' ')).toMatch(/^verdict: publish\(\) x1000, awaited per group: [\d.]+K? events\/s, [\d.]+x the eventlane target \(issue 2\); higher is better$/m);
+    expect(r.stdout).toContain('higher is better');
+    expect(r.stdout.replace(/\n {4}/g, ' ')).toMatch(/^!!! short run: publish-overhead: 3 of 3 configuration\(s\) measured for under 1 s/m);
+    const saved = lines.filter((l) => /^(saved:)? +\S/.test(l) && /\.(json|html)$/.test(l)).map((l) => l.replace(/^saved:/, '').trim());
+    expect(saved).toHaveLength(2);
+    expect(saved[0]).toMatch(/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ-publish-overhead\.json$/);
+    expect(saved[1]).toBe(saved[0]!.replace(/json$/, 'html'));
+    const added = readdirSync(RESULTS_DIR).filter((f) => !before.has(f));
+    expect(added.sort()).toEqual(saved.map((p) => basename(p)).sort());
+    const report = JSON.parse(readFileSync(join(RESULTS_DIR, basename(saved[0]!)), 'utf8'));
+    expect(report.notices).toEqual(expect.arrayContaining([expect.stringMatching(/^short run: publish-overhead/)]));
+    expect(readFileSync(join(RESULTS_DIR, basename(saved[1]!)), 'utf8')).toContain('class="verdict"');
+
+    const quiet = await runCli([...args, '--no-save']);
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stdout).not.toContain('saved:');
+    expect(readdirSync(RESULTS_DIR).filter((f) => !before.has(f))).toHaveLength(2);
+  }, 120_000);
 
   it('a tiny noop run writes valid JSON whose throughput matches the events the transport counted', async () => {
     const file = join(dir, 'noop.json');

@@ -50,14 +50,46 @@ describe('HTML report', () => {
       expect(box!.width).toBeGreaterThan(100);
       expect(box!.height).toBeGreaterThan(10);
       expect(await clippedLabels(page)).toEqual([]);
-      // seed figures are drawn beside ours
-      expect(await page.locator('svg.latency-chart circle.seed-point').count()).toBeGreaterThan(0);
+      // reference figures are drawn beside ours, numbered after the configuration they belong to
+      expect(await page.locator('svg.latency-chart g.reference-point').count()).toBeGreaterThan(0);
+      expect(await page.locator('svg.latency-chart g.reference-point text').first().textContent()).toMatch(/^[12]$/);
+      // curves are told apart by dash pattern and marker shape, not colour alone
+      const dashes = await curves.evaluateAll((els) => els.map((e) => e.getAttribute('stroke-dasharray') ?? ''));
+      expect(new Set(dashes).size).toBe(variants);
+      expect(await page.locator('svg.latency-chart .legend-marker').count()).toBe(variants);
+      expect(await page.locator('p.verdict').textContent()).toMatch(/^Verdict: 1 partition \/ 1 consumer: p50 .* us.*; lower is better$/);
+      expect(await page.locator('th small').allTextContents()).toContain('lower is better');
+      expect(await bodyOverflow(page)).toBe(0);
       // the embedded data is the same report
       const embedded = JSON.parse((await page.locator('#benchmark-data').textContent())!);
       expect(embedded.runs[0].variants[0].id).toBe(report.runs[0].variants[0].id);
       expect(await page.locator('table tr').count()).toBe(variants + 1);
       expect(external).toEqual([]);
       expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+
+  it('labels the reference bars of a throughput scenario by system and keeps the page from scrolling sideways', async () => {
+    const html = join(dir, 'throughput.html');
+    const r = await runCli(['run', '--scenario', 'publish-overhead', '--transport', 'noop', '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--quiet', '--html', html]);
+    expect(r.code, r.stderr).toBe(0);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1024, height: 800 } });
+      await page.goto(pathToFileURL(html).href);
+      const labels = await page.locator('svg.throughput-chart text.reference-label').allTextContents();
+      expect(labels).toHaveLength(3);
+      for (const l of labels) expect(l).toMatch(/^reference [\d.]+M\/s: eventlane target \(issue 2\)$/);
+      expect(await page.locator('svg.throughput-chart rect.reference-bar').count()).toBe(3);
+      expect(await page.locator('svg.throughput-chart .legend-item').allTextContents()).toEqual(['eventlane', 'reference figure (thin bar, labelled)', 'whisker: min..max of the iterations']);
+      expect(await page.locator('#references li').first().textContent()).toContain('eventlane target (issue 2)');
+      expect(await page.locator('th small').allTextContents()).toEqual(['higher is better']);
+      expect(await clippedLabels(page)).toEqual([]);
+      expect(await bodyOverflow(page)).toBe(0);
+      // What a reader sees names systems, not report files (the embedded JSON keeps its field names).
+      expect(await page.locator('body').innerText()).not.toMatch(/seed|\.\.\/shared/i);
     } finally {
       await browser.close();
     }
@@ -79,11 +111,17 @@ describe('HTML report', () => {
       await page.goto(pathToFileURL(html).href);
       expect(await page.locator('svg.chart text.label').count()).toBe(2 * report.runs[0].variants.length);
       expect(await clippedLabels(page)).toEqual([]);
+      expect(await bodyOverflow(page)).toBe(0);
     } finally {
       await browser.close();
     }
   }, 120_000);
 });
+
+/** How far the page is wider than the window (0: no horizontal scroll bar). */
+function bodyOverflow(page: Page): Promise<number> {
+  return page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+}
 
 /** Labels drawn (in part) outside their chart's box. */
 function clippedLabels(page: Page): Promise<(string | null)[]> {

@@ -11,6 +11,13 @@ import { RedisServer } from '../helpers/redis-server.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * Where the CLIs of this test file save their reports by default (EVENTLANE_BENCH_RESULTS_DIR): a temporary
+ * directory, not the checkout's bench-results/; removed after the file.
+ */
+export const RESULTS_DIR = mkdtempSync(join(tmpdir(), 'eventlane-bench-results-'));
+afterAll(() => rmSync(RESULTS_DIR, { recursive: true, force: true }));
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -22,7 +29,11 @@ export interface CliResult {
 export function runCli(args: string[], timeoutMs = 120_000, env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'benchmarking/cli.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'benchmarking/cli.ts', ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, EVENTLANE_BENCH_RESULTS_DIR: RESULTS_DIR, ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,0 +1,104 @@
+/**
+ * A scenario's verdict in words: its headline configuration's figure and how it compares with the
+ * hand-written baseline it is linked to and with the reference figure, with the direction that is better.
+ * The same headline figures make the suite's summary table.
+ */
+import { referenceName } from '../references.js';
+import type { ScenarioResult, VariantResult } from '../lib/types.js';
+import { HIGHER, LOWER, fmtCompact, fmtRatio, fmtUs } from './rows.js';
+
+export interface Headline {
+  scenario: string;
+  transport: string;
+  label: string;
+  /** The headline figure: events/s, or p50 / p99 for latency rows. */
+  figure: string;
+  /** The ratio to the linked baseline, and the baseline's label. */
+  vsBaseline?: { ratio: string; to: string };
+  /** The ratio to the reference figure, and the reference's name; `ratio` says why when there is none. */
+  vsReference?: { ratio: string; to: string };
+  direction: typeof HIGHER | typeof LOWER;
+}
+
+/** What stands for a ratio to a reference measured in another setup (the table's notes say which). */
+const NO_RATIO = 'n/a (setup differs)';
+
+const usable = (v: VariantResult) => v.kind === 'eventlane' && !v.error && v.iterations.length > 0;
+
+const hasRatio = (v: VariantResult) => Object.values(v.ratios).some((x) => x !== undefined) || v.seedSetupDiffers !== undefined;
+
+/** The row a scenario is summed up by: its declared headline, else the first library row with a ratio, else the first library row. */
+export function headlineRow(r: ScenarioResult): VariantResult | undefined {
+  const rows = r.variants.filter(usable);
+  return rows.find((v) => v.id === r.headline) ?? rows.find(hasRatio) ?? rows[0];
+}
+
+/** Latency rows are judged by their percentiles: rows that measured latency and have no throughput ratio. */
+function isLatency(v: VariantResult): boolean {
+  return v.summary.latency !== undefined && v.ratios.vsBaseline === undefined && v.ratios.vsSeed === undefined;
+}
+
+export function headline(r: ScenarioResult): Headline | undefined {
+  const v = headlineRow(r);
+  if (!v) return undefined;
+  const base = v.baseline ? r.variants.find((b) => b.id === v.baseline) : undefined;
+  const out: Headline = { scenario: r.scenario, transport: r.transport, label: v.label, figure: '', direction: HIGHER };
+  return isLatency(v) ? latencyHeadline(out, v, base) : throughputHeadline(out, v, base);
+}
+
+/** The comparison with the reference: `ratio` of the row, or NO_RATIO when the reference's setup differs. */
+function vsReference(v: VariantResult, ratio: string | undefined): Headline['vsReference'] {
+  if (!v.seed) return undefined;
+  const to = referenceName(v.seed.source);
+  if (v.seedSetupDiffers !== undefined) return { ratio: NO_RATIO, to };
+  return ratio === undefined ? undefined : { ratio, to };
+}
+
+function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined): Headline {
+  const lat = v.summary.latency!;
+  const { latencyP50VsBaseline: p50, latencyP99VsBaseline: p99, latencyP99VsSeed: p99Ref } = v.ratios;
+  const ratio = (n: number | undefined) => (n !== undefined ? fmtRatio(n) : '?');
+  return {
+    ...out,
+    direction: LOWER,
+    figure: `p50 ${fmtUs(lat.p50Us)} / p99 ${fmtUs(lat.p99Us)} us`,
+    vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: `p50 ${ratio(p50)} / p99 ${ratio(p99)}`, to: base.label } : undefined,
+    vsReference: vsReference(v, p99Ref !== undefined ? `p99 ${fmtRatio(p99Ref)}` : undefined),
+  };
+}
+
+function throughputHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined): Headline {
+  const { vsBaseline, vsSeed } = v.ratios;
+  return {
+    ...out,
+    figure: `${fmtCompact(v.summary.throughput.mean)} events/s`,
+    vsBaseline: base && vsBaseline !== undefined ? { ratio: fmtRatio(vsBaseline), to: base.label } : undefined,
+    vsReference: vsReference(v, vsSeed !== undefined ? fmtRatio(vsSeed) : undefined),
+  };
+}
+
+/** The verdict line of a scenario (without the `verdict:` prefix), or undefined when nothing was measured. */
+export function verdict(r: ScenarioResult): string | undefined {
+  if (r.skipped) return undefined;
+  const h = headline(r);
+  if (!h) return 'no configuration of the library was measured (see the warnings)';
+  const comparisons = [h.vsBaseline, h.vsReference]
+    .filter((c) => c !== undefined)
+    .map((c) => (c.ratio === NO_RATIO ? `no ratio to the ${c.to} (measured in another setup)` : `${c.ratio} the ${c.to}`));
+  const body = comparisons.length ? `${h.figure}, ${comparisons.join(', ')}` : `${h.figure} (no baseline or reference to compare with in this run)`;
+  return `${h.label}: ${body}; ${h.direction}`;
+}
+
+/** The summary table of a suite: a row per scenario, its headline figure and ratios. */
+export function summaryRows(runs: ScenarioResult[]): { headers: string[]; rows: string[][] } {
+  const headers = ['scenario', 'headline', 'figure', 'vs baseline', 'vs reference', 'better'];
+  const rows = runs.map((r) => {
+    const where = `${r.scenario} (${r.transport})`;
+    if (r.skipped) return [where, '', 'skipped', '', '', ''];
+    const h = headline(r);
+    if (!h) return [where, '', 'failed', '', '', ''];
+    const vsReference = h.vsReference?.ratio === NO_RATIO ? 'n/a (setup)' : (h.vsReference?.ratio ?? '');
+    return [where, h.label, h.figure, h.vsBaseline?.ratio ?? '', vsReference, h.direction === LOWER ? 'lower' : 'higher'];
+  });
+  return { headers, rows };
+}
