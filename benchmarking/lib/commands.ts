@@ -7,7 +7,7 @@ import cliProgress from 'cli-progress';
 import { renderHtml } from '../report/html.js';
 import { checkMarkdownTarget, writeMarkdown } from '../report/markdown.js';
 import { environment, SCHEMA, type BenchReport } from '../report/report.js';
-import { renderTerminal } from '../report/terminal.js';
+import { renderTerminal, WIDTH, wrap } from '../report/terminal.js';
 import { warnings } from '../report/rows.js';
 import { runNotices } from '../report/notices.js';
 import { scenarioReferences } from '../references.js';
@@ -77,7 +77,7 @@ class Progress {
   step(label: string): void {
     this.done++;
     if (this.bar) this.bar.update(this.done, { step: label });
-    else if (!this.quiet) process.stderr.write(`  ${this.done}/${this.total} ${label}\n`);
+    else if (!this.quiet) process.stderr.write(`${`  ${this.done}/${this.total} ${label}`.slice(0, WIDTH)}\n`);
   }
   stop(): void {
     this.bar?.stop();
@@ -361,17 +361,17 @@ export function scenarioFlagsHelp(): string {
 }
 
 export function listCommand(): void {
+  const pad = ' '.repeat(23);
   for (const s of SCENARIOS) {
     const d = Object.entries(s.defaults)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
-    process.stdout.write(
-      `${s.name.padEnd(22)} compared with ${
-        scenarioReferences(s.seed)
-          .map((r) => r.name)
-          .join(', ') || 'baselines only'
-      }; transports ${s.transports.join('/')}\n${' '.repeat(22)} ${s.description}\n${' '.repeat(22)} defaults: ${d}\n${' '.repeat(22)} takes: ${flagsTaken(s).join(' ')}\n`,
-    );
+    const refs = scenarioReferences(s.seed).map((r) => r.name);
+    const lines = [
+      ...wrap(`${s.name.padEnd(22)} compared with ${refs.join(', ') || 'baselines only'}; transports ${s.transports.join('/')}`, WIDTH, pad),
+      ...[s.description, `defaults: ${d}`, `takes: ${flagsTaken(s).join(' ')}`].flatMap((t) => wrap(`${pad}${t}`, WIDTH, pad)),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
   }
 }
 

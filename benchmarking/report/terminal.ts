@@ -15,9 +15,11 @@ const GAP = '  ';
 /** `text` wrapped at spaces to lines of at most `width` columns; lines after the first start with `indent`. */
 export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
   const lines: string[] = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    const next = line === '' ? word : `${line} ${word}`;
+  // The text's own leading spaces stay on its first line.
+  const lead = /^ */.exec(text)![0];
+  let line = lead;
+  for (const word of text.slice(lead.length).split(' ')) {
+    const next = line.trim() === '' ? `${line}${word}` : `${line} ${word}`;
     if (next.length <= width || line.trim() === '') {
       line = next;
       continue;
@@ -25,7 +27,7 @@ export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
     lines.push(line);
     line = `${indent}${word}`;
   }
-  if (line !== '') lines.push(line);
+  if (line.trim() !== '') lines.push(line);
   // A single word longer than the width is cut: no line may pass it.
   return lines.flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
 }

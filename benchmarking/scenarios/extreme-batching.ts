@@ -59,7 +59,7 @@ export const extremeBatching: Scenario = {
   name: 'extreme-batching',
   title: 'Write batching at the limit: flush delay x concurrent publishers into noop',
   seed: 'go-batcher',
-  description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (seed: 30 s).',
+  description: 'N concurrent publishers each awaiting every publish, batch 1,000, flush delay 100/50/10/1 ms, for --duration seconds (the Go write-batching layer ran 30 s).',
   transports: ['noop', 'memory', 'native', 'redis'],
   takes: ['duration', 'messageSize', 'batchSize', 'flushInterval', 'publishers', 'partitions'],
   defaults: { batchSize: 1000, messageSize: 128, duration: 3, iterations: 3, warmup: 1 },
