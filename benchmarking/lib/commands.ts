@@ -341,9 +341,8 @@ function noteDropped(flags: Partial<BenchConfig>, plans: Planned[]): void {
       const takers = SCENARIOS.filter((sc) => sc.takes.includes(key)).map((sc) => sc.name);
       throw new UsageError(`${FLAG_NAMES[key]} applies to none of this suite's scenarios (it is taken by ${takers.join(', ')}); nothing was run.`);
     }
-    process.stderr.write(
-      `note: ${FLAG_NAMES[key]} applies to ${with_.join(', ')}; ${without.join(', ')} ${without.length > 1 ? 'do' : 'does'} not take it and run${without.length > 1 ? '' : 's'} without it\n`,
-    );
+    const note = `note: ${FLAG_NAMES[key]} applies to ${with_.join(', ')}; ${without.join(', ')} ${without.length > 1 ? 'do' : 'does'} not take it and run${without.length > 1 ? '' : 's'} without it`;
+    process.stderr.write(`${wrap(note).join('\n')}\n`);
   }
 }
 

@@ -20,7 +20,7 @@ th{background:#f3f4f6}th small{display:block;font-weight:400;color:#374151}
 .warn{color:#b91c1c;font-weight:600}.notice{color:#92400e;font-weight:600}.verdict{background:#eff6ff;border-left:4px solid #2563eb;padding:6px 10px}
 .notes{color:#374151;font-size:13px}.chart{display:block;margin:8px 0;max-width:100%;height:auto}
 .chart .label,.chart .legend{font-size:12px}.chart .value,.chart .axis,.chart .reference-label{font-size:11px;fill:#374151}
-.chart .reference-label{fill:#92400e}.chart .ref-number{font-size:8px;font-weight:700}
+.chart .reference-label{fill:#92400e}.chart .reference-legend{font-size:12px;fill:#92400e}.chart .ref-number{font-size:8px;font-weight:700;fill:#92400e}
 section{margin-bottom:32px}code{background:#f3f4f6;padding:1px 4px;overflow-wrap:anywhere}`;
 
 function htmlTable(headers: string[], rows: string[][]): string {

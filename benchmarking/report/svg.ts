@@ -142,6 +142,43 @@ function usAt(curve: [number, number][], p: number): number | undefined {
   return curve.filter(([q]) => q <= p).pop()?.[1];
 }
 
+/** The distinct latency reference figures of `rows` (rows of one layout share one), with the rows (1-based) that have it. */
+function distinctReferences(rows: VariantResult[]): { v: VariantResult; of: number[] }[] {
+  const refs = new Map<string, { v: VariantResult; of: number[] }>();
+  rows.forEach((v, i) => {
+    if (!v.seed?.latencyUs) return;
+    const key = `${v.seed.source} ${JSON.stringify(v.seed.latencyUs)}`;
+    const ref = refs.get(key) ?? { v, of: [] };
+    ref.of.push(i + 1);
+    refs.set(key, ref);
+  });
+  return [...refs.values()];
+}
+
+/**
+ * Each distinct reference figure once, as rings labelled R1, R2 ... at its p50, p90, p99 and p99.9, and a
+ * legend line from `y` down saying whose figure it is and which configurations (by number) it is for.
+ */
+function referenceRings(rows: VariantResult[], px: (p: number) => number, py: (us: number) => number, L: number, y: number): string[] {
+  const parts: string[] = [];
+  distinctReferences(rows).forEach(({ v, of }, k) => {
+    const name = `R${k + 1}`;
+    for (const [pk, p] of MARKED) {
+      const us = v.seed!.latencyUs![pk as 'p50'];
+      if (us === undefined || us <= 0) continue;
+      parts.push(
+        `<g class="reference-point"><circle cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="8" fill="#fff" stroke="${REFERENCE}" stroke-width="1.5"/><text x="${px(p).toFixed(1)}" y="${(py(us) + 3).toFixed(1)}" text-anchor="middle" class="ref-number">${name}</text><title>${esc(sourceName(v))} ${pk}: ${us} us</title></g>`,
+      );
+    }
+    const yL = y + k * 20;
+    parts.push(
+      `<circle cx="${L + 18}" cy="${yL - 4}" r="8" fill="#fff" stroke="${REFERENCE}" stroke-width="1.5"/><text x="${L + 18}" y="${yL - 1}" text-anchor="middle" class="ref-number">${name}</text>`,
+      `<text x="${L + 44}" y="${yL}" class="reference-legend">${name}: reference p50, p90, p99, p99.9 of the ${esc(sourceName(v))}, for ${of.length > 1 ? 'configurations' : 'configuration'} ${of.join(', ')}</text>`,
+    );
+  });
+  return parts;
+}
+
 /** Latency percentile curves: x = percentile on a 1/(1-p) log scale, y = microseconds on a log scale. */
 export function latencyChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => v.summary.latency && v.summary.latency.count > 0);
@@ -150,7 +187,7 @@ export function latencyChart(r: ScenarioResult): string {
   const L = 60;
   const W = Math.max(760, L + 120 + Math.max(...rows.map((v) => labelWidth(v.label))));
   const plotH = 300;
-  const H = plotH + 40 + rows.length * 20;
+  const H = plotH + 20 + (rows.length + distinctReferences(rows).length) * 20;
   const B = 40;
   const T = 10;
   const R = W - 760 + 20;
@@ -175,7 +212,8 @@ export function latencyChart(r: ScenarioResult): string {
   rows.forEach((v, i) => {
     const color = COLORS[i % COLORS.length]!;
     const dash = DASHES[i % DASHES.length]!;
-    const shape = MARKERS[i % MARKERS.length]!;
+    // Past 8 configurations colours and dashes repeat: the marker shifts, so no two curves look alike up to 64.
+    const shape = MARKERS[(i + Math.floor(i / MARKERS.length)) % MARKERS.length]!;
     const curve = v.summary.latency!.curve.filter(([p]) => p < 100);
     const pts = curve.map(([p, us]) => `${px(p).toFixed(1)},${py(us).toFixed(1)}`);
     parts.push(`<polyline class="latency-curve" data-variant="${esc(v.id)}" fill="none" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${pts.join(' ')}"/>`);
@@ -188,19 +226,8 @@ export function latencyChart(r: ScenarioResult): string {
       `<line x1="${L}" x2="${L + 36}" y1="${yL - 4}" y2="${yL - 4}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''}/>${marker(shape, L + 18, yL - 4, color, 'legend-marker')}`,
       `<text x="${L + 44}" y="${yL}" class="label">${i + 1}. ${esc(v.label)}</text>`,
     );
-    const s = v.seed?.latencyUs;
-    if (!s) return;
-    for (const [k, p] of MARKED) {
-      const us = s[k as 'p50'];
-      if (us === undefined || us <= 0) continue;
-      parts.push(
-        `<g class="reference-point"><circle cx="${px(p).toFixed(1)}" cy="${py(us).toFixed(1)}" r="6" fill="#fff" stroke="${color}" stroke-width="1.5"/><text x="${px(p).toFixed(1)}" y="${(py(us) + 3.5).toFixed(1)}" text-anchor="middle" class="ref-number">${i + 1}</text><title>${esc(sourceName(v))} ${k}: ${us} us (reference of ${i + 1})</title></g>`,
-      );
-    }
   });
   parts.push(`<text x="${L}" y="${plotH - 6}" class="axis">x: percentile (log scale of 1/(1-p)); y: microseconds (log)</text>`);
-  if (rows.some((v) => v.seed?.latencyUs)) {
-    parts.push(`<text x="${L}" y="${H - 8}" class="axis">numbered rings: the reference figures (p50, p90, p99, p99.9) of the configuration with that number</text>`);
-  }
+  parts.push(...referenceRings(rows, px, py, L, plotH + 14 + rows.length * 20));
   return `<svg class="chart latency-chart" data-scenario="${esc(r.scenario)}" xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="latency percentiles">${parts.join('')}</svg>`;
 }

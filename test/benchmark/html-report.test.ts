@@ -50,9 +50,13 @@ describe('HTML report', () => {
       expect(box!.width).toBeGreaterThan(100);
       expect(box!.height).toBeGreaterThan(10);
       expect(await clippedLabels(page)).toEqual([]);
-      // reference figures are drawn beside ours, numbered after the configuration they belong to
-      expect(await page.locator('svg.latency-chart g.reference-point').count()).toBeGreaterThan(0);
-      expect(await page.locator('svg.latency-chart g.reference-point text').first().textContent()).toMatch(/^[12]$/);
+      // reference figures are drawn beside ours as labelled rings, named in the legend with their configurations
+      expect(await page.locator('svg.latency-chart g.reference-point').count()).toBe(8); // 2 layouts x p50/p90/p99/p99.9
+      expect(new Set(await page.locator('svg.latency-chart g.reference-point text').allTextContents())).toEqual(new Set(['R1', 'R2']));
+      expect(await page.locator('svg.latency-chart text.reference-legend').allTextContents()).toEqual([
+        'R1: reference p50, p90, p99, p99.9 of the C++ lock-free in-process bus, for configuration 1',
+        'R2: reference p50, p90, p99, p99.9 of the C++ lock-free in-process bus, for configuration 2',
+      ]);
       // curves are told apart by dash pattern and marker shape, not colour alone
       const dashes = await curves.evaluateAll((els) => els.map((e) => e.getAttribute('stroke-dasharray') ?? ''));
       expect(new Set(dashes).size).toBe(variants);

@@ -127,7 +127,7 @@ describe('terminal report', () => {
   it('flags a loaded machine and a short measured window, and the lost events', () => {
     expect(runNotices(r)).toEqual([
       expect.stringContaining('loaded machine: the 1-minute load average was 7.5 on 2 cores'),
-      expect.stringContaining('short run: publishing-throughput: 1 of 3 configuration(s) measured for under 1 s'),
+      expect.stringContaining('short run: configurations measured for under 1 s per iteration: publishing-throughput 1 of 3 (shortest 300 ms);'),
     ]);
     expect(text).toContain('!!! loaded machine');
     expect(text).toContain('!!! publishing-throughput / batching off, 5 publishers awaiting each publish: LOST 12,345 of 100,000 events');

@@ -105,8 +105,9 @@ describe('flags a scenario does not take', () => {
     const file = join(dir, 'suite.json');
     const r = await runCli(['suite', '-t', 'memory', '--message-count', '300', '--duration', '0.2', '--publishers', '10', '--partitions', '1', '--consumers', '1', ...SMALL, '--json', file]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^note: --publishers applies to publish-overhead, extreme-batching, broker-throughput; .*latency-burst.* do not take it and run without it$/m);
-    expect(r.stderr).toMatch(/^note: --message-count applies to .*; extreme-batching does not take it and runs without it$/m);
+    const notes = r.stderr.replace(/\n {4}/g, ' '); // wrapped at 120 columns
+    expect(notes).toMatch(/^note: --publishers applies to publish-overhead, extreme-batching, broker-throughput; .*latency-burst.* do not take it and run without it$/m);
+    expect(notes).toMatch(/^note: --message-count applies to .*; extreme-batching does not take it and runs without it$/m);
     const runs = JSON.parse(readFileSync(file, 'utf8')).runs as { scenario: string; config: { publishers: number; duration: number; messageCount: number } }[];
     const cfg = (name: string) => runs.find((x) => x.scenario === name)!.config;
     expect(cfg('extreme-batching')).toMatchObject({ publishers: 10, duration: 0.2 });
