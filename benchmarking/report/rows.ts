@@ -83,10 +83,15 @@ function latencyVsBaseline(v: VariantResult): string {
   return `${p50 !== undefined ? fmtRatio(p50) : '?'} / ${p99 !== undefined ? fmtRatio(p99) : '?'}`;
 }
 
+/** A row's name: its label, after its kind in brackets for every row that does not measure eventlane. */
+export function rowName(v: VariantResult): string {
+  return v.kind === 'eventlane' ? v.label : `[${v.kind}] ${v.label}`;
+}
+
 const failed = (f: (v: VariantResult) => string) => (v: VariantResult) => (v.error ? '' : f(v));
 
 export const COLUMNS: Column[] = [
-  { header: 'configuration', rank: 99, cell: (v) => `${v.kind === 'baseline' ? '[baseline] ' : ''}${v.label}` },
+  { header: 'configuration', rank: 99, cell: rowName },
   // The reason of a failure is in the warnings under the table: in a cell it set the column's width.
   { header: 'events/s', rank: 90, cell: (v) => (v.error ? 'failed (below)' : fmtInt(v.summary.throughput.mean)) },
   { header: 'spread', rank: 40, cell: failed((v) => `${v.summary.throughput.spreadPct.toFixed(1)}%`) },

@@ -4,7 +4,7 @@
  * text label, and each latency curve has its own dash pattern, marker shape and number in the legend.
  */
 import type { ScenarioResult, VariantResult } from '../lib/types.js';
-import { fmtCompact, sourceName } from './rows.js';
+import { fmtCompact, rowName, sourceName } from './rows.js';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
 const DASHES = ['', '6 3', '2 3', '8 3 2 3', '12 4', '4 2 1 2', '1 2', '10 2 2 2 2 2'];
@@ -33,10 +33,11 @@ function hatch(id: string): string {
 
 function barRow(v: VariantResult, y: number, labelW: number, x: (n: number) => number, hatchId: string): string[] {
   const t = v.summary.throughput;
-  const fill = v.kind === 'baseline' ? `url(#${hatchId})` : OURS;
-  const stroke = v.kind === 'baseline' ? ` stroke="${BASELINE}"` : '';
+  const ours = v.kind === 'eventlane';
+  const fill = ours ? OURS : `url(#${hatchId})`;
+  const stroke = ours ? '' : ` stroke="${BASELINE}"`;
   const parts = [
-    `<text x="${labelW - 8}" y="${y + 14}" text-anchor="end" class="label">${esc(v.kind === 'baseline' ? `[baseline] ${v.label}` : v.label)}</text>`,
+    `<text x="${labelW - 8}" y="${y + 14}" text-anchor="end" class="label">${esc(rowName(v))}</text>`,
     `<rect class="bar ${v.kind}" data-variant="${esc(v.id)}" x="${labelW}" y="${y + 2}" width="${Math.max(1, x(t.mean) - labelW).toFixed(1)}" height="16" fill="${fill}"${stroke}><title>${esc(v.label)}: ${Math.round(t.mean)} events/s</title></rect>`,
     `<line class="whisker" x1="${x(t.min).toFixed(1)}" x2="${x(t.max).toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="#111" stroke-width="1.5"/>`,
     `<text x="${x(t.mean) + 6}" y="${y + 15}" class="value">${fmtCompact(t.mean)}/s</text>`,
@@ -56,7 +57,7 @@ export function throughputChart(r: ScenarioResult): string {
   const rows = r.variants.filter((v) => !v.error && v.iterations.length);
   if (!rows.length) return '';
   // Wide enough for the longest label: a fixed width would cut long ones on the left.
-  const labelW = Math.max(300, 16 + Math.max(...rows.map((v) => labelWidth(v.kind === 'baseline' ? `[baseline] ${v.label}` : v.label))));
+  const labelW = Math.max(300, 16 + Math.max(...rows.map((v) => labelWidth(rowName(v)))));
   const barW = 420;
   const max = Math.max(...rows.map((v) => Math.max(v.summary.throughput.max, v.seed?.throughput ?? 0))) || 1;
   const x = (n: number) => labelW + (n / max) * barW;
@@ -70,7 +71,8 @@ export function throughputChart(r: ScenarioResult): string {
   parts.push(`<text x="${labelW}" y="${y + 6}" class="axis">0</text><text x="${labelW + barW}" y="${y + 6}" text-anchor="end" class="axis">${fmtCompact(max)}/s</text>`);
   const ly = y + 26;
   const entries: [swatch: string, text: string][] = [[`width="14" height="12" fill="${OURS}"`, 'eventlane']];
-  if (rows.some((v) => v.kind === 'baseline')) entries.push([`width="14" height="12" fill="url(#${hatchId})" stroke="${BASELINE}"`, 'hand-written baseline (hatched)']);
+  const others = [...new Set(rows.filter((v) => v.kind !== 'eventlane').map((v) => v.kind))];
+  if (others.length) entries.push([`width="14" height="12" fill="url(#${hatchId})" stroke="${BASELINE}"`, `${others.join(' / ')} (hatched)`]);
   if (rows.some((v) => v.seed?.throughput)) entries.push([`width="14" height="5" fill="${REFERENCE}"`, 'reference figure (thin bar, labelled)']);
   entries.push(['width="14" height="1.5" fill="#111"', 'whisker: min..max of the iterations']);
   let lx = 10;

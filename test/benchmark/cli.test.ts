@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { alive, RESULTS_DIR, ROOT, runCli } from './run-cli.js';
+import { alive, ROOT, runCli } from './run-cli.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventlane-bench-test-'));
@@ -260,8 +260,10 @@ describe('benchmark CLI', () => {
 
   it('a short run prints lines of at most 120 columns ending in a verdict, flags the short window, saves JSON and HTML by default and says where', async () => {
     const args = ['run', '-s', 'publish-overhead', '-t', 'noop', '--message-count', '2000', '--iterations', '1', '--warmup', '0', '--quiet'];
-    const before = new Set(readdirSync(RESULTS_DIR));
-    const r = await runCli(args);
+    // A directory of its own (through EVENTLANE_BENCH_RESULTS_DIR): other tests' CLIs save into RESULTS_DIR.
+    const results = join(dir, 'results');
+    const env = { EVENTLANE_BENCH_RESULTS_DIR: results };
+    const r = await runCli(args, 120_000, env);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.split('\n');
     expect(lines.filter((l) => l.length > 120)).toEqual([]);
@@ -272,16 +274,16 @@ describe('benchmark CLI', () => {
     expect(saved).toHaveLength(2);
     expect(saved[0]).toMatch(/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ-publish-overhead\.json$/);
     expect(saved[1]).toBe(saved[0]!.replace(/json$/, 'html'));
-    const added = readdirSync(RESULTS_DIR).filter((f) => !before.has(f));
-    expect(added.sort()).toEqual(saved.map((p) => basename(p)).sort());
-    const report = JSON.parse(readFileSync(join(RESULTS_DIR, basename(saved[0]!)), 'utf8'));
+    expect(saved.every((p) => p.startsWith(results))).toBe(true);
+    expect(readdirSync(results).sort()).toEqual(saved.map((p) => basename(p)).sort());
+    const report = JSON.parse(readFileSync(saved[0]!, 'utf8'));
     expect(report.notices).toEqual(expect.arrayContaining([expect.stringMatching(/^short run: .*: publish-overhead 3 of 3/)]));
-    expect(readFileSync(join(RESULTS_DIR, basename(saved[1]!)), 'utf8')).toContain('class="verdict"');
+    expect(readFileSync(saved[1]!, 'utf8')).toContain('class="verdict"');
 
-    const quiet = await runCli([...args, '--no-save']);
+    const quiet = await runCli([...args, '--no-save'], 120_000, env);
     expect(quiet.code, quiet.stderr).toBe(0);
     expect(quiet.stdout).not.toContain('saved:');
-    expect(readdirSync(RESULTS_DIR).filter((f) => !before.has(f))).toHaveLength(2);
+    expect(readdirSync(results)).toHaveLength(2);
   }, 120_000);
 
   it('a tiny noop run writes valid JSON whose throughput matches the events the transport counted', async () => {
