@@ -26,10 +26,17 @@ export class EventMeta {
     self.time = time;
     self.correlationId = options?.correlationId;
     self.causationId = options?.causationId;
-    // A copy: a caller reusing one headers object for its next publish must not change this event's.
+    // A copy: a caller reusing one headers object for its next publish must not change this event's. The version
+    // header is the publisher's: its schema's version, or none for a plain type, whatever the caller's headers
+    // say (a handler forwarding `event.headers` passes on the version of the event it received).
     const headers = options?.headers;
     if (version !== undefined) self.headers = { ...headers, [VERSION_HEADER]: version };
-    else self.headers = headers === undefined ? undefined : { ...headers };
+    else if (headers === undefined) self.headers = undefined;
+    else {
+      const copy = { ...headers };
+      delete copy[VERSION_HEADER];
+      self.headers = copy;
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * `versioned()` and the consumer-side check of versions beyond what the conformance suite states: bad
  * declarations, upcasting with `validateOnConsume` off, the version gate of plain and transforming types, a
- * version header that is not a number, and publishing a versioned type on the noop transport.
+ * version header that is not a number, publishing a versioned type on the noop transport, and the version header
+ * refused in publish options.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -76,5 +77,26 @@ describe('versioned event types', () => {
     await b.publish('o', { id: 'a', total: { amount: 1, currency: 'EUR' } });
     await b.publishMany('o', [{ id: 'b', total: { amount: 2, currency: 'EUR' } }], { headers: { tenant: 't' } });
     expect(b.stats()).toMatchObject({ events: 2, failedEvents: 0 });
+  });
+
+  it("writes the publisher's version header whatever the caller's headers say, so forwarded headers dead-letter nothing", async () => {
+    const name = uniqueName('m');
+    const plain = await memoryBus(defineEvents({ o: v1 }), name);
+    const got: EventEnvelope[] = [];
+    await plain.subscribe('o', { group: 'g' }, (e) => void got.push(e));
+    // A handler of a v2 consumer forwarding event.headers to a plain (version 1) type, and the reverse.
+    await plain.publish('o', { id: 'a', total: 1 }, { headers: { [VERSION_HEADER]: '2', tenant: 't' } });
+    await plain.publishMany('o', [{ id: 'b', total: 2 }], { headers: { [VERSION_HEADER]: '7' } });
+    await plain.idle({ timeoutMs: 5_000 });
+    expect(got.map((e) => [e.data, e.headers])).toEqual([
+      [{ id: 'a', total: 1 }, { tenant: 't' }],
+      [{ id: 'b', total: 2 }, {}],
+    ]);
+    const newer = await memoryBus(defineEvents({ o: versioned(v1, v2) }), name);
+    await newer.publish('o', { id: 'c', total: { amount: 3, currency: 'EUR' } }, { headers: { [VERSION_HEADER]: '1' } });
+    const seen: EventEnvelope[] = [];
+    await newer.subscribe('o', { group: 'h', startFrom: '0' }, (e) => void seen.push(e));
+    await newer.idle({ timeoutMs: 5_000 });
+    expect(seen.find((e) => (e.data as { id: string }).id === 'c')?.headers).toEqual({ [VERSION_HEADER]: '2' });
   });
 });
