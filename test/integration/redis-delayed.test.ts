@@ -75,10 +75,14 @@ async function runScenario(s: Scenario): Promise<void> {
     });
   }
   const producer = await bus(s.block, 'delayed-producer');
-  const child = await childPublisher(s.block, 1_000_000, s.count / 2);
+  // The child is given more than it can schedule before it is killed: killed at 1.5 s, or once it has resolved
+  // half the test's count, so the kill always lands while it schedules however fast the machine is.
+  const child = await childPublisher(s.block, 1_000_000, 10 * s.count);
   const start = Date.now();
   const killed = new Promise((r) => child.proc.once('exit', r));
-  const killer = setTimeout(() => child.proc.kill('SIGKILL'), 1500);
+  const killer = setInterval(() => {
+    if (Date.now() - start >= 1500 || child.resolved.length >= s.count / 2) child.proc.kill('SIGKILL');
+  }, 10);
   const resolved: number[] = [];
   for (let seq = 0; seq < s.count; seq += 500) {
     const deliverAt = start + LEAD_MS + Math.floor((seq / s.count) * SPREAD_MS);
@@ -87,7 +91,7 @@ async function runScenario(s: Scenario): Promise<void> {
     for (const o of batch) resolved.push(o.seq);
   }
   await killed;
-  clearTimeout(killer);
+  clearInterval(killer);
   expect(child.proc.signalCode).toBe('SIGKILL');
   // Mid-way through the due times (unless scheduling took that long): a crash and a restart of the server holding them.
   await sleep(Math.max(0, start + LEAD_MS + SPREAD_MS / 2 - Date.now()));

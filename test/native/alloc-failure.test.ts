@@ -16,8 +16,8 @@ describe.skipIf(availableImplementation() !== 'native')('native rings the OS wil
     const r = JSON.parse(out.trim().split('\n').at(-1)!);
     expect(r).toMatchObject({ name: 'NativeError', code: 'ERR_NATIVE' });
     expect(r.message).toMatch(/Cannot allocate the rings of group "huge": 4096 partition\(s\) x \d+ bytes .*lower transport\.partitions, capacity or maxEventBytes/);
-    // Default rings: 16,384 slots of 24 bytes and a 2 MiB arena (it said 20 bytes a slot, 2,424,832 bytes).
-    expect(r.message).toContain('4096 partition(s) x 2490368 bytes (9728 MiB)');
+    // Default rings: 16,384 slots of 24 bytes and a 4 MiB arena (four events of the default 1 MiB maxEventBytes).
+    expect(r.message).toContain('4096 partition(s) x 4587520 bytes (17920 MiB)');
     expect(r.published).toBe(true);
   }, 90_000);
 });
