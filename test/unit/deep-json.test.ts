@@ -26,11 +26,19 @@ describe('stringifyAnyDepth', () => {
     expect(stringifyIteratively(undefined)).toBe(JSON.stringify(undefined));
   });
 
-  it('writes a value nested far deeper than JSON.stringify can, which JSON.parse reads back', () => {
+  it('writes a value nested deeper than JSON.stringify of Node 20 can (a RangeError there), which JSON.parse reads back', () => {
     const depth = 200_000;
     const text = `${'[{"a":'.repeat(depth)}1${'}]'.repeat(depth)}`;
     const value = JSON.parse(text) as unknown;
-    expect(() => JSON.stringify(value)).toThrow(RangeError);
+    // Node 26's JSON.stringify writes it too; on the lines whose JSON.stringify recurses it throws.
+    const native = (() => {
+      try {
+        return JSON.stringify(value);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(native === text || native instanceof RangeError).toBe(true);
     expect(stringifyAnyDepth(value)).toBe(text);
   });
 
