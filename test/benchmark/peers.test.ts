@@ -5,9 +5,8 @@
  * package is not installed gets no row and one line on stderr; off Redis there are no peer rows.
  */
 import { createRequire } from 'node:module';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RedisServer } from '../helpers/redis-server.js';
+import { describe, expect, it, vi } from 'vitest';
+import { redisForFile } from '../integration/redis-common.js';
 import { resolveConfig } from '../../benchmarking/lib/config.js';
 import { runIterationsHere } from '../../benchmarking/lib/iterate.js';
 import type { BenchConfig, Scenario, Variant } from '../../benchmarking/lib/types.js';
@@ -20,19 +19,10 @@ const require = createRequire(import.meta.url);
 const N = 300;
 const PEERS = ['peer-bullmq', 'peer-moleculer-channels'];
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+const r = redisForFile();
 
 function peersOf(scenario: Scenario, flags: Partial<BenchConfig>): Variant[] {
-  const { config, explicit } = resolveConfig(scenario, { transport: 'redis', redisUrl: server.url, messageCount: N, iterations: 1, warmup: 1, ...flags });
+  const { config, explicit } = resolveConfig(scenario, { transport: 'redis', redisUrl: r.server.url, messageCount: N, iterations: 1, warmup: 1, ...flags });
   const c = { ...config, keyPrefix: `peers-test:${scenario.name}:` };
   return scenario.variants(c, explicit).filter((v) => v.kind === 'peer');
 }
@@ -56,13 +46,13 @@ describe('peer rows on Redis', () => {
         expect(measured!.throughput, v.id).toBeGreaterThan(0);
         expect(measured!.peakRssMb, v.id).toBeGreaterThan(0);
         if (scenario === endToEnd) expect(measured!.latency, v.id).toMatchObject({ count: N, loop: 'open' });
-        expect(await redis.dbsize(), `${v.id} left keys`).toBe(0);
+        expect(await r.raw.dbsize(), `${v.id} left keys`).toBe(0);
       }
     }, 120_000);
   }
 
   it("publishing-throughput's like-for-like row writes one stream entry per event (entryMode 'event')", async () => {
-    const { config, explicit } = resolveConfig(publishingThroughput, { transport: 'redis', redisUrl: server.url, messageCount: N, iterations: 1, warmup: 0, batchSize: 4000, publishers: 1 });
+    const { config, explicit } = resolveConfig(publishingThroughput, { transport: 'redis', redisUrl: r.server.url, messageCount: N, iterations: 1, warmup: 0, batchSize: 4000, publishers: 1 });
     const rows = publishingThroughput.variants({ ...config, keyPrefix: 'peers-test:entries:' }, explicit);
     const row = rows.find((v) => v.id === 'batch4000-1p-event-entries')!;
     expect(row.kind).toBe('eventlane');
@@ -70,9 +60,9 @@ describe('peer rows on Redis', () => {
     const [measured] = await runIterationsHere(publishingThroughput, { scenario: publishingThroughput.name, variant: row, warmups: 0, measured: 1, keepKeys: true });
     expect(measured).toMatchObject({ sent: N, received: N, unique: N, lost: 0, duplicated: 0 });
     let entries = 0;
-    for (const key of await redis.keys('peers-test:entries:*')) if ((await redis.type(key)) === 'stream') entries += await redis.xlen(key);
+    for (const key of await r.raw.keys('peers-test:entries:*')) if ((await r.raw.type(key)) === 'stream') entries += await r.raw.xlen(key);
     expect(entries).toBe(N);
-    await redis.flushdb();
+    await r.raw.flushdb();
   }, 60_000);
 
   it('labels each peer with its installed version and how it is driven, one consumer, one partition', () => {

@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisServer } from '../helpers/redis-server.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { redisForFile } from '../integration/redis-common.js';
 
 const root = resolve(__dirname, '../..');
 const tsx = resolve(root, 'node_modules/.bin/tsx');
@@ -66,16 +66,10 @@ describe('README runnable blocks', () => {
   });
 
   describe('against redis-server', () => {
-    let server: { url: string; stop(): Promise<void> };
-    beforeAll(async () => {
-      server = await RedisServer.startOrExternal();
-    });
-    afterAll(async () => {
-      await server?.stop();
-    });
+    const r = redisForFile({ external: true });
 
     it.each(rows('redis'))('%s runs against Redis and prints what it says', async (_, block, index) => {
-      const out = await run(block, index, { REDIS_URL: server.url });
+      const out = await run(block, index, { REDIS_URL: r.server.url });
       for (const line of block.prints) expect(out).toContain(line);
     });
   });

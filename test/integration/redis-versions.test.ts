@@ -3,14 +3,13 @@
  * `dataVersion` in both entry modes (batch entries once for all their events), an entry without it is version 1
  * (an older producer's, or a foreign producer's written with plain XADD), and a bad value is a malformed entry.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createEventBus, defineEvents, versioned, VERSION_HEADER, type EventEnvelope, type EventMap } from '../../src/index.js';
-import { RedisServer, uniquePrefix } from '../helpers/redis-server.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { streamKey } from '../../transports/redis-streams/index.js';
-import { fastRead } from './redis-common.js';
+import { fastRead, redisForFile } from './redis-common.js';
 
 const TYPE = 'order.created';
 const v1 = z.object({ orderId: z.string(), amount: z.number() });
@@ -21,31 +20,17 @@ const v2 = {
 const older = defineEvents({ [TYPE]: v1 });
 const newer = defineEvents({ [TYPE]: versioned(v1, v2) });
 
-let server: { url: string; stop(): Promise<void> };
-let raw: Redis;
-const open: { close(): Promise<void> }[] = [];
-
-beforeAll(async () => {
-  server = await RedisServer.startOrExternal();
-  raw = new Redis(server.url);
-});
-afterEach(async () => {
-  await Promise.allSettled(open.splice(0).map((b) => b.close()));
-});
-afterAll(async () => {
-  raw.disconnect();
-  await server.stop();
-});
+const r = redisForFile({ external: true });
 
 async function busOf<M extends EventMap>(events: M, prefix: string, entryMode: 'batch' | 'event') {
-  const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url: server.url, prefix, partitions: 1, entryMode }, logger: false });
-  open.push(b);
+  const b = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', url: r.server.url, prefix, partitions: 1, entryMode }, logger: false });
+  r.cleanup.push(() => b.close());
   return b;
 }
 
 /** The fields of every entry of the type's partition stream, as objects. */
 async function entries(prefix: string): Promise<Record<string, string>[]> {
-  const rows = (await raw.xrange(streamKey(prefix, TYPE, 0), '-', '+')) as [string, string[]][];
+  const rows = (await r.raw.xrange(streamKey(prefix, TYPE, 0), '-', '+')) as [string, string[]][];
   return rows.map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i]!, f[2 * i + 1]!])));
 }
 
@@ -108,9 +93,9 @@ describe('redis-streams: versioned event types', () => {
     const seen: EventEnvelope[] = [];
     await consumer.subscribe(TYPE, { group: 'g', ...fastRead }, (e) => void seen.push(e));
     const key = streamKey(prefix, TYPE, 0);
-    await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'foreign', amount: 7 }));
-    await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'foreign-v2', total: { amount: 8, currency: 'USD' } }), 'dataVersion', '2');
-    await raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'bad' }), 'dataVersion', '02');
+    await r.raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'foreign', amount: 7 }));
+    await r.raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'foreign-v2', total: { amount: 8, currency: 'USD' } }), 'dataVersion', '2');
+    await r.raw.xadd(key, '*', 'data', JSON.stringify({ orderId: 'bad' }), 'dataVersion', '02');
     await waitFor(async () => seen.length === 2 && (await consumer.deadLetters(TYPE, { group: 'g' })).length === 1, 10_000, 'two events and a dead letter');
     expect(seen.map((e) => e.data)).toEqual([
       { orderId: 'foreign', total: { amount: 7, currency: 'EUR' } },
