@@ -165,8 +165,8 @@ export class EventBus<M extends EventMap, T extends string = string> {
 
   private sendDelayed(t: TypeState, payloads: readonly unknown[], options: PublishManyOptions<never>): Promise<void> {
     try {
-      checkPublishOptions('publishMany', options);
-      return this.delayed.publishMany(t, payloads, options, dueAtOf(options)!) as Promise<unknown> as Promise<void>;
+      const extra = checkPublishOptions('publishMany', options);
+      return this.delayed.publishMany(t, payloads, options, extra, dueAtOf(options)!) as Promise<unknown> as Promise<void>;
     } catch (err) {
       return rejected(t.name, payloads.length, err);
     }

@@ -11,7 +11,7 @@ import { EventlaneError, TransportError, ConfigError } from './errors.js';
 import { DueQueue, type DueEntry } from './due-queue.js';
 import type { Logger } from './logger.js';
 import { EventMeta } from './outgoing.js';
-import { checkedKey, checkPublishOptions } from './publish-options.js';
+import { checkedKey } from './publish-options.js';
 import type { Publisher } from './publisher.js';
 import type { OutgoingEvent, Transport } from './transport.js';
 import type { TypeState } from './type-plans.js';
@@ -40,9 +40,8 @@ export class DelayedPublisher {
     return this.schedule(t, [event], [this.pub.parsedSize], dueAt).then(() => event.id);
   }
 
-  /** A `publishMany` call with delaying options: every payload is validated before any is scheduled. */
-  publishMany(t: TypeState, payloads: readonly unknown[], options: PublishManyOptions<never>, dueAt: number): Promise<string[]> {
-    const extra = checkPublishOptions('publishMany', options);
+  /** A checked `publishMany` call (its options' bytes `extra`) due at `dueAt`: every payload is validated before any is scheduled. */
+  publishMany(t: TypeState, payloads: readonly unknown[], options: PublishManyOptions<never>, extra: number, dueAt: number): Promise<string[]> {
     const meta = new EventMeta(t.name, Date.now(), options);
     const keyOpt = options.key as string | ((data: unknown, index: number) => unknown) | undefined;
     const values: unknown[] = [];
