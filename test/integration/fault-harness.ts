@@ -1,10 +1,11 @@
 /**
  * Per-test resources of the Redis fault tests: servers started and buses made through it are stopped and
  * closed after each test (last made, first closed), whatever the test did to them. (Not in redis-common.ts:
- * the child-process fixtures import that file outside vitest.)
+ * the child-process fixtures import that file outside vitest.) And the keys those tests aim at one partition.
  */
 import { afterEach } from 'vitest';
 import type { EventBus } from '../../src/index.js';
+import { partitionForKey } from '../../src/partition.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { makeBus, type events } from './redis-common.js';
 
@@ -26,4 +27,9 @@ export function perTestResources() {
       return b;
     },
   };
+}
+
+/** A key of `order.created` that lands on `partition` of `n`. */
+export function keyFor(partition: number, n: number): string {
+  for (let i = 0; ; i++) if (partitionForKey(`k${i}`, n) === partition) return `k${i}`;
 }
