@@ -303,7 +303,7 @@ export function corkable(client: Client): Corkable | undefined {
  * reconnect, and since no socket is left to emit 'close', nothing ever flushes them (ioredis 5.11: the same for
  * a Cluster client's offline queue): they stay pending forever. A read connection's blocking XREADGROUP has no
  * command timeout, so the read loop would wait for it forever, and a consumer's close() with it (a read
- * connection killed just before close(); pinned in test/integration/redis-faults.test.ts with Redis down).
+ * connection killed just before close(); pinned in test/integration/redis-faults-outage.test.ts with Redis down).
  * Here they are rejected as a closed connection's commands are.
  *
  * A Cluster client also holds commands in its delay queue: a command whose node connection closed while the
@@ -319,7 +319,7 @@ export function corkable(client: Client): Corkable | undefined {
  * as it does while a restarted server loads its data) keeps the commands of the socket it lost apart
  * (`prevCommandQueue`), to resend them at 'ready'. When that socket closes, ioredis flushes its offline and
  * command queues, not that one, so those commands would never be settled either. They are rejected here as well
- * (a subscription closed just after a server restart; pinned in redis-faults.test.ts).
+ * (a subscription closed just after a server restart; pinned in redis-faults-outage.test.ts).
  */
 export function disconnectNow(client: Client): void {
   const between = client.status === 'reconnecting';
