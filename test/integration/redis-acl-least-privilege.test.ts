@@ -132,7 +132,8 @@ describe('redis-streams on a Redis Cluster as the least-privilege ACL user of do
       service: 'acl',
       events,
       logger,
-      transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, username: user, password, prefix, partitions: 6 },
+      // One seed URL's credentials reach every node.
+      transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes.map((n, i) => (i === 0 ? `redis://${user}:${password}@${n.host}:${n.port}` : n)) }, prefix, partitions: 6 },
     });
     try {
       const handled = new Set<number>();

@@ -17,13 +17,21 @@ async function bus(prefix: string, transport: Record<string, unknown> = {}, logg
   return b;
 }
 
+/** The transport's url, as ACL user `user` with password `pw`. */
+function asUser(user: string): { url: string } {
+  const url = new URL(r.server.url);
+  url.username = user;
+  url.password = 'pw';
+  return { url: url.toString() };
+}
+
 describe('redis-streams consumer: keepalive without scripts', () => {
   it('an ACL user without XDEL: acked retry entries stay in the retry stream with one warning per refused XDEL, and idle() still resolves', async () => {
     await r.raw.call('ACL', 'SETUSER', 'noxdel', 'on', '>pw', '~*', '&*', '+@all', '-xdel');
     r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noxdel'));
     const prefix = uniquePrefix('noxdel');
     const logger = recordingLogger();
-    const b = await bus(prefix, { username: 'noxdel', password: 'pw' }, logger);
+    const b = await bus(prefix, asUser('noxdel'), logger);
     const attempts: number[] = [];
     await b.subscribe('order.created', { group: 'g', ...fastRead, retry: { backoff: { initialMs: 10, maxMs: 10 } } }, (_e, ctx) => {
       attempts.push(ctx.attempt);
@@ -41,7 +49,7 @@ describe('redis-streams consumer: keepalive without scripts', () => {
     r.cleanup.push(() => r.raw.call('ACL', 'DELUSER', 'noscripts'));
     const prefix = uniquePrefix('noscripts');
     const logger = recordingLogger();
-    const slow = await bus(prefix, { username: 'noscripts', password: 'pw' }, logger);
+    const slow = await bus(prefix, asUser('noscripts'), logger);
     const opts = { group: 'g', blockMs: 100, minIdleMs: 600 };
     let done = false;
     await slow.subscribe('order.created', { ...opts, consumer: 'slow' }, async () => {
@@ -66,7 +74,7 @@ describe('redis-streams consumer: keepalive without scripts', () => {
     await r.raw.xgroup('CREATE', key, 'g', '$', 'MKSTREAM');
     await r.raw.xgroup('CREATECONSUMER', key, 'g', 'gone');
     const logger = recordingLogger();
-    const b = await bus(prefix, { username: 'noscripts2', password: 'pw' }, logger);
+    const b = await bus(prefix, asUser('noscripts2'), logger);
     await b.subscribe('order.created', { group: 'g', blockMs: 100, minIdleMs: 600, deleteIdleConsumersMs: 1 }, () => undefined);
     const consumers = async () => ((await r.raw.xinfo('CONSUMERS', key, 'g')) as unknown[][]).map((row) => String(row[1]));
     await waitFor(async () => !(await consumers()).includes('gone'), 5000, 'the idle consumer to be deleted');

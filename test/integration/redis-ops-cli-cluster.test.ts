@@ -34,7 +34,7 @@ beforeAll(async () => {
   cluster = await RedisCluster.start(3);
   // Set after the cluster is built (the harness's own checks connect without a password).
   for (const s of cluster.servers) await withRedis(s.port, (c) => c.config('SET', 'requirepass', PASSWORD));
-  bus = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, password: PASSWORD, prefix, partitions: 6 } });
+  bus = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, redisOptions: { password: PASSWORD }, prefix, partitions: 6 } });
   // Every 5th event fails while `failing`: dead-lettered at once (maxDeliveries 1), over several partitions.
   await bus.subscribe('order.created', { group: 'billing', maxDeliveries: 1, ...fastRead }, (e) => {
     if (failing && e.data.seq % 5 === 0) throw new Error(`poison ${e.data.seq}`);
@@ -74,15 +74,19 @@ describe('eventlane-redis --cluster', () => {
     expect((await cli('purge', 'order.created', ...seed(), '--all')).out).toBe('purged 0 dead letters');
   });
 
-  it('a wrong password fails connecting at once with a ConnectionError that names the credentials, not after connectTimeoutMs', async () => {
+  it('a wrong password fails connecting at once with a ConnectionError that names where the credentials are given, not after the timeout', async () => {
     const t0 = Date.now();
-    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes: cluster.nodes }, password: 'wrong', connectTimeoutMs: 8000 } }).then(
+    const nodes = cluster.nodes.map((n) => `redis://:wrong@127.0.0.1:${n.port}`);
+    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes }, connectTimeoutMs: 8000 } }).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ConnectionError);
-    expect((err as Error).message).toMatch(/refused the credentials.*WRONGPASS/);
+    expect((err as Error).message).toMatch(/refused the credentials \(the user and password of the seed URLs in transport\.cluster\.nodes, or of transport\.redisOptions\).*WRONGPASS/);
     expect(Date.now() - t0).toBeLessThan(4000);
+    const viaCli = await cli('streams', '--cluster', nodes[0]!, '--timeout-ms', '8000');
+    expect(viaCli.code).toBe(1);
+    expect(viaCli.err).toContain('refused the credentials (the user and password of the seed URLs in --cluster)');
   });
 
   it('seed URLs that disagree on the password are bad usage', async () => {

@@ -321,6 +321,16 @@ describe('eventlane-redis (operations CLI)', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('refused credentials name --url, where the CLI takes them', async () => {
+    const url = new URL(server.url);
+    [url.username, url.password] = ['nobody', 'wrong-pass'];
+    const r = await cli('streams', '--url', url.toString(), '--timeout-ms', '5000');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('refused the credentials (the user and password in --url (or $REDIS_URL))');
+    expect(r.err).not.toContain('transport.');
+    expect(r.err).not.toContain('wrong-pass');
+  });
+
   it('--cluster given a standalone server is bad usage, at once, pointing at --url', async () => {
     const r = await cli('streams', '--cluster', new URL(server.url).host, '--timeout-ms', '5000');
     expect(r.code).toBe(2);

@@ -86,6 +86,17 @@ describe('removed Redis transport options', () => {
     expect(err.message).toContain('transport.tls: removed option: give a rediss:// url (or rediss:// cluster seeds); TLS options go in redisOptions.tls');
     expect(err.message).toContain('transport.dlqMaxLen: removed option: maxDeadLetters');
   });
+
+  it('username and password name url, the cluster seed URLs and redisOptions', async () => {
+    for (const where of [{ url: 'redis://127.0.0.1:6379' }, { cluster: { nodes: ['127.0.0.1:7000'] } }]) {
+      const transport = { type: 'redis-streams', ...where, username: 'app', password: 'secret' };
+      const err = await configError(() => createEventBus({ service: 's', events, transport } as never));
+      expect(err.issues.map((i) => i.path.join('.')).sort()).toEqual(['transport.password', 'transport.username']);
+      expect(err.message).toContain('transport.username: removed option: give the user in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.username');
+      expect(err.message).toContain('transport.password: removed option: give the password in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.password');
+      expect(err.message).not.toContain('secret');
+    }
+  });
 });
 
 describe('removed native transport options', () => {

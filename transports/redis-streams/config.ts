@@ -53,15 +53,15 @@ const redisStreamsObject = z
   .object({
     type: z.literal('redis-streams'),
     /**
-     * Where to connect: `redis://[user:pass@]host:port[/db]`, `rediss://...` for TLS, or a Unix socket path.
+     * Where to connect: `redis://[user:pass@]host:port[/db]`, `rediss://...` for TLS, or a Unix socket path. Its
+     * user and password are the credentials; credentials kept out of the URL go in `redisOptions`.
      * @default 'redis://127.0.0.1:6379' (none with `cluster`, or with Sentinel in `redisOptions`)
      */
     url: z.string().min(1).refine(isRedisUrl, 'must be redis://[user:pass@]host[:port][/db], rediss://... (TLS) or a Unix socket path').optional(),
-    /** ACL user, for every connection (and every Cluster node); one in `url` wins. @default none */
-    username: z.string().optional(),
-    /** Password, for every connection (and every Cluster node); one in `url` wins. @default none */
-    password: z.string().optional(),
-    /** Redis Cluster: seed nodes; ioredis discovers the rest. `username`/`password` apply to every node. */
+    /**
+     * Redis Cluster: seed nodes; ioredis discovers the rest. Credentials and TLS of `redis://user:pass@...` /
+     * `rediss://` seed URLs apply to every node.
+     */
     cluster: z
       .object({
         /** Seed nodes: `host:port`, `host`, `[ipv6]:port`, `redis://` URLs, or `{ host, port }`. */
@@ -78,7 +78,8 @@ const redisStreamsObject = z
       .optional(),
     /**
      * Extra ioredis options for every connection (advanced; the transport's own settings win): Sentinel
-     * (`sentinels`, `name`, with no `url`), TLS options (`tls`: a CA, client certificates). Not `keyPrefix`: use
+     * (`sentinels`, `name`, with no `url`), TLS options (`tls`: a CA, client certificates), credentials kept out
+     * of the URL (`username`, `password`; those in `url` or in cluster seed URLs win). Not `keyPrefix`: use
      * `prefix` (the transport names its keys itself and matches them in replies). @default none
      */
     redisOptions: z
@@ -156,8 +157,8 @@ const redisStreamsObject = z
     for (const issue of connectionIssues(c)) ctx.addIssue({ code: 'custom', ...issue });
     const seed = c.cluster ? seedAuth(c.cluster.nodes) : undefined;
     if (typeof seed === 'string') ctx.addIssue({ code: 'custom', path: ['cluster', 'nodes'], message: seed });
-    if (seed === undefined || typeof seed === 'string') return { ...c, tls: undefined };
-    return { ...c, username: c.username ?? seed.username, password: c.password ?? seed.password, tls: seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
+    if (seed === undefined || typeof seed === 'string') return { ...c, username: undefined, password: undefined, tls: undefined };
+    return { ...c, username: seed.username, password: seed.password, tls: seed.tls, cluster: { ...c.cluster!, nodes: seed.nodes } };
   });
 
 export const redisStreamsConfigSchema = withRemovedOptions(redisStreamsObject, {
@@ -166,6 +167,8 @@ export const redisStreamsConfigSchema = withRemovedOptions(redisStreamsObject, {
   db: 'give the database in url: redis://host:port/db',
   tls: 'give a rediss:// url (or rediss:// cluster seeds); TLS options go in redisOptions.tls',
   dlqMaxLen: 'maxDeadLetters (MAXLEN ~ of each dead-letter stream)',
+  username: 'give the user in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.username',
+  password: 'give the password in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.password',
 });
 
 /** The connection settings `connectionIssues` checks. */
@@ -191,8 +194,8 @@ function connectionIssues(c: ConnectionSettings): { path: string[]; message: str
 
 /**
  * Credentials and TLS written into cluster seed URLs (`redis://user:pass@host:port`, `rediss://` for TLS), to
- * apply to every node as `username`/`password` do: ioredis gives a seed URL's credentials to that seed
- * alone, so the masters it discovers answered NOAUTH and connecting timed out. Returns the seeds as
+ * apply to every node: ioredis gives a seed URL's credentials to that seed alone, and the masters it discovers
+ * would answer NOAUTH. Returns the seeds as
  * host/port and what they set; a message when seeds disagree; undefined when no seed is such a URL.
  */
 function seedAuth(
@@ -231,6 +234,12 @@ function seedAuth(
 
 export type RedisStreamsConfig = z.input<typeof redisStreamsConfigSchema>;
 export type ResolvedConfig = z.output<typeof redisStreamsConfigSchema>;
+
+/** Where `c` gives its credentials, for a message that names them. */
+export function credentialsOrigin(c: Pick<ResolvedConfig, 'cluster' | 'url'>): string {
+  if (c.cluster) return 'the user and password of the seed URLs in transport.cluster.nodes, or of transport.redisOptions';
+  return c.url ? 'the user and password in transport.url, or in transport.redisOptions' : 'the user and password in transport.redisOptions';
+}
 
 /** Transport-specific subscribe options (next to group, concurrency, maxDeliveries...). */
 export const redisSubscribeSchema = withRemovedOptions(

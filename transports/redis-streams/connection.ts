@@ -5,7 +5,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError, ConnectionError, TimeoutError } from '../../src/errors.js';
 import type { BackoffOptions } from '../../src/transport.js';
-import type { ResolvedConfig } from './config.js';
+import { credentialsOrigin, type ResolvedConfig } from './config.js';
 
 export type Client = Redis | Cluster;
 
@@ -218,7 +218,7 @@ export class Connector {
     }
     return new ConnectionError(
       AUTH_REFUSED.test(text)
-        ? `Redis at ${this.address} refused the credentials (transport.username / transport.password)${why}`
+        ? `Redis at ${this.address} refused the credentials (${credentialsOrigin(this.config)})${why}`
         : DB_REFUSED.test(text)
           ? `Redis at ${this.address} cannot select the database of transport.url (its /db)${why}`
           : `Cannot connect to ${this.address} within ${this.config.connectTimeoutMs} ms (transport.connectTimeoutMs)${why}`,

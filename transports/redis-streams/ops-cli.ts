@@ -347,7 +347,8 @@ export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
       .replace(/transport\.url/g, '--url (or $REDIS_URL)')
       .replace(/transport\.cluster(\.nodes)?/g, '--cluster')
       .replace(/transport\.prefix/g, '--prefix')
-      .replace(/transport\.(username|password)/g, 'the $1 in --url');
+      // Credentials come from --url or the --cluster seeds alone.
+      .replace(/, or (in|of) transport\.redisOptions/g, '');
     io.err(`eventlane-redis: ${message}${code}`);
     return usage ? 2 : 1;
   }
