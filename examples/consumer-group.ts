@@ -21,7 +21,7 @@ const prefix = `example-${Date.now().toString(36)}`;
 const bus = await createEventBus({
   service: 'checkout',
   events,
-  transport: { type: 'redis-streams', url, prefix, partitions: 4, connectTimeoutMs: 3000 },
+  transport: { type: 'redis-streams', url, prefix, partitions: 4 },
 });
 
 const billed = new Set<string>();

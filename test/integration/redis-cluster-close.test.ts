@@ -25,7 +25,7 @@ describe('redis-streams: cluster close', () => {
       const b = await createEventBus({
         service: 'it',
         events,
-        transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
+        transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000 },
       });
       await b.subscribe('order.created', { group: 'g', blockMs: 200, minIdleMs: 1000 }, () => undefined);
       const stalled = await cluster().masterOf(streamKey(prefix, 'order.created', 0));

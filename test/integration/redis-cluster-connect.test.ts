@@ -1,7 +1,7 @@
 /**
  * Redis Cluster: opening connections while one master is stalled (SIGSTOP, no failover yet). ioredis sends a
  * Cluster client's ready check, and the transport its PING after it, to a node of its choosing: the stalled
- * master may make a connect fail (a typed error after connectTimeoutMs), but must not hold a bus's creation or
+ * master may make a connect fail (a typed error after commandTimeoutMs), but must not hold a bus's creation or
  * a subscription forever. And a read whose node connection dies with its reply: what Redis handed to it is
  * delivered from the consumer's own pending list after the Cluster client reconnects to that node.
  */
@@ -18,7 +18,7 @@ const cluster = clusterForTests(3, 0, 60_000);
 
 describe('redis-streams: cluster connect', () => {
   it('creating a bus and subscribing settle (typed) while a master is stalled', async () => {
-    const transport = (prefix: string) => ({ type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000, connectTimeoutMs: 4000 });
+    const transport = (prefix: string) => ({ type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: 6, commandTimeoutMs: 1000 });
     const stalled = await cluster().masterOf(streamKey(uniquePrefix('probe'), 'order.created', 0));
     stalled.pause();
     const open: EventBus<typeof events>[] = [];

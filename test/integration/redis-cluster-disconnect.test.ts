@@ -41,7 +41,7 @@ function clusterBus(prefix: string, transport: Record<string, unknown> = {}, dra
     service: 'it',
     events,
     drainTimeoutMs,
-    transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, connectTimeoutMs: 1000, ...transport },
+    transport: { type: 'redis-streams', cluster: { nodes: cluster().nodes }, prefix, partitions: PARTITIONS, commandTimeoutMs: 1000, ...transport },
   });
 }
 

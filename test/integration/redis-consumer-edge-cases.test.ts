@@ -297,7 +297,7 @@ describe('redis-streams consumer: error types', () => {
     const b = await createEventBus({
       service: 'review',
       events,
-      transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('gone'), connectTimeoutMs: 300, commandTimeoutMs: 300 },
+      transport: { type: 'redis-streams', url: s.url, prefix: uniquePrefix('gone'), commandTimeoutMs: 300 },
     });
     r.cleanup.push(() => b.close());
     await b.publish('order.created', { orderId: 'o-0', amount: 0, seq: 0 }); // connected
@@ -319,7 +319,7 @@ describe('redis-streams consumer: error types', () => {
     await r.raw.del(dlqKey(prefix, 'order.created', 0));
     const s = await RedisServer.start();
     r.cleanup.push(() => s.stop());
-    const gone = await createEventBus({ service: 'review', events, transport: { type: 'redis-streams', url: s.url, prefix, connectTimeoutMs: 300, commandTimeoutMs: 300 } });
+    const gone = await createEventBus({ service: 'review', events, transport: { type: 'redis-streams', url: s.url, prefix, commandTimeoutMs: 300 } });
     r.cleanup.push(() => gone.close());
     const goneAdmin = await (gone.transport as RedisStreamsTransport).admin();
     await s.stop();

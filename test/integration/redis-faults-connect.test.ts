@@ -17,10 +17,10 @@ describe('redis-streams: faults', () => {
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
     const t0 = Date.now();
-    const err = await makeBus(url, { connectTimeoutMs: 500 }).catch((e: unknown) => e);
+    const err = await makeBus(url, { commandTimeoutMs: 500 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as Error).message).toContain(`127.0.0.1:${port}`);
-    expect((err as Error).message).toContain('connectTimeoutMs');
+    expect((err as Error).message).toContain('within 500 ms (transport.commandTimeoutMs)');
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 
@@ -31,14 +31,14 @@ describe('redis-streams: faults', () => {
     await good.publish('order.created', orders(1)[0]!);
     const viaOption = await bus(s.url, { redisOptions: { password: 's3cret' } });
     await viaOption.publish('order.created', orders(1)[0]!);
-    const err = await makeBus(`redis://:wrong-pass@127.0.0.1:${s.port}`, { connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    const err = await makeBus(`redis://:wrong-pass@127.0.0.1:${s.port}`, { commandTimeoutMs: 1000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as Error).message).toContain(`127.0.0.1:${s.port}`);
     expect((err as Error).message).not.toContain('wrong-pass');
     expect((err as Error).message).toMatch(/refused the credentials \(the user and password in transport\.url, or in transport\.redisOptions\).*WRONGPASS/);
     // The whole error as Node prints it (an uncaught rejection, console.error), cause chain included.
     expect(inspect(err, { depth: Infinity, showHidden: true })).not.toContain('wrong-pass');
-    const viaOptionErr = await makeBus(s.url, { redisOptions: { password: 'wrong-option-pass' }, connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    const viaOptionErr = await makeBus(s.url, { redisOptions: { password: 'wrong-option-pass' }, commandTimeoutMs: 1000 }).catch((e: unknown) => e);
     expect(viaOptionErr).toBeInstanceOf(ConnectionError);
     expect(inspect(viaOptionErr, { depth: Infinity, showHidden: true })).not.toContain('wrong-option-pass');
   });
@@ -46,7 +46,7 @@ describe('redis-streams: faults', () => {
   it('a standalone server given as a cluster seed is a ConfigError saying it is not a Cluster, at once', async () => {
     const s = await server();
     const started = Date.now();
-    const err = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', cluster: { nodes: [{ host: '127.0.0.1', port: s.port }] }, connectTimeoutMs: 5000 } }).catch(
+    const err = await createEventBus({ service: 't', events, transport: { type: 'redis-streams', cluster: { nodes: [{ host: '127.0.0.1', port: s.port }] }, commandTimeoutMs: 5000 } }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ConfigError);
@@ -57,7 +57,7 @@ describe('redis-streams: faults', () => {
   it("a database the server has not got is a ConnectionError naming transport.url's /db at once, not a bus on db 0", async () => {
     const s = await server();
     const started = Date.now();
-    const err = await makeBus(`${s.url}/99`, { connectTimeoutMs: 3000 }).catch((e: unknown) => e);
+    const err = await makeBus(`${s.url}/99`, { commandTimeoutMs: 3000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as Error).message).toMatch(/cannot select the database of transport\.url \(its \/db\).*DB index is out of range/);
     expect(Date.now() - started).toBeLessThan(2000);

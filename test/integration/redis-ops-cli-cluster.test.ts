@@ -77,7 +77,7 @@ describe('eventlane-redis --cluster', () => {
   it('a wrong password fails connecting at once with a ConnectionError that names where the credentials are given, not after the timeout', async () => {
     const t0 = Date.now();
     const nodes = cluster.nodes.map((n) => `redis://:wrong@127.0.0.1:${n.port}`);
-    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes }, connectTimeoutMs: 8000 } }).then(
+    const err = await createEventBus({ service: 'it', events, transport: { type: 'redis-streams', cluster: { nodes }, commandTimeoutMs: 8000 } }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -100,7 +100,7 @@ describe('eventlane-redis --cluster', () => {
     const b = await createEventBus({
       service: 'it',
       events,
-      transport: { type: 'redis-streams', cluster: { nodes: [url] }, prefix: uniquePrefix('seed-url'), partitions: 6, connectTimeoutMs: 5000, commandTimeoutMs: 5000 },
+      transport: { type: 'redis-streams', cluster: { nodes: [url] }, prefix: uniquePrefix('seed-url'), partitions: 6, commandTimeoutMs: 5000 },
     });
     try {
       await b.publishMany('order.created', orders(60)); // round-robin over 6 partitions on 3 masters
@@ -118,7 +118,6 @@ describe('eventlane-redis --cluster', () => {
         cluster: { nodes: cluster.nodes, options: { redisOptions: { password: PASSWORD } } },
         prefix: uniquePrefix('node-opts'),
         partitions: 6,
-        connectTimeoutMs: 5000,
         commandTimeoutMs: 5000,
       },
     });

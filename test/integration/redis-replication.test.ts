@@ -136,11 +136,11 @@ describe('redis-streams: replication', () => {
     const err = await createEventBus({
       service: 'it',
       events,
-      transport: { type: 'redis-streams', redisOptions: { sentinels: [{ host: '127.0.0.1', port }], name: 'nowhere' }, connectTimeoutMs: 500 },
+      transport: { type: 'redis-streams', redisOptions: { sentinels: [{ host: '127.0.0.1', port }], name: 'nowhere' }, commandTimeoutMs: 500 },
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as Error).message).toContain(`redis sentinel "nowhere" via 127.0.0.1:${port}`);
-    expect((err as Error).message).toContain('connectTimeoutMs');
+    expect((err as Error).message).toContain('within 500 ms (transport.commandTimeoutMs)');
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 

@@ -49,7 +49,7 @@ describe('redis-streams over TLS', () => {
   });
 
   it('a client without the CA is refused: createEventBus rejects with ConnectionError naming the certificate', async () => {
-    const bus = createEventBus({ service: 'tls', events, transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('tls-noca'), connectTimeoutMs: 2000 } });
+    const bus = createEventBus({ service: 'tls', events, transport: { type: 'redis-streams', url: server.url, prefix: uniquePrefix('tls-noca'), commandTimeoutMs: 2000 } });
     const err = await bus.then(
       async (b) => {
         await b.close();

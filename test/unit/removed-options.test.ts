@@ -87,6 +87,12 @@ describe('removed Redis transport options', () => {
     expect(err.message).toContain('transport.dlqMaxLen: removed option: maxDeadLetters');
   });
 
+  it('connectTimeoutMs names commandTimeoutMs, which bounds connecting', async () => {
+    const err = await configError(() => createEventBus({ service: 's', events, transport: { type: 'redis-streams', connectTimeoutMs: 500 } } as never));
+    expect(err.issues.map((i) => i.path.join('.'))).toEqual(['transport.connectTimeoutMs']);
+    expect(err.message).toContain('transport.connectTimeoutMs: removed option: connecting is bounded by commandTimeoutMs');
+  });
+
   it('username and password name url, the cluster seed URLs and redisOptions', async () => {
     for (const where of [{ url: 'redis://127.0.0.1:6379' }, { cluster: { nodes: ['127.0.0.1:7000'] } }]) {
       const transport = { type: 'redis-streams', ...where, username: 'app', password: 'secret' };

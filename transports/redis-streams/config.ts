@@ -8,8 +8,8 @@ import { DEFAULT_MAX_EVENT_BYTES, parseTransportSubscribeOptions, withRemovedOpt
 
 /**
  * What ioredis can connect to: `redis://` or `rediss://` with a host, a numeric port and a numeric db, or a
- * Unix socket path. Anything else failed late: a bad port threw a raw TypeError from ioredis, `http://x`
- * waited connectTimeoutMs and failed as a connection error.
+ * Unix socket path. Anything else is refused here, as config: ioredis would throw a raw TypeError for a bad
+ * port, and wait out the connect timeout for `http://x`.
  */
 function isRedisUrl(s: string): boolean {
   if (s.startsWith('/')) return true;
@@ -24,8 +24,8 @@ function isRedisUrl(s: string): boolean {
 
 /**
  * A cluster seed given as a string: `host:port`, `host` (port 6379), `[ipv6]:port` or a `redis://` /
- * `rediss://` URL with no database. Anything else (`http://x`, a typo'd port) waited connectTimeoutMs and
- * failed as a connection error.
+ * `rediss://` URL with no database. Anything else (`http://x`, a typo'd port) is refused here, as config, not
+ * after the connect timeout.
  */
 function isSeed(s: string): boolean {
   if (/^rediss?:\/\//i.test(s)) return isRedisUrl(s) && /^\/?$/.test(new URL(s).pathname);
@@ -123,11 +123,11 @@ const redisStreamsObject = z
       })
       .strict()
       .default({ size: 2 }),
-    /** How long `connect()` may take before it rejects with `ConnectionError`. @default 5000 */
-    connectTimeoutMs: z.number().int().min(1).max(600_000).default(5_000),
     /**
      * How long a write (or any non-blocking command) may wait, also while Redis is unreachable; a blocking read
-     * may be half of it late past its BLOCK. @default 10000
+     * may be half of it late past its BLOCK. Connecting is bounded by it too: opening a connection (for
+     * `createEventBus`, a subscription, the admin API) that takes longer rejects with `ConnectionError`.
+     * @default 10000
      */
     commandTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     /** Largest encoded event accepted, bytes. @default 1 MiB, as on every transport */
@@ -169,6 +169,7 @@ export const redisStreamsConfigSchema = withRemovedOptions(redisStreamsObject, {
   dlqMaxLen: 'maxDeadLetters (MAXLEN ~ of each dead-letter stream)',
   username: 'give the user in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.username',
   password: 'give the password in url: redis://user:pass@host:port (with cluster, in the seed URLs), or in redisOptions.password',
+  connectTimeoutMs: 'connecting is bounded by commandTimeoutMs',
 });
 
 /** The connection settings `connectionIssues` checks. */

@@ -52,7 +52,7 @@ export class Connector {
     const o: RedisOptions = {
       ...(c.redisOptions as RedisOptions | undefined),
       lazyConnect: true,
-      connectTimeout: c.connectTimeoutMs,
+      connectTimeout: c.commandTimeoutMs,
       // Commands wait through reconnects but never longer than commandTimeoutMs; blocking reads are
       // bounded by BLOCK and the consumer's watchdog instead.
       maxRetriesPerRequest: null,
@@ -86,7 +86,7 @@ export class Connector {
       const user = c.cluster.options as ClusterOptions | undefined;
       // Node options given the ioredis way (cluster.options.redisOptions: a password, say) count too; the
       // transport's own settings win, as with transport.redisOptions. (Merged, not replaced: a password given
-      // there must be sent, or connecting fails after connectTimeoutMs.)
+      // there must be sent, or connecting fails at its timeout.)
       const redisOptions: RedisOptions = { ...user?.redisOptions, ...this.baseOptions(role) };
       delete redisOptions.host;
       delete redisOptions.port;
@@ -132,9 +132,9 @@ export class Connector {
     return client;
   }
 
-  /** Connects `client`, rejecting with `ConnectionError` (naming the address) after `connectTimeoutMs`. */
+  /** Connects `client`, rejecting with `ConnectionError` (naming the address) after `commandTimeoutMs`. */
   async connect(client: Client): Promise<void> {
-    const ms = this.config.connectTimeoutMs;
+    const ms = this.config.commandTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     let lastError: unknown;
     let fail: ((err: unknown) => void) | undefined;
@@ -153,7 +153,7 @@ export class Connector {
     };
     client.on('error', onError);
     // A Cluster reports a node's refusal of the credentials as a 'node error'; its own 'error' says only that
-    // it could not refresh its slots, again and again until connectTimeoutMs.
+    // it could not refresh its slots, again and again until the connect times out.
     if (client instanceof Cluster) client.on('node error', onError);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -186,7 +186,7 @@ export class Connector {
         };
         client.once('end', onEnd);
       });
-      // One deadline for both waits: the PING gets what is left of connectTimeoutMs.
+      // One deadline for both waits: the PING gets what is left of commandTimeoutMs.
       if (client instanceof Cluster) await this.pingCluster(client, Math.max(0, started + ms - Date.now()));
     } catch (err) {
       settled = true;
@@ -221,7 +221,7 @@ export class Connector {
         ? `Redis at ${this.address} refused the credentials (${credentialsOrigin(this.config)})${why}`
         : DB_REFUSED.test(text)
           ? `Redis at ${this.address} cannot select the database of transport.url (its /db)${why}`
-          : `Cannot connect to ${this.address} within ${this.config.connectTimeoutMs} ms (transport.connectTimeoutMs)${why}`,
+          : `Cannot connect to ${this.address} within ${this.config.commandTimeoutMs} ms (transport.commandTimeoutMs)${why}`,
       { cause: reason ?? err },
     );
   }

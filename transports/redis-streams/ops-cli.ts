@@ -100,7 +100,7 @@ function intFlag(value: string | undefined, name: string, min: number, max: numb
 /** The transport block for openRedisStreamsAdmin from the connection flags. */
 function transportConfig(flags: Flags, env: CliIo['env']): Record<string, unknown> {
   const timeout = intFlag(flags['timeout-ms'], 'timeout-ms', 1, 600_000) ?? 5_000;
-  const config: Record<string, unknown> = { connectTimeoutMs: timeout, commandTimeoutMs: timeout };
+  const config: Record<string, unknown> = { commandTimeoutMs: timeout };
   if (flags.cluster !== undefined) {
     if (flags.url !== undefined) throw new ConfigError('Give --url or --cluster, not both.');
     // Seed URLs' credentials and TLS apply to every node (the transport's config lifts them).
@@ -342,7 +342,7 @@ export async function runOpsCli(argv: string[], io: CliIo): Promise<number> {
     const code = err instanceof EventlaneError ? ` [${err.code}]` : '';
     // The transport names its own options; here they come from the CLI's flags.
     const message = e.message
-      .replace(/transport\.(connectTimeoutMs|commandTimeoutMs)/g, '--timeout-ms')
+      .replace(/transport\.commandTimeoutMs/g, '--timeout-ms')
       .replace(/transport\.url instead/g, '--url instead')
       .replace(/transport\.url/g, '--url (or $REDIS_URL)')
       .replace(/transport\.cluster(\.nodes)?/g, '--cluster')

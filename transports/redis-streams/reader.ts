@@ -135,7 +135,7 @@ export class ReadConnections {
   }
 
   /**
-   * Opens a read connection, or gives up at close(): opening a connection can take up to connectTimeoutMs
+   * Opens a read connection, or gives up at close(): opening a connection can take up to commandTimeoutMs
    * (a Cluster client whose ready check goes to a stalled master), and close() waits for the read loops.
    */
   async openUnlessClosed(): Promise<Client | undefined> {
