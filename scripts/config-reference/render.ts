@@ -1,12 +1,13 @@
 /**
  * docs/configuration.md from the config schemas: every option of `createEventBus`, `subscribe` and each
  * built-in transport, with its type and default read from the zod schema (as JSON Schema, input side) and its
- * description from the schema's or the option type's documentation comment. `npm run docs:config` writes it;
- * a test fails when the committed page differs from what this renders.
+ * description from the schema's or the option type's documentation comment, and at its top how many options
+ * that is (`optionNames`). `npm run docs:config` writes it; a test fails when the committed page differs from
+ * what this renders, or when the count exceeds `OPTION_LIMIT`.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
-import { busConfigSchema, removedOptionsOf, subscribeOptionsSchema } from '../../src/config.js';
+import { busConfigSchema, removedOptionsOf, subscribeOptionsSchema, type RemovedOptions } from '../../src/config.js';
 import { memoryConfigSchema } from '../../transports/memory/memory-transport.js';
 import { nativeConfigSchema, nativeSubscribeSchema } from '../../transports/native/config.js';
 import { noopConfigSchema } from '../../transports/noop/index.js';
@@ -27,7 +28,11 @@ interface JsonSchema {
   maximum?: number;
 }
 
+/** Whose options a section lists: the bus's, every transport's subscribe options, or one transport block's (or its own subscribe options). */
+type SectionKind = 'bus' | 'subscribe' | 'transport' | 'transport subscribe';
+
 interface Section {
+  readonly kind: SectionKind;
   readonly title: string;
   readonly intro: string;
   readonly schema: z.ZodType;
@@ -37,6 +42,7 @@ interface Section {
 
 const SECTIONS: readonly Section[] = [
   {
+    kind: 'bus',
     title: '`createEventBus(config)`',
     intro: 'The bus. `transport` takes one of the transport blocks below.',
     schema: busConfigSchema,
@@ -47,6 +53,7 @@ const SECTIONS: readonly Section[] = [
     ],
   },
   {
+    kind: 'subscribe',
     title: '`bus.subscribe(type, options, handler)`',
     intro: 'Taken by every transport; each transport takes the further options of its own section.',
     schema: subscribeOptionsSchema,
@@ -56,8 +63,15 @@ const SECTIONS: readonly Section[] = [
       ['src/config.ts', 'backoffSchema', 'retry.backoff.'],
     ],
   },
-  { title: "`transport: { type: 'memory' }`", intro: 'In process, one broker per name.', schema: memoryConfigSchema, docs: [['transports/memory/memory-transport.ts', 'memoryConfigSchema']] },
   {
+    kind: 'transport',
+    title: "`transport: { type: 'memory' }`",
+    intro: 'In process, one broker per name.',
+    schema: memoryConfigSchema,
+    docs: [['transports/memory/memory-transport.ts', 'memoryConfigSchema']],
+  },
+  {
+    kind: 'transport',
     title: "`transport: { type: 'redis-streams' }`",
     intro: 'Redis Streams, single node, Sentinel (through `redisOptions`) or Cluster.',
     schema: redisStreamsConfigSchema,
@@ -66,10 +80,34 @@ const SECTIONS: readonly Section[] = [
       ['transports/redis-streams/config.ts', 'topicSchema', 'topics.*.'],
     ],
   },
-  { title: 'redis-streams subscribe options', intro: 'Beside the common subscribe options.', schema: redisSubscribeSchema, docs: [['transports/redis-streams/config.ts', 'redisSubscribeSchema']] },
-  { title: "`transport: { type: 'native' }`", intro: 'In process, on the lock-free core.', schema: nativeConfigSchema, docs: [['transports/native/config.ts', 'nativeConfigObject']] },
-  { title: 'native subscribe options', intro: 'Beside the common subscribe options.', schema: nativeSubscribeSchema, docs: [['transports/native/config.ts', 'nativeSubscribeSchema']] },
-  { title: "`transport: { type: 'noop' }`", intro: 'Discards every event (for measuring the library itself).', schema: noopConfigSchema, docs: [['transports/noop/index.ts', 'noopConfigSchema']] },
+  {
+    kind: 'transport subscribe',
+    title: 'redis-streams subscribe options',
+    intro: 'Beside the common subscribe options.',
+    schema: redisSubscribeSchema,
+    docs: [['transports/redis-streams/config.ts', 'redisSubscribeSchema']],
+  },
+  {
+    kind: 'transport',
+    title: "`transport: { type: 'native' }`",
+    intro: 'In process, on the lock-free core.',
+    schema: nativeConfigSchema,
+    docs: [['transports/native/config.ts', 'nativeConfigObject']],
+  },
+  {
+    kind: 'transport subscribe',
+    title: 'native subscribe options',
+    intro: 'Beside the common subscribe options.',
+    schema: nativeSubscribeSchema,
+    docs: [['transports/native/config.ts', 'nativeSubscribeSchema']],
+  },
+  {
+    kind: 'transport',
+    title: "`transport: { type: 'noop' }`",
+    intro: 'Discards every event (for measuring the library itself).',
+    schema: noopConfigSchema,
+    docs: [['transports/noop/index.ts', 'noopConfigSchema']],
+  },
 ];
 
 /** Type parameters of the documented interfaces, by what they stand for. */
@@ -113,41 +151,89 @@ function defaultOf(s: JsonSchema, doc: OptionDoc | undefined, required: boolean)
   return required ? '**required**' : '—';
 }
 
-/** Options the JSON Schema does not list but the documented type declares (`events`, `logger`). */
-function declaredOnly(docs: OptionDocs, listed: ReadonlySet<string>): string[] {
-  return [...docs]
-    .filter(([path, d]) => d.typeText !== undefined && !path.includes('.') && !listed.has(path))
-    .map(([path, d]) => `| \`${path}\` | ${cell(TYPE_NAMES[d.typeText!] ?? `\`${d.typeText!}\``)} | ${d.optional ? '—' : '**required**'} | ${cell(d.text)} |`);
+/** One row of a section's table: an option, by its dotted path within the section, and what the page says of it. */
+export interface OptionRow {
+  readonly path: string;
+  /** As the page shows it; `object` for a group of the options below it or a map of a library's options. */
+  readonly type: string;
+  readonly default: string;
+  readonly description: string;
 }
 
-function rows(s: JsonSchema, prefix: string, docs: OptionDocs, listed: Set<string>): string[] {
-  const out: string[] = [];
+/** A section as the page shows it: its table's rows, in order, and the options it refuses by name. */
+export interface SectionTable {
+  readonly kind: SectionKind;
+  readonly title: string;
+  readonly intro: string;
+  readonly rows: readonly OptionRow[];
+  readonly removed: RemovedOptions;
+}
+
+/** The most options eventlane takes (issue 43): a value that can be derived from the others is not an option. */
+export const OPTION_LIMIT = 50;
+
+/** Options the JSON Schema does not list but the documented type declares (`events`, `logger`). */
+function declaredOnly(docs: OptionDocs, listed: ReadonlySet<string>): OptionRow[] {
+  return [...docs]
+    .filter(([path, d]) => d.typeText !== undefined && !path.includes('.') && !listed.has(path))
+    .map(([path, d]) => ({ path, type: TYPE_NAMES[d.typeText!] ?? `\`${d.typeText!}\``, default: d.optional ? '—' : '**required**', description: d.text }));
+}
+
+function rows(s: JsonSchema, prefix: string, docs: OptionDocs, listed: Set<string>): OptionRow[] {
+  const out: OptionRow[] = [];
   const objectRecord = typeof s.additionalProperties === 'object' && s.additionalProperties.properties !== undefined ? s.additionalProperties : undefined;
   for (const [name, prop] of Object.entries(s.properties ?? {})) {
     const path = prefix + name;
     listed.add(path);
     const doc = docs.get(path);
-    out.push(`| \`${path}\` | ${cell(typeOf(prop))} | ${cell(defaultOf(prop, doc, s.required?.includes(name) ?? false))} | ${cell(doc?.text ?? IMPLIED[path] ?? '')} |`);
+    out.push({ path, type: typeOf(prop), default: defaultOf(prop, doc, s.required?.includes(name) ?? false), description: doc?.text ?? IMPLIED[path] ?? '' });
     out.push(...rows(prop, `${path}.`, docs, listed));
   }
   if (objectRecord !== undefined) out.push(...rows(objectRecord, `${prefix}*.`, docs, listed));
   return out;
 }
 
-function renderSection(section: Section, root: string): string {
+function tableOf(section: Section, root: string): SectionTable {
   const docs: OptionDocs = new Map();
   for (const [file, name, prefix] of [...section.docs].reverse()) for (const [k, v] of optionDocs(join(root, file), name, prefix)) docs.set(k, v);
   const json = z.toJSONSchema(section.schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   const listed = new Set<string>();
   const table = rows(json, '', docs, listed);
-  const lines = [`## ${section.title}`, '', section.intro, '', '| option | type | default | description |', '| --- | --- | --- | --- |', ...declaredOnly(docs, listed), ...table];
-  const removed = Object.entries(removedOptionsOf(section.schema));
+  const { kind, title, intro } = section;
+  return { kind, title, intro, rows: [...declaredOnly(docs, listed), ...table], removed: removedOptionsOf(section.schema) };
+}
+
+/** Every section of the page, for the repository at `root`. */
+export function configTables(root: string): SectionTable[] {
+  return SECTIONS.map((s) => tableOf(s, root));
+}
+
+/**
+ * The options a user sets, each name once across `tables`: rows of type `object` (a group of the options below
+ * it, or a map of a library's options passed through) are not options of their own, and a transport block's
+ * `type` is the bus's `transport.type`. Options of the same name in two sections (`partitions`) are one.
+ */
+export function optionNames(tables: readonly SectionTable[]): string[] {
+  const names = new Set<string>();
+  for (const table of tables) {
+    for (const row of table.rows) if (row.type !== 'object') names.add(table.kind === 'transport' && row.path === 'type' ? 'transport.type' : row.path);
+  }
+  return [...names];
+}
+
+function renderRow(row: OptionRow): string {
+  return `| \`${row.path}\` | ${cell(row.type)} | ${cell(row.default)} | ${cell(row.description)} |`;
+}
+
+function renderSection(table: SectionTable): string {
+  const lines = [`## ${table.title}`, '', table.intro, '', '| option | type | default | description |', '| --- | --- | --- | --- |', ...table.rows.map(renderRow)];
+  const removed = Object.entries(table.removed);
   if (removed.length > 0) lines.push('', 'Removed options (a `ConfigError` names what replaces each):', '', ...removed.map(([name, instead]) => `- \`${name}\`: ${instead}`));
   return lines.join('\n');
 }
 
-/** The whole page, for the repository at `root` (in .prettierignore: prettier would pad every table row to the widest). */
-export function renderConfigReference(root: string): string {
+/** The page for `tables` (in .prettierignore: prettier would pad every table row to the widest). */
+export function renderTables(tables: readonly SectionTable[]): string {
   const head = [
     '# Configuration reference',
     '',
@@ -156,6 +242,15 @@ export function renderConfigReference(root: string): string {
     'Every option eventlane takes, with its type and default. An unknown or misspelt option is a `ConfigError`',
     'naming it (and the option it most likely means); so is a value out of range. Types are checked at compile',
     'time too.',
+    '',
+    `eventlane takes ${optionNames(tables).length} options in all: each option name counts once across the tables below (every transport's`,
+    "`type` as `transport.type`), and `object` rows (groups of the options below them, maps of ioredis's options) do",
+    `not count. A test keeps the count at most ${OPTION_LIMIT}; a value that can be derived from the others is not an option.`,
   ].join('\n');
-  return `${[head, ...SECTIONS.map((s) => renderSection(s, root))].join('\n\n')}\n`;
+  return `${[head, ...tables.map(renderSection)].join('\n\n')}\n`;
+}
+
+/** The whole page, for the repository at `root`. */
+export function renderConfigReference(root: string): string {
+  return renderTables(configTables(root));
 }
