@@ -3,7 +3,7 @@
  * replace long configuration names with short labels (#1, #2 ...) explained in a legend under the table,
  * and leave out their least important columns when that is not enough (the saved reports have them all).
  */
-import { nodeOptionsText, type BenchReport } from './report.js';
+import type { BenchReport } from './report.js';
 import { runNotices } from './notices.js';
 import { COLUMNS, scenarioHeading, tableNotes, variantRow, warnings } from './rows.js';
 import { summaryRows, verdict } from './verdict.js';
@@ -30,6 +30,27 @@ export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
   if (line.trim() !== '') lines.push(line);
   // A single word longer than the width is cut: no line may pass it.
   return lines.flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
+}
+
+/**
+ * `parts` joined by ", ", wrapped between parts: a part (a CPU model, a list of node flags) stays on one line
+ * unless it is longer than a line by itself, when it is wrapped at its spaces.
+ */
+export function wrapParts(parts: readonly string[], width = WIDTH, indent = '    '): string[] {
+  const lines: string[] = [];
+  let line = '';
+  parts.forEach((p, i) => {
+    const part = i < parts.length - 1 ? `${p},` : p;
+    const next = line === '' ? part : `${line} ${part}`;
+    if (next.length <= width || line === '') {
+      line = next;
+      return;
+    }
+    lines.push(line);
+    line = `${indent}${part}`;
+  });
+  if (line !== '') lines.push(line);
+  return lines.flatMap((l) => (l.length <= width ? [l] : wrap(l, width, indent)));
 }
 
 function chunk(s: string, width: number): string[] {
@@ -130,7 +151,9 @@ function scenarioLines(r: BenchReport['runs'][number]): string[] {
 export function renderTerminal(report: BenchReport): string {
   const out: string[] = [];
   const e = report.environment;
-  out.push(...wrap(`eventlane benchmark: ${e.cpuModel} x${e.cores}, Node ${e.node}${nodeOptionsText(e)}${e.redisVersion ? `, Redis ${e.redisVersion}` : ''}, load ${e.loadAvg.join(' ')}`));
+  const flags = e.nodeOptions?.length ? [`node options ${e.nodeOptions.join(' ')}`] : [];
+  const redis = e.redisVersion ? [`Redis ${e.redisVersion}`] : [];
+  out.push(...wrapParts([`eventlane benchmark: ${e.cpuModel} x${e.cores}`, `Node ${e.node}`, ...flags, ...redis, `load ${e.loadAvg.join(' ')}`]));
   for (const n of runNotices(report)) out.push(...wrap(`!!! ${n}`));
   for (const r of report.runs) {
     out.push('');

@@ -92,6 +92,14 @@ describe('terminal report', () => {
     expect(text).toContain(`#1 = ${LONG.slice(0, 40)}`);
   });
 
+  it('wraps the header between its items, so a list of node flags stays on one line', () => {
+    const cpuModel = 'Intel(R) Xeon(R) Processor @ 2.10GHz, 64 cores';
+    const flagged = { ...r, environment: { ...r.environment, cpuModel, nodeOptions: ['--max-semi-space-size=32', '--stack-size=2000'] } };
+    const head = renderTerminal(flagged).split('\n').slice(0, 2);
+    expect(head.every((l) => l.length <= WIDTH)).toBe(true);
+    expect(head[1]).toBe('    node options --max-semi-space-size=32 --stack-size=2000, Redis 7.0.15, load 7.5 6 5');
+  });
+
   it('says under each ratio column which direction is better', () => {
     expect(text).toContain('higher is better');
     expect(text).toContain('lower is better');
