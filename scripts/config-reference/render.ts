@@ -28,11 +28,7 @@ interface JsonSchema {
   maximum?: number;
 }
 
-/** Whose options a section lists: the bus's, every transport's subscribe options, or one transport block's (or its own subscribe options). */
-type SectionKind = 'bus' | 'subscribe' | 'transport' | 'transport subscribe';
-
 interface Section {
-  readonly kind: SectionKind;
   readonly title: string;
   readonly intro: string;
   readonly schema: z.ZodType;
@@ -42,7 +38,6 @@ interface Section {
 
 const SECTIONS: readonly Section[] = [
   {
-    kind: 'bus',
     title: '`createEventBus(config)`',
     intro: 'The bus. `transport` takes one of the transport blocks below.',
     schema: busConfigSchema,
@@ -53,7 +48,6 @@ const SECTIONS: readonly Section[] = [
     ],
   },
   {
-    kind: 'subscribe',
     title: '`bus.subscribe(type, options, handler)`',
     intro: 'Taken by every transport; each transport takes the further options of its own section.',
     schema: subscribeOptionsSchema,
@@ -64,14 +58,12 @@ const SECTIONS: readonly Section[] = [
     ],
   },
   {
-    kind: 'transport',
     title: "`transport: { type: 'memory' }`",
     intro: 'In process, one broker per name.',
     schema: memoryConfigSchema,
     docs: [['transports/memory/memory-transport.ts', 'memoryConfigSchema']],
   },
   {
-    kind: 'transport',
     title: "`transport: { type: 'redis-streams' }`",
     intro: 'Redis Streams, single node, Sentinel (through `redisOptions`) or Cluster.',
     schema: redisStreamsConfigSchema,
@@ -81,28 +73,24 @@ const SECTIONS: readonly Section[] = [
     ],
   },
   {
-    kind: 'transport subscribe',
     title: 'redis-streams subscribe options',
     intro: 'Beside the common subscribe options.',
     schema: redisSubscribeSchema,
     docs: [['transports/redis-streams/config.ts', 'redisSubscribeSchema']],
   },
   {
-    kind: 'transport',
     title: "`transport: { type: 'native' }`",
     intro: 'In process, on the lock-free core.',
     schema: nativeConfigSchema,
     docs: [['transports/native/config.ts', 'nativeConfigObject']],
   },
   {
-    kind: 'transport subscribe',
     title: 'native subscribe options',
     intro: 'Beside the common subscribe options.',
     schema: nativeSubscribeSchema,
     docs: [['transports/native/config.ts', 'nativeSubscribeSchema']],
   },
   {
-    kind: 'transport',
     title: "`transport: { type: 'noop' }`",
     intro: 'Discards every event (for measuring the library itself).',
     schema: noopConfigSchema,
@@ -162,7 +150,6 @@ export interface OptionRow {
 
 /** A section as the page shows it: its table's rows, in order, and the options it refuses by name. */
 export interface SectionTable {
-  readonly kind: SectionKind;
   readonly title: string;
   readonly intro: string;
   readonly rows: readonly OptionRow[];
@@ -199,8 +186,8 @@ function tableOf(section: Section, root: string): SectionTable {
   const json = z.toJSONSchema(section.schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   const listed = new Set<string>();
   const table = rows(json, '', docs, listed);
-  const { kind, title, intro } = section;
-  return { kind, title, intro, rows: [...declaredOnly(docs, listed), ...table], removed: removedOptionsOf(section.schema) };
+  const { title, intro } = section;
+  return { title, intro, rows: [...declaredOnly(docs, listed), ...table], removed: removedOptionsOf(section.schema) };
 }
 
 /** Every section of the page, for the repository at `root`. */
@@ -210,13 +197,13 @@ export function configTables(root: string): SectionTable[] {
 
 /**
  * The options a user sets, each name once across `tables`: rows of type `object` (a group of the options below
- * it, or a map of a library's options passed through) are not options of their own, and a transport block's
- * `type` is the bus's `transport.type`. Options of the same name in two sections (`partitions`) are one.
+ * it, or a map of a library's options passed through) are not options of their own, and a top-level `type`
+ * (only transport blocks have one) is the bus's `transport.type`. Options of the same name in two sections (`partitions`) are one.
  */
 export function optionNames(tables: readonly SectionTable[]): string[] {
   const names = new Set<string>();
   for (const table of tables) {
-    for (const row of table.rows) if (row.type !== 'object') names.add(table.kind === 'transport' && row.path === 'type' ? 'transport.type' : row.path);
+    for (const row of table.rows) if (row.type !== 'object') names.add(row.path === 'type' ? 'transport.type' : row.path);
   }
   return [...names];
 }

@@ -70,7 +70,7 @@ describe('the option count', () => {
   it('fails past the limit: a transport block with options of new names raises the count by as many', () => {
     const row = (path: string) => ({ path, type: 'integer', default: '—', description: 'An option.' });
     const extra = Array.from({ length: OPTION_LIMIT + 1 - names.length }, (_, n) => row(`extra${n}`));
-    const block: SectionTable = { kind: 'transport', title: "`transport: { type: 'extra' }`", intro: '', rows: [row('type'), row('partitions'), ...extra], removed: {} };
+    const block: SectionTable = { title: "`transport: { type: 'extra' }`", intro: '', rows: [row('type'), row('partitions'), ...extra], removed: {} };
     const more = optionNames([...tables, block]);
     expect(more).toHaveLength(OPTION_LIMIT + 1);
     expect(namesOnPage(renderTables([...tables, block])).size).toBe(OPTION_LIMIT + 1);
