@@ -12,24 +12,33 @@ export const WIDTH = 120;
 
 const GAP = '  ';
 
-/** `text` wrapped at spaces to lines of at most `width` columns; lines after the first start with `indent`. */
-export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
+/**
+ * `units` (words, or items of a list) filled into lines of at most `width` columns, a space between two units on
+ * a line; the first line starts with `lead`, the others with `indent`. A unit longer than a line stands alone on
+ * its line (the caller decides what becomes of it).
+ */
+function fill(units: readonly string[], lead: string, width: number, indent: string): string[] {
   const lines: string[] = [];
-  // The text's own leading spaces stay on its first line.
-  const lead = /^ */.exec(text)![0];
   let line = lead;
-  for (const word of text.slice(lead.length).split(' ')) {
-    const next = line.trim() === '' ? `${line}${word}` : `${line} ${word}`;
+  for (const unit of units) {
+    const next = line.trim() === '' ? `${line}${unit}` : `${line} ${unit}`;
     if (next.length <= width || line.trim() === '') {
       line = next;
       continue;
     }
     lines.push(line);
-    line = `${indent}${word}`;
+    line = `${indent}${unit}`;
   }
   if (line.trim() !== '') lines.push(line);
+  return lines;
+}
+
+/** `text` wrapped at spaces to lines of at most `width` columns; lines after the first start with `indent`. */
+export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
+  // The text's own leading spaces stay on its first line.
+  const lead = /^ */.exec(text)![0];
   // A single word longer than the width is cut: no line may pass it.
-  return lines.flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
+  return fill(text.slice(lead.length).split(' '), lead, width, indent).flatMap((l) => (l.length <= width ? [l] : chunk(l, width)));
 }
 
 /**
@@ -37,20 +46,8 @@ export function wrap(text: string, width = WIDTH, indent = '    '): string[] {
  * unless it is longer than a line by itself, when it is wrapped at its spaces.
  */
 export function wrapParts(parts: readonly string[], width = WIDTH, indent = '    '): string[] {
-  const lines: string[] = [];
-  let line = '';
-  parts.forEach((p, i) => {
-    const part = i < parts.length - 1 ? `${p},` : p;
-    const next = line === '' ? part : `${line} ${part}`;
-    if (next.length <= width || line === '') {
-      line = next;
-      return;
-    }
-    lines.push(line);
-    line = `${indent}${part}`;
-  });
-  if (line !== '') lines.push(line);
-  return lines.flatMap((l) => (l.length <= width ? [l] : wrap(l, width, indent)));
+  const units = parts.map((p, i) => (i < parts.length - 1 ? `${p},` : p));
+  return fill(units, '', width, indent).flatMap((l) => (l.length <= width ? [l] : wrap(l, width, indent)));
 }
 
 function chunk(s: string, width: number): string[] {
