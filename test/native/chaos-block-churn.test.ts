@@ -137,7 +137,9 @@ describe.each(['native', 'js'] as const)('native transport chaos (%s)', (impleme
             ),
             wasClosing,
           );
-        } else if (op < 0.85) {
+        } else if (op < 0.85 || exits.has(pubs.next)) {
+          // The thread-ending events go by a publish that waits: a tryPublish that finds the rings full sends
+          // nothing, and the deaths this test is about would not happen.
           const seqs = pubs.alloc(1);
           if (!seqs) break;
           pubs.track(seqs, publisher.publish('tick', { seq: seqs[0]! }, keyed ? { key: keyOf(seqs[0]!) } : undefined), wasClosing);
