@@ -26,7 +26,13 @@ export interface Environment {
 
 /** ", node options ..." for a report header, or '' when the children ran with the CLI's own flags only. */
 export function nodeOptionsText(e: Environment): string {
-  return e.nodeOptions?.length ? `, node options ${e.nodeOptions.join(' ')}` : '';
+  const part = nodeOptionsPart(e);
+  return part === undefined ? '' : `, ${part}`;
+}
+
+/** The header's item naming the run's `--node-option` flags (`node options ...`); undefined when there were none. */
+export function nodeOptionsPart(e: Environment): string | undefined {
+  return e.nodeOptions?.length ? `node options ${e.nodeOptions.join(' ')}` : undefined;
 }
 
 export interface BenchReport {

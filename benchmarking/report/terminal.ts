@@ -3,7 +3,7 @@
  * replace long configuration names with short labels (#1, #2 ...) explained in a legend under the table,
  * and leave out their least important columns when that is not enough (the saved reports have them all).
  */
-import type { BenchReport } from './report.js';
+import { nodeOptionsPart, type BenchReport } from './report.js';
 import { runNotices } from './notices.js';
 import { COLUMNS, scenarioHeading, tableNotes, variantRow, warnings } from './rows.js';
 import { summaryRows, verdict } from './verdict.js';
@@ -148,9 +148,8 @@ function scenarioLines(r: BenchReport['runs'][number]): string[] {
 export function renderTerminal(report: BenchReport): string {
   const out: string[] = [];
   const e = report.environment;
-  const flags = e.nodeOptions?.length ? [`node options ${e.nodeOptions.join(' ')}`] : [];
-  const redis = e.redisVersion ? [`Redis ${e.redisVersion}`] : [];
-  out.push(...wrapParts([`eventlane benchmark: ${e.cpuModel} x${e.cores}`, `Node ${e.node}`, ...flags, ...redis, `load ${e.loadAvg.join(' ')}`]));
+  const parts = [`eventlane benchmark: ${e.cpuModel} x${e.cores}`, `Node ${e.node}`, nodeOptionsPart(e), e.redisVersion ? `Redis ${e.redisVersion}` : undefined, `load ${e.loadAvg.join(' ')}`];
+  out.push(...wrapParts(parts.filter((p) => p !== undefined)));
   for (const n of runNotices(report)) out.push(...wrap(`!!! ${n}`));
   for (const r of report.runs) {
     out.push('');
