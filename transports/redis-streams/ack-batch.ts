@@ -10,7 +10,13 @@ import { backoffDelay } from '../../src/backoff.js';
 import { describeError } from '../../src/errors.js';
 import { isTransientWriteError, TRANSIENT_RETRY, type Client } from './connection.js';
 import type { ConsumerContext, StreamInfo } from './consumer-records.js';
-import { sendWire } from './wire-command.js';
+import { encodeXack, rawCommand, send } from './wire-command.js';
+
+/** The ids of one XACK sent on a stream and not answered yet. */
+interface SentAcks {
+  stream: StreamInfo;
+  ids: string[];
+}
 
 export class AckBatcher {
   /** A flush is due at the end of this turn: a reader about to block may send the acks first. */
@@ -25,10 +31,10 @@ export class AckBatcher {
   private retryTimer: NodeJS.Timeout | undefined;
   private retries = 0;
   /**
-   * XACKs sent and not answered yet (their arguments: key, group, ids). A pending re-read on another
+   * XACKs sent and not answered yet. A pending re-read on another
    * connection can be answered first and return their entries, still pending in Redis.
    */
-  private readonly sending = new Set<string[]>();
+  private readonly sending = new Set<SentAcks>();
 
   constructor(private readonly ctx: ConsumerContext) {}
 
@@ -59,26 +65,26 @@ export class AckBatcher {
     const ids = s.acks;
     s.acks = [];
     this.inFlight++;
-    ids.unshift(s.key, this.ctx.spec.group);
-    this.sending.add(ids);
-    sendWire<number>(conn, 'xack', ids, [s.key]).then(
+    const sent: SentAcks = { stream: s, ids };
+    this.sending.add(sent);
+    send<number>(conn, rawCommand('xack', encodeXack(s.ackHead, ids), [s.key])).then(
       () => {
-        this.sending.delete(ids);
+        this.sending.delete(sent);
         if (this.retries > 0) {
           this.retries = 0;
           this.ctx.logger.info({ group: this.ctx.spec.group }, 'XACK succeeds again');
         }
-        if (s.retry) this.deleteAcked(s, ids.slice(2));
+        if (s.retry) this.deleteAcked(s, ids);
         else this.settled();
       },
       (e: unknown) => {
-        this.sending.delete(ids);
+        this.sending.delete(sent);
         if (isTransientWriteError(e) && !this.ctx.closing) {
-          if (this.retries === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; it is sent again');
-          for (let k = 2; k < ids.length; k++) s.acks.push(ids[k]!);
+          if (this.retries === 0) this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XACK failed; it is sent again');
+          for (const id of ids) s.acks.push(id);
           this.retryLater();
         } else {
-          this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length - 2 }, 'XACK failed; entries will be redelivered');
+          this.ctx.logger.warn({ err: describeError(e), stream: s.key, count: ids.length }, 'XACK failed; entries will be redelivered');
         }
         this.settled();
       },
@@ -103,7 +109,7 @@ export class AckBatcher {
    */
   acking(s: StreamInfo, id: string): boolean {
     if (s.acks.includes(id)) return true;
-    for (const ids of this.sending) if (ids[0] === s.key && ids.indexOf(id, 2) >= 0) return true;
+    for (const sent of this.sending) if (sent.stream === s && sent.ids.includes(id)) return true;
     return false;
   }
 

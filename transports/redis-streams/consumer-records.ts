@@ -68,6 +68,8 @@ export interface StreamInfo {
   /** XAUTOCLAIM cursor. */
   cursor: string;
   acks: string[];
+  /** Request bytes every XACK of this stream by this group starts with (`xackHead`). */
+  ackHead: Buffer;
   /** Retry stream: acked entries whose XDEL failed, deleted again with the next acks. */
   deletes: string[];
   /** Entries trimmed before the group read them, as last reported (0 once the group is past the gap). */

@@ -37,6 +37,7 @@ import { Deliveries } from './deliveries.js';
 import { Keepalive } from './keepalive.js';
 import { Reclaimer } from './reclaim.js';
 import { ReadConnections, type Reader } from './reader.js';
+import { xackHead } from './wire-command.js';
 import { checkUnreadPartitions, ensureGroups, reportTrimmed } from './housekeeping.js';
 import { noop, type Cmd, type ConsumerContext, type Entry, type ReadReply, type StreamInfo } from './consumer-records.js';
 
@@ -131,7 +132,7 @@ export class RedisConsumer implements TransportSubscription {
         const key = retry ? retryKey(prefix, this.spec.type, p, this.spec.group) : streamKey(prefix, this.spec.type, p);
         this.keyIndex.set(key, this.streams.length);
         added.push(this.streams.length);
-        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], deletes: [], trimmedSeen: 0, trimmedUnreported: 0 });
+        this.streams.push({ key, partition: p, retry, cursor: '0-0', acks: [], ackHead: xackHead(key, this.spec.group), deletes: [], trimmedSeen: 0, trimmedUnreported: 0 });
       }
     }
     return added;
@@ -212,7 +213,7 @@ export class RedisConsumer implements TransportSubscription {
    * (`takeNew`), which may send the next read ahead. False at close.
    */
   private async readNew(r: Reader, loop: ReadLoopState): Promise<boolean> {
-    const next = loop.ahead ?? this.reads.read(r, undefined, true);
+    const next = loop.ahead ?? this.reads.readNew(r);
     loop.ahead = undefined;
     const reply = await next;
     if (this.ctx.closing) return false;
@@ -259,7 +260,7 @@ export class RedisConsumer implements TransportSubscription {
   private async drainStep(r: Reader): Promise<boolean> {
     const open = r.streams.map((_, k) => k).filter((k) => !r.drained[k]);
     const started: Entry[] = [];
-    const reply = await this.reads.read(r, r.lastIds, false, 1, open);
+    const reply = await this.reads.readPending(r, r.lastIds, 1, open);
     if (this.ctx.closing) return false;
     const got = new Set<number>();
     for (const [key, entries] of reply ?? []) {
@@ -296,7 +297,7 @@ export class RedisConsumer implements TransportSubscription {
     let ahead: Promise<ReadReply> | undefined;
     // Not when a reconnect meanwhile asked for a pending drain: that read would queue behind a blocking one.
     if (got >= r.lastCount && r.conn !== undefined && !r.drainPending && !this.deliveries.full) {
-      ahead = this.reads.read(r, undefined, true);
+      ahead = this.reads.readNew(r);
       ahead.catch(noop); // observed when awaited on the next turn
     }
     for (const [key, entries] of reply) this.deliveries.accept(this.keyIndex.get(key)!, entries, undefined);

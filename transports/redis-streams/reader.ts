@@ -9,7 +9,7 @@ import type { AckBatcher } from './ack-batch.js';
 import { corkable, disconnectNow, type Client } from './connection.js';
 import { noop, type ConsumerContext, type ReadReply } from './consumer-records.js';
 import type { Deliveries } from './deliveries.js';
-import { send, slotOf, wireCommand } from './wire-command.js';
+import { encodeCommand, rawCommand, send, slotOf, wireCommand } from './wire-command.js';
 
 export class Reader {
   conn: Client | undefined;
@@ -23,6 +23,8 @@ export class Reader {
   readonly lastIds: string[];
   /** Per stream (position in `streams`): its pending drain has found nothing after `lastIds`. */
   readonly drained: boolean[];
+  /** Request bytes of this reader's read of new entries, per COUNT (`ReadConnections.readNew`). */
+  readonly newReads = new Map<number, Buffer>();
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
     this.drained = streams.map(() => false);
@@ -151,23 +153,52 @@ export class ReadConnections {
   }
 
   /**
-   * One XREADGROUP; `watch` replaces the connection if the reply never comes. `only`: the positions in
-   * `r.streams` of the streams to read (all when absent).
+   * A blocking XREADGROUP of new entries (`>`) on every stream of `r`, COUNT sized to the prefetch room. Its
+   * request bytes depend only on the COUNT (group, consumer, BLOCK and streams are the reader's for good), so
+   * they are made once per COUNT and kept on the reader.
    */
-  read(r: Reader, ids: string[] | undefined, block: boolean, fixedCount?: number, only?: number[]): Promise<ReadReply> {
+  readNew(r: Reader): Promise<ReadReply> {
     const room = this.deliveries.prefetch - this.deliveries.heldEvents;
-    const count = fixedCount ?? Math.max(1, Math.min(this.ctx.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
+    const count = Math.max(1, Math.min(this.ctx.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
+    let bytes = r.newReads.get(count);
+    if (bytes === undefined) {
+      bytes = encodeCommand(
+        'xreadgroup',
+        this.readArgs(
+          r,
+          count,
+          true,
+          r.streams.map((_, k) => k),
+          undefined,
+        ),
+      );
+      r.newReads.set(count, bytes);
+    }
+    // ioredis finds the slot from the first key after STREAMS (a reader's streams share one).
+    const route = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'STREAMS', this.ctx.streams[r.streams[0]!]!.key, '>'];
+    return this.issue(r, rawCommand('xreadgroup', bytes, route), count, true);
+  }
+
+  /**
+   * A non-blocking XREADGROUP of this consumer's own pending entries after `ids` (per position in `r.streams`),
+   * `count` per stream, on the streams at positions `only`.
+   */
+  readPending(r: Reader, ids: readonly string[], count: number, only: readonly number[]): Promise<ReadReply> {
+    return this.issue(r, wireCommand('xreadgroup', this.readArgs(r, count, false, only, ids)), count, false);
+  }
+
+  /** XREADGROUP arguments: the streams at positions `only` of `r.streams`, after `ids` there (new entries when absent). */
+  private readArgs(r: Reader, count: number, block: boolean, only: readonly number[], ids: readonly string[] | undefined): (string | number)[] {
     const args: (string | number)[] = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'COUNT', count];
     if (block) args.push('BLOCK', this.ctx.opts.blockMs);
     args.push('STREAMS');
-    if (only !== undefined) {
-      for (const k of only) args.push(this.ctx.streams[r.streams[k]!]!.key);
-      for (const k of only) args.push(ids ? ids[k]! : '>');
-    } else {
-      for (const i of r.streams) args.push(this.ctx.streams[i]!.key);
-      for (let k = 0; k < r.streams.length; k++) args.push(ids ? ids[k]! : '>');
-    }
-    const cmd = wireCommand('xreadgroup', args);
+    for (const k of only) args.push(this.ctx.streams[r.streams[k]!]!.key);
+    for (const k of only) args.push(ids ? ids[k]! : '>');
+    return args;
+  }
+
+  /** Sends read `cmd` on the reader's connection; `watch` replaces the connection if the reply never comes. */
+  private issue(r: Reader, cmd: Command, count: number, block: boolean): Promise<ReadReply> {
     const conn = r.conn!;
     r.reading = cmd;
     r.lastCount = count;

@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { redirectedNode, encodeCommand, slotOf, waitCommand, wireCommand } from './wire-command.js';
+import { redirectedNode, encodeCommand, encodeXack, rawCommand, slotOf, waitCommand, wireCommand, xackHead } from './wire-command.js';
 
 /** ioredis's own request bytes for the same command (numbers become strings as ioredis does). */
 function ioredisBytes(name: string, args: (string | number | Buffer)[]): Buffer {
@@ -42,6 +42,31 @@ describe('encodeCommand (RESP request bytes)', () => {
   it('handles more arguments than its reusable length table holds', () => {
     const args = Array.from({ length: 500 }, (_, i) => `id-${i}`);
     expect(ours('xack', args).equals(ioredisBytes('xack', args))).toBe(true);
+  });
+});
+
+describe('encodeXack', () => {
+  it('is byte-identical to ioredis for one id, many ids and a key of many bytes', () => {
+    for (const [key, ids] of [
+      ['el:{t:0}', ['1700000000000-0']],
+      ['el:{t:0}:retry:g', Array.from({ length: 1200 }, (_, i) => `1700000000${i}-${i % 10}`)],
+      ['é:{ordré.créé:12}', ['0-1', '99-99']],
+    ] as [string, string[]][]) {
+      const head = xackHead(key, 'gröup');
+      expect(encodeXack(head, ids).equals(ioredisBytes('xack', [key, 'gröup', ...ids]))).toBe(true);
+    }
+  });
+});
+
+describe('rawCommand routing', () => {
+  it("an XREADGROUP routed by its first key lands on the slot of the whole command's keys", () => {
+    const keys = ['el:{t:3}', 'el:{t:3}:retry:g'];
+    const args = ['GROUP', 'g', 'c', 'COUNT', '10', 'BLOCK', '2000', 'STREAMS', ...keys, '>', '>'];
+    const cmd = rawCommand('xreadgroup', encodeCommand('xreadgroup', args), ['GROUP', 'g', 'c', 'STREAMS', keys[0]!, '>']);
+    void cmd.promise;
+    expect(cmd.getSlot()).toBe(slotOf(keys[0]!));
+    expect(cmd.getSlot()).toBe(new Command('xreadgroup', args).getSlot());
+    expect(Buffer.from(cmd.toWritable({})).equals(ioredisBytes('xreadgroup', args))).toBe(true);
   });
 });
 

@@ -70,6 +70,14 @@ export class RespWriter {
     this.buf[this.off++] = 10;
   }
 
+  /** One bulk string of ASCII text (stream ids, numbers' digits): one byte per character. */
+  ascii(a: string): void {
+    this.header(0x24, a.length);
+    (this.buf as DirectBuffer).latin1Write(a, this.off, a.length);
+    this.off += a.length;
+    this.crlf();
+  }
+
   /** One bulk string of `len` content bytes (`argBytes(a)`). */
   bulk(a: WireArg, len: number): void {
     this.header(0x24, len);
@@ -99,6 +107,28 @@ export function encodeCommand(name: string, args: readonly WireArg[]): Buffer {
   w.header(0x2a, n + 1);
   w.bulk(name, name.length);
   for (let i = 0; i < n; i++) w.bulk(args[i]!, lens[i]!);
+  return w.buf.subarray(0, w.off);
+}
+
+/**
+ * The part of `XACK <key> <group> <id>...` that a stream's acks share: the name, key and group as bulk strings
+ * (what follows the array header).
+ */
+export function xackHead(key: string, group: string): Buffer {
+  const full = encodeCommand('xack', [key, group]);
+  return full.subarray(1 + digits(3) + 2);
+}
+
+/** RESP request bytes of an XACK: the array header, `head` (`xackHead`) and the ids (ASCII, as stream ids are). */
+export function encodeXack(head: Buffer, ids: readonly string[]): Buffer {
+  const n = ids.length;
+  let size = 1 + digits(n + 3) + 2 + head.length;
+  for (let i = 0; i < n; i++) size += bulkBytes(ids[i]!.length);
+  const w = new RespWriter(size);
+  w.header(0x2a, n + 3);
+  w.buf.set(head, w.off);
+  w.off += head.length;
+  for (let i = 0; i < n; i++) w.ascii(ids[i]!);
   return w.buf.subarray(0, w.off);
 }
 
