@@ -1,27 +1,48 @@
 /**
  * Moves due delayed events of the types this process schedules on or subscribes to into their partition
  * streams (`moveDue`, delayed-scripts.ts). Lifecycle: `idle` (no type yet) -> `waiting` (a timer set) <->
- * `moving` (one script per partition in flight) -> `closed`. It sleeps until the earliest due time it saw,
- * at most `POLL_MS`, so events other processes schedule are moved within that; a `schedule` here that is due
- * sooner wakes it early. A pass that moved a full `LIMIT` from a partition runs again at once.
+ * `moving` (a pass in flight) -> `closed`.
+ *
+ * A pass runs at least every `POLL_MS`, and sooner when an event it knows of comes due. It reads each type's
+ * schedule counter (`delayedSeqKey`, one GET per type), which every scheduling write raises after storing its
+ * events, and runs the type's scripts (one per partition) only when something may be due there:
+ * - the counter changed since the type's last scripts (another process, or this one, scheduled events);
+ * - the earliest due time the last scripts reported (or a `wake` here) has come;
+ * - `FULL_PASS_MS` went by without scripts: events whose writer stopped between storing them and raising the
+ *   counter (a crash) are moved within that.
+ * The counter is read before the scripts run: an event stored after a partition's script ran raises it after
+ * that read, so the next pass runs the scripts again. A pass that moved a full `LIMIT` from a partition runs
+ * again at once.
  */
 import { describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { ResolvedConfig } from './config.js';
 import type { Client } from './connection.js';
 import { moveDue } from './delayed-scripts.js';
-import { delayedDataKey, delayedKey, streamKey } from './keys.js';
+import { delayedDataKey, delayedKey, delayedSeqKey, streamKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Longest sleep between passes: the bound on how late another process's event is seen. */
 export const POLL_MS = 50;
+/** Longest time a type's scripts are skipped: the bound for events stored without raising the counter. */
+export const FULL_PASS_MS = 1000;
 /** Most events one script moves from one partition. */
 const LIMIT = 500;
 
 type State = 'idle' | 'waiting' | 'moving' | 'closed';
 
+/** What a type's last scripts saw. */
+interface TypeWatch {
+  /** The schedule counter read before them (undefined: not run yet; null: the counter does not exist). */
+  seq: string | null | undefined;
+  /** Earliest due time (Redis ms) of an event left scheduled, or Infinity. */
+  nextDue: number;
+  /** Local time by which the scripts run again whatever the counter says. */
+  fullAt: number;
+}
+
 export class DelayedMover {
-  private readonly types = new Set<string>();
+  private readonly types = new Map<string, TypeWatch>();
   private state: State = 'idle';
   private timer: NodeJS.Timeout | undefined;
   /** Local time the timer fires at (while `waiting`). */
@@ -31,6 +52,8 @@ export class DelayedMover {
   private failing = false;
   /** Events this mover moved (tests, diagnostics). */
   moved = 0;
+  /** Script calls this mover made, one per partition of each type whose scripts ran (tests, diagnostics). */
+  scripts = 0;
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -43,12 +66,14 @@ export class DelayedMover {
   /** Moves `type`'s due events from now on (starting the mover on its first type). */
   track(type: string): void {
     if (this.state === 'closed' || this.types.has(type)) return;
-    this.types.add(type);
+    this.types.set(type, { seq: undefined, nextDue: Infinity, fullAt: 0 });
     if (this.state === 'idle') this.sleep(0);
   }
 
-  /** An event due at `score` (Redis ms) was scheduled here: the next pass runs by then. */
-  wake(score: number): void {
+  /** An event of `type` due at `score` (Redis ms) was scheduled here: the next pass runs its scripts by then. */
+  wake(type: string, score: number): void {
+    const w = this.types.get(type);
+    if (w !== undefined) w.nextDue = Math.min(w.nextDue, score);
     if (this.state === 'moving') this.again = true;
     if (this.state !== 'waiting') return;
     const at = score - this.clock.now(Date.now()) + Date.now();
@@ -84,24 +109,49 @@ export class DelayedMover {
     this.sleep(this.again ? 0 : next);
   }
 
-  /** One script per partition of every type; resolves with how long to sleep. */
+  /** Reads the counters, runs the scripts of the types that need them; resolves with how long to sleep. */
   private async moveAll(): Promise<number> {
-    const runs: Promise<unknown>[] = [];
+    const types = [...this.types];
     const prefix = this.config.prefix;
-    for (const type of this.types) {
-      const trim = this.trimArgs(type);
-      for (let p = 0; p < this.partitionsFor(type); p++) {
-        runs.push(moveDue.runKeys(this.client, [delayedKey(prefix, type, p), delayedDataKey(prefix, type, p), streamKey(prefix, type, p)], [LIMIT, ...trim]));
-      }
-    }
+    const seqs = await Promise.all(types.map(([type]) => this.client.get(delayedSeqKey(prefix, type))));
+    const now = this.clock.now(Date.now());
+    const runs: Promise<number>[] = [];
     let sleep = POLL_MS;
-    for (const reply of (await Promise.all(runs)) as [number, number, number][]) {
-      const [moved, nextDue, now] = reply.map(Number) as [number, number, number];
-      this.moved += moved;
-      if (moved >= LIMIT) sleep = 0;
-      else if (nextDue >= 0) sleep = Math.min(sleep, Math.max(0, nextDue - now));
-    }
+    types.forEach(([type, w], i) => {
+      if (seqs[i] === w.seq && w.nextDue > now && Date.now() < w.fullAt) {
+        sleep = Math.min(sleep, Math.max(1, w.nextDue - now));
+        return;
+      }
+      w.seq = seqs[i];
+      runs.push(this.moveType(type, w));
+    });
+    for (const s of await Promise.all(runs)) sleep = Math.min(sleep, s);
     return sleep;
+  }
+
+  /** One script per partition of `type`; records what is left scheduled and resolves with how long to sleep. */
+  private async moveType(type: string, w: TypeWatch): Promise<number> {
+    const prefix = this.config.prefix;
+    const trim = this.trimArgs(type);
+    const runs: Promise<unknown>[] = [];
+    for (let p = 0; p < this.partitionsFor(type); p++) {
+      runs.push(moveDue.runKeys(this.client, [delayedKey(prefix, type, p), delayedDataKey(prefix, type, p), streamKey(prefix, type, p)], [LIMIT, ...trim]));
+    }
+    this.scripts += runs.length;
+    w.fullAt = Date.now() + FULL_PASS_MS;
+    let full = false;
+    let nextDue = Infinity;
+    let serverNow = 0;
+    for (const reply of (await Promise.all(runs)) as [number, number, number][]) {
+      const [moved, due, now] = reply.map(Number) as [number, number, number];
+      this.moved += moved;
+      if (moved >= LIMIT) full = true;
+      if (due >= 0) nextDue = Math.min(nextDue, due);
+      serverNow = Math.max(serverNow, now);
+    }
+    // A partition that moved a full LIMIT may have more due already: its scripts run again at once.
+    w.nextDue = full ? -Infinity : nextDue;
+    return full ? 0 : Math.max(0, Math.min(POLL_MS, nextDue - serverNow));
   }
 
   /** The XADD trimming args of the type's stream, as the publisher writes them (publisher.ts). */

@@ -6,6 +6,7 @@
  * their streams (delayed-scripts.ts): no separate scheduler, and one atomic script per partition, so several
  * movers never move an event twice.
  */
+import { describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import type { OutgoingEvent } from '../../src/transport.js';
 import type { TransportScheduling } from '../../src/scheduling.js';
@@ -14,7 +15,7 @@ import type { ResolvedConfig } from './config.js';
 import type { Client } from './connection.js';
 import { cancelDelayed, storeDelayed } from './delayed-scripts.js';
 import { DelayedMover } from './delayed-mover.js';
-import { delayedDataKey, delayedKey } from './keys.js';
+import { delayedDataKey, delayedKey, delayedSeqKey } from './keys.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Most events per script call. */
@@ -49,7 +50,7 @@ export class RedisScheduling implements TransportScheduling {
     private readonly source: string,
     private readonly partitionsFor: (type: string) => number,
     private readonly serializer: (type: string) => Encode,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     this.mover = new DelayedMover(config, client, clock, partitionsFor, logger);
   }
@@ -62,7 +63,7 @@ export class RedisScheduling implements TransportScheduling {
     const type = events[0]!.type;
     await new Promise<void>((resolve, reject) => this.gather(type, events, score, { left: 0, resolve, reject }));
     this.mover.track(type);
-    this.mover.wake(score);
+    this.mover.wake(type, score);
   }
 
   /** Adds the call's events to the pending writes of their partitions; the first of a turn arranges the flush. */
@@ -83,14 +84,31 @@ export class RedisScheduling implements TransportScheduling {
     }
   }
 
-  /** Sends the turn's writes, one script call per partition (in chunks), and settles their calls. */
+  /**
+   * Sends the turn's writes, one script call per partition (in chunks), then raises each type's schedule counter
+   * once its writes have settled (movers elsewhere look at the partitions again), and settles their calls.
+   */
   private flush(): void {
     const writes = [...this.pending.values()];
     this.pending = new Map();
-    for (const w of writes) {
+    const stored = new Map<string, Promise<unknown>[]>();
+    const done = writes.map((w) => {
       const chunks: Promise<void>[] = [];
       for (let i = 0; i < w.args.length; i += 3 * CHUNK) chunks.push(this.store(w.type, w.partition, w.args.length <= 3 * CHUNK ? w.args : w.args.slice(i, i + 3 * CHUNK)));
-      Promise.all(chunks).then(
+      const all: Promise<unknown> = Promise.all(chunks);
+      const ofType = stored.get(w.type);
+      if (ofType === undefined) stored.set(w.type, [all]);
+      else ofType.push(all);
+      return all;
+    });
+    const signals = new Map<string, Promise<void>>();
+    for (const [type, list] of stored)
+      signals.set(
+        type,
+        Promise.allSettled(list).then(() => this.signal(type)),
+      );
+    writes.forEach((w, k) => {
+      done[k]!.then(() => signals.get(w.type)).then(
         () => {
           for (const c of w.calls) if (--c.left === 0) c.resolve();
         },
@@ -98,13 +116,25 @@ export class RedisScheduling implements TransportScheduling {
           for (const c of w.calls) c.reject(err);
         },
       );
-    }
+    });
   }
 
   /** One atomic step: the events' data, then their ids in the sorted set (a mover never sees an id without data). */
   private async store(type: string, partition: number, args: readonly (string | number)[]): Promise<void> {
     const prefix = this.config.prefix;
     await storeDelayed.runKeys(this.client, [delayedKey(prefix, type, partition), delayedDataKey(prefix, type, partition)], args);
+  }
+
+  /**
+   * Raises the type's schedule counter. The events are stored whether or not it goes through: a failure only
+   * delays their move elsewhere to the movers' full pass (`FULL_PASS_MS`), so it does not fail the publish.
+   */
+  private async signal(type: string): Promise<void> {
+    try {
+      await this.client.incr(delayedSeqKey(this.config.prefix, type));
+    } catch (err) {
+      this.logger.debug({ err: describeError(err), type }, 'could not raise the schedule counter; other movers see the events at their full pass');
+    }
   }
 
   async cancel(type: string, id: string): Promise<boolean> {

@@ -8,6 +8,7 @@
  *   <prefix>:{<type>:<p>}:retry:<group>   events of one group waiting for another attempt
  *   <prefix>:{<type>:<p>}:delayed         delayed events not yet due: a sorted set, id by due time (Redis ms)
  *   <prefix>:{<type>:<p>}:delayed:data    their entry fields: a hash, id -> JSON array of field/value pairs
+ *   <prefix>:{<type>}:delayed:seq         the type's schedule counter: raised after each scheduling write
  */
 export function streamKey(prefix: string, type: string, partition: number): string {
   return `${prefix}:{${type}:${partition}}`;
@@ -27,6 +28,11 @@ export function delayedKey(prefix: string, type: string, partition: number): str
 
 export function delayedDataKey(prefix: string, type: string, partition: number): string {
   return `${streamKey(prefix, type, partition)}:delayed:data`;
+}
+
+/** The type's schedule counter (its own slot: the type's partitions are spread over several). */
+export function delayedSeqKey(prefix: string, type: string): string {
+  return `${prefix}:{${type}}:delayed:seq`;
 }
 
 /** Parses a partition stream key back into type and partition (undefined for other keys). */
