@@ -52,8 +52,6 @@ export class DelayedMover {
   private failing = false;
   /** Events this mover moved (tests, diagnostics). */
   moved = 0;
-  /** Script calls this mover made, one per partition of each type whose scripts ran (tests, diagnostics). */
-  scripts = 0;
 
   constructor(
     private readonly config: ResolvedConfig,
@@ -122,23 +120,24 @@ export class DelayedMover {
         sleep = Math.min(sleep, Math.max(1, w.nextDue - now));
         return;
       }
-      w.seq = seqs[i];
-      runs.push(this.moveType(type, w));
+      runs.push(this.moveType(type, w, seqs[i] ?? null));
     });
     for (const s of await Promise.all(runs)) sleep = Math.min(sleep, s);
     return sleep;
   }
 
-  /** One script per partition of `type`; records what is left scheduled and resolves with how long to sleep. */
-  private async moveType(type: string, w: TypeWatch): Promise<number> {
+  /**
+   * One script per partition of `type`; once they all succeeded, records the counter `seq` read before them and
+   * what is left scheduled (after a failure the next pass runs them again), and resolves with how long to sleep.
+   */
+  private async moveType(type: string, w: TypeWatch, seq: string | null): Promise<number> {
     const prefix = this.config.prefix;
     const trim = this.trimArgs(type);
     const runs: Promise<unknown>[] = [];
     for (let p = 0; p < this.partitionsFor(type); p++) {
       runs.push(moveDue.runKeys(this.client, [delayedKey(prefix, type, p), delayedDataKey(prefix, type, p), streamKey(prefix, type, p)], [LIMIT, ...trim]));
     }
-    this.scripts += runs.length;
-    w.fullAt = Date.now() + FULL_PASS_MS;
+    const fullAt = Date.now() + FULL_PASS_MS;
     let full = false;
     let nextDue = Infinity;
     let serverNow = 0;
@@ -149,6 +148,8 @@ export class DelayedMover {
       if (due >= 0) nextDue = Math.min(nextDue, due);
       serverNow = Math.max(serverNow, now);
     }
+    w.seq = seq;
+    w.fullAt = fullAt;
     // A partition that moved a full LIMIT may have more due already: its scripts run again at once.
     w.nextDue = full ? -Infinity : nextDue;
     return full ? 0 : Math.max(0, Math.min(POLL_MS, nextDue - serverNow));
