@@ -260,7 +260,7 @@ export class RedisConsumer implements TransportSubscription {
   private async drainStep(r: Reader): Promise<boolean> {
     const open = r.streams.map((_, k) => k).filter((k) => !r.drained[k]);
     const started: Entry[] = [];
-    const reply = await this.reads.readPending(r, r.lastIds, 1, open);
+    const reply = await this.reads.readPending(r, r.lastIds, open);
     if (this.ctx.closing) return false;
     const got = new Set<number>();
     for (const [key, entries] of reply ?? []) {

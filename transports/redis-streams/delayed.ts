@@ -89,34 +89,30 @@ export class RedisScheduling implements TransportScheduling {
    * once its writes have settled (movers elsewhere look at the partitions again), and settles their calls.
    */
   private flush(): void {
-    const writes = [...this.pending.values()];
+    const byType = new Map<string, PendingWrite[]>();
+    for (const w of this.pending.values()) byType.set(w.type, [...(byType.get(w.type) ?? []), w]);
     this.pending = new Map();
-    const stored = new Map<string, Promise<unknown>[]>();
-    const done = writes.map((w) => {
-      const chunks: Promise<void>[] = [];
-      for (let i = 0; i < w.args.length; i += 3 * CHUNK) chunks.push(this.store(w.type, w.partition, w.args.length <= 3 * CHUNK ? w.args : w.args.slice(i, i + 3 * CHUNK)));
-      const all: Promise<unknown> = Promise.all(chunks);
-      const ofType = stored.get(w.type);
-      if (ofType === undefined) stored.set(w.type, [all]);
-      else ofType.push(all);
-      return all;
-    });
-    const signals = new Map<string, Promise<void>>();
-    for (const [type, list] of stored)
-      signals.set(
-        type,
-        Promise.allSettled(list).then(() => this.signal(type)),
-      );
-    writes.forEach((w, k) => {
-      done[k]!.then(() => signals.get(w.type)).then(
-        () => {
-          for (const c of w.calls) if (--c.left === 0) c.resolve();
-        },
-        (err: unknown) => {
-          for (const c of w.calls) c.reject(err);
-        },
-      );
-    });
+    for (const [type, writes] of byType) {
+      const stored = writes.map((w) => this.storeAll(w));
+      const signalled = Promise.allSettled(stored).then(() => this.signal(type));
+      writes.forEach((w, k) => {
+        stored[k]!.then(() => signalled).then(
+          () => {
+            for (const c of w.calls) if (--c.left === 0) c.resolve();
+          },
+          (err: unknown) => {
+            for (const c of w.calls) c.reject(err);
+          },
+        );
+      });
+    }
+  }
+
+  /** A partition's pending write, in chunks of at most CHUNK events per script call. */
+  private storeAll(w: PendingWrite): Promise<unknown> {
+    const chunks: Promise<void>[] = [];
+    for (let i = 0; i < w.args.length; i += 3 * CHUNK) chunks.push(this.store(w.type, w.partition, w.args.length <= 3 * CHUNK ? w.args : w.args.slice(i, i + 3 * CHUNK)));
+    return Promise.all(chunks);
   }
 
   /** One atomic step: the events' data, then their ids in the sorted set (a mover never sees an id without data). */

@@ -23,8 +23,9 @@ export class Reader {
   readonly lastIds: string[];
   /** Per stream (position in `streams`): its pending drain has found nothing after `lastIds`. */
   readonly drained: boolean[];
-  /** Request bytes of this reader's read of new entries, per COUNT (`ReadConnections.readNew`). */
+  /** Request bytes of this reader's read of new entries, per COUNT, and the arguments ioredis routes it by (`ReadConnections.readNew`). */
   readonly newReads = new Map<number, Buffer>();
+  newRoute: string[] | undefined = undefined;
   constructor(readonly streams: number[]) {
     this.lastIds = streams.map(() => '0');
     this.drained = streams.map(() => false);
@@ -162,39 +163,30 @@ export class ReadConnections {
     const count = Math.max(1, Math.min(this.ctx.opts.readCount, Math.floor(room / this.deliveries.avgEvents)));
     let bytes = r.newReads.get(count);
     if (bytes === undefined) {
-      bytes = encodeCommand(
-        'xreadgroup',
-        this.readArgs(
-          r,
-          count,
-          true,
-          r.streams.map((_, k) => k),
-          undefined,
-        ),
-      );
+      const all = r.streams.map((_, k) => k);
+      bytes = encodeCommand('xreadgroup', [...this.readHead(count), 'BLOCK', this.ctx.opts.blockMs, ...this.streamArgs(r, all, () => '>')]);
       r.newReads.set(count, bytes);
     }
     // ioredis finds the slot from the first key after STREAMS (a reader's streams share one).
-    const route = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'STREAMS', this.ctx.streams[r.streams[0]!]!.key, '>'];
-    return this.issue(r, rawCommand('xreadgroup', bytes, route), count, true);
+    r.newRoute ??= ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'STREAMS', this.ctx.streams[r.streams[0]!]!.key, '>'];
+    return this.issue(r, rawCommand('xreadgroup', bytes, r.newRoute), count, true);
   }
 
   /**
-   * A non-blocking XREADGROUP of this consumer's own pending entries after `ids` (per position in `r.streams`),
-   * `count` per stream, on the streams at positions `only`.
+   * A non-blocking XREADGROUP of one entry per stream of this consumer's own pending entries, after `ids` (per
+   * position in `r.streams`), on the streams at positions `only` (the serial pending drain).
    */
-  readPending(r: Reader, ids: readonly string[], count: number, only: readonly number[]): Promise<ReadReply> {
-    return this.issue(r, wireCommand('xreadgroup', this.readArgs(r, count, false, only, ids)), count, false);
+  readPending(r: Reader, ids: readonly string[], only: readonly number[]): Promise<ReadReply> {
+    return this.issue(r, wireCommand('xreadgroup', [...this.readHead(1), ...this.streamArgs(r, only, (k) => ids[k]!)]), 1, false);
   }
 
-  /** XREADGROUP arguments: the streams at positions `only` of `r.streams`, after `ids` there (new entries when absent). */
-  private readArgs(r: Reader, count: number, block: boolean, only: readonly number[], ids: readonly string[] | undefined): (string | number)[] {
-    const args: (string | number)[] = ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'COUNT', count];
-    if (block) args.push('BLOCK', this.ctx.opts.blockMs);
-    args.push('STREAMS');
-    for (const k of only) args.push(this.ctx.streams[r.streams[k]!]!.key);
-    for (const k of only) args.push(ids ? ids[k]! : '>');
-    return args;
+  private readHead(count: number): (string | number)[] {
+    return ['GROUP', this.ctx.spec.group, this.ctx.spec.consumer, 'COUNT', count];
+  }
+
+  /** `STREAMS`, the keys of the streams at positions `only` of `r.streams`, then the id to read after on each. */
+  private streamArgs(r: Reader, only: readonly number[], idAt: (k: number) => string): string[] {
+    return ['STREAMS', ...only.map((k) => this.ctx.streams[r.streams[k]!]!.key), ...only.map(idAt)];
   }
 
   /** Sends read `cmd` on the reader's connection; `watch` replaces the connection if the reply never comes. */

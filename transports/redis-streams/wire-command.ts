@@ -70,14 +70,6 @@ export class RespWriter {
     this.buf[this.off++] = 10;
   }
 
-  /** One bulk string of ASCII text (stream ids, numbers' digits): one byte per character. */
-  ascii(a: string): void {
-    this.header(0x24, a.length);
-    (this.buf as DirectBuffer).latin1Write(a, this.off, a.length);
-    this.off += a.length;
-    this.crlf();
-  }
-
   /** One bulk string of `len` content bytes (`argBytes(a)`). */
   bulk(a: WireArg, len: number): void {
     this.header(0x24, len);
@@ -119,7 +111,7 @@ export function xackHead(key: string, group: string): Buffer {
   return full.subarray(1 + digits(3) + 2);
 }
 
-/** RESP request bytes of an XACK: the array header, `head` (`xackHead`) and the ids (ASCII, as stream ids are). */
+/** RESP request bytes of an XACK: the array header, `head` (`xackHead`) and the ids (ASCII, as stream ids are: a byte per character). */
 export function encodeXack(head: Buffer, ids: readonly string[]): Buffer {
   const n = ids.length;
   let size = 1 + digits(n + 3) + 2 + head.length;
@@ -128,7 +120,7 @@ export function encodeXack(head: Buffer, ids: readonly string[]): Buffer {
   w.header(0x2a, n + 3);
   w.buf.set(head, w.off);
   w.off += head.length;
-  for (let i = 0; i < n; i++) w.ascii(ids[i]!);
+  for (let i = 0; i < n; i++) w.bulk(ids[i]!, ids[i]!.length);
   return w.buf.subarray(0, w.off);
 }
 
