@@ -1,7 +1,8 @@
 /**
  * A scenario's verdict in words: its headline configuration's figure and how it compares with the
- * hand-written baseline it is linked to and with the reference figure, with the direction that is better.
- * The same headline figures make the suite's summary table.
+ * hand-written baseline it is linked to, with each peer measured in the same run (what a team would pick
+ * instead) and with the reference figure, with the direction that is better. The same headline figures make
+ * the suite's summary table.
  */
 import { referenceName } from '../references.js';
 import type { ScenarioResult, VariantResult } from '../lib/types.js';
@@ -15,6 +16,8 @@ export interface Headline {
   figure: string;
   /** The ratio to the linked baseline, and the baseline's label. */
   vsBaseline?: { ratio: string; to: string };
+  /** The ratio to each peer row of the run that measured something, and the peer's name and version range. */
+  vsPeers: { ratio: string; to: string }[];
   /** The ratio to the reference figure, and the reference's name; `ratio` says why when there is none. */
   vsReference?: { ratio: string; to: string };
   direction: typeof HIGHER | typeof LOWER;
@@ -42,8 +45,15 @@ export function headline(r: ScenarioResult): Headline | undefined {
   const v = headlineRow(r);
   if (!v) return undefined;
   const base = v.baseline ? r.variants.find((b) => b.id === v.baseline) : undefined;
-  const out: Headline = { scenario: r.scenario, transport: r.transport, label: v.label, figure: '', direction: HIGHER };
-  return isLatency(v) ? latencyHeadline(out, v, base) : throughputHeadline(out, v, base);
+  const peers = r.variants.filter((p) => p.kind === 'peer' && !p.error && p.iterations.length > 0);
+  const out: Headline = { scenario: r.scenario, transport: r.transport, label: v.label, figure: '', vsPeers: [], direction: HIGHER };
+  return isLatency(v) ? latencyHeadline(out, v, base, peers) : throughputHeadline(out, v, base, peers);
+}
+
+/** A peer row's name and version range: its label without the part in parentheses (how it was driven). */
+function peerName(p: VariantResult): string {
+  const at = p.label.indexOf(' (');
+  return at < 0 ? p.label : p.label.slice(0, at);
 }
 
 /** The comparison with the reference: `ratio` of the row, or NO_RATIO when the reference's setup differs. */
@@ -54,7 +64,7 @@ function vsReference(v: VariantResult, ratio: string | undefined): Headline['vsR
   return ratio === undefined ? undefined : { ratio, to };
 }
 
-function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined): Headline {
+function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined, peers: VariantResult[]): Headline {
   const lat = v.summary.latency!;
   const { latencyP50VsBaseline: p50, latencyP99VsBaseline: p99, latencyP99VsSeed: p99Ref } = v.ratios;
   const ratio = (n: number | undefined) => (n !== undefined ? fmtRatio(n) : '?');
@@ -63,16 +73,21 @@ function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | 
     direction: LOWER,
     figure: `p50 ${fmtUs(lat.p50Us)} / p99 ${fmtUs(lat.p99Us)} us`,
     vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: `p50 ${ratio(p50)} / p99 ${ratio(p99)}`, to: base.label } : undefined,
+    vsPeers: peers
+      .filter((p) => p.summary.latency !== undefined)
+      .map((p) => ({ ratio: `p50 ${fmtRatio(lat.p50Us / p.summary.latency!.p50Us)} / p99 ${fmtRatio(lat.p99Us / p.summary.latency!.p99Us)}`, to: peerName(p) })),
     vsReference: vsReference(v, p99Ref !== undefined ? `p99 ${fmtRatio(p99Ref)}` : undefined),
   };
 }
 
-function throughputHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined): Headline {
+function throughputHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined, peers: VariantResult[]): Headline {
   const { vsBaseline, vsSeed } = v.ratios;
+  const mean = v.summary.throughput.mean;
   return {
     ...out,
-    figure: `${fmtCompact(v.summary.throughput.mean)} events/s`,
+    figure: `${fmtCompact(mean)} events/s`,
     vsBaseline: base && vsBaseline !== undefined ? { ratio: fmtRatio(vsBaseline), to: base.label } : undefined,
+    vsPeers: peers.filter((p) => p.summary.throughput.mean > 0).map((p) => ({ ratio: fmtRatio(mean / p.summary.throughput.mean), to: peerName(p) })),
     vsReference: vsReference(v, vsSeed !== undefined ? fmtRatio(vsSeed) : undefined),
   };
 }
@@ -82,7 +97,7 @@ export function verdict(r: ScenarioResult): string | undefined {
   if (r.skipped) return undefined;
   const h = headline(r);
   if (!h) return 'no configuration of the library was measured (see the warnings)';
-  const comparisons = [h.vsBaseline, h.vsReference]
+  const comparisons = [h.vsBaseline, ...h.vsPeers, h.vsReference]
     .filter((c) => c !== undefined)
     .map((c) => (c.ratio === NO_RATIO ? `no ratio to the ${c.to} (measured in another setup)` : `${c.ratio} the ${c.to}`));
   const body = comparisons.length ? `${h.figure}, ${comparisons.join(', ')}` : `${h.figure} (no baseline or reference to compare with in this run)`;
