@@ -5,31 +5,23 @@
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEventBus, type EventBus, type EventEnvelope } from '../../src/index.js';
-import { instrumentEventlane, type EventlaneInstrumentation } from '../../src/otel/index.js';
-import { events, finishedSpans, onlySpan, resetTelemetry, testTracer } from './otel-harness.js';
+import { instrumentEventlane } from '../../src/otel/index.js';
+import { events, finishedSpans, onlySpan, perTest, testTracer } from './otel-harness.js';
 
-let otel: EventlaneInstrumentation | undefined;
-let bus: EventBus<typeof events> | undefined;
-
-beforeEach(() => resetTelemetry());
-afterEach(async () => {
-  otel?.disable();
-  await bus?.close();
-  otel = bus = undefined;
-});
+const t = perTest<typeof events>();
 
 async function memoryBus(): Promise<EventBus<typeof events>> {
-  bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory', partitions: 2 }, logger: false });
-  return bus;
+  t.bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory', partitions: 2 }, logger: false });
+  return t.bus;
 }
 
 const ids = (s: ReadableSpan) => ({ traceId: s.spanContext().traceId, spanId: s.spanContext().spanId });
 
 describe('eventlane/otel spans (memory transport)', () => {
   it('makes a PRODUCER span per publish() with the messaging attributes, and injects its context into the headers', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     const seen: EventEnvelope[] = [];
     await b.subscribe('order.created', { group: 'billing' }, (e) => void seen.push(e));
@@ -51,7 +43,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('links the CONSUMER process span to the send span by default, in a trace of its own, with the delivery attributes', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     const seen: EventEnvelope[] = [];
     await b.subscribe('order.created', { group: 'billing', consumer: 'billing-1' }, (e) => void seen.push(e));
@@ -81,7 +73,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it("makes the process span the send span's child with processSpanParent 'child'", async () => {
-    otel = instrumentEventlane({ processSpanParent: 'child' });
+    t.otel = instrumentEventlane({ processSpanParent: 'child' });
     const b = await memoryBus();
     await b.subscribe('order.created', { group: 'billing' }, () => {});
     await b.publish('order.created', { orderId: 'o-1' });
@@ -94,7 +86,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('runs the handler with the process span current: a span the handler starts, after an await too, is its child', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     await b.subscribe('order.created', { group: 'billing' }, async () => {
       testTracer.startSpan('before await').end();
@@ -112,7 +104,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('marks a failed run: error.type, status ERROR, the exception, and the retry then the dead letter as span events', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     const retry = { backoff: { initialMs: 1, maxMs: 1 } };
     await b.subscribe('order.created', { group: 'sync', maxDeliveries: 2, retry }, () => {
@@ -147,7 +139,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('marks a failed publish: error.type and status ERROR on the send span', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     const err = await b.publish('order.created', { orderId: 42 } as never).catch((e: unknown) => e);
     expect((err as Error).name).toBe('ValidationError');
@@ -158,7 +150,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('makes one send span per publishMany() call, with messaging.batch.message_count; each process span links to it', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     await b.subscribe('order.created', { group: 'billing' }, () => {});
     await b.publishMany('order.created', [{ orderId: 'o-1' }, { orderId: 'o-2' }, { orderId: 'o-3' }]);
@@ -171,7 +163,7 @@ describe('eventlane/otel spans (memory transport)', () => {
   });
 
   it('keeps a traceparent the caller set, adds no tracestate of its own, and links the process span to it', async () => {
-    otel = instrumentEventlane();
+    t.otel = instrumentEventlane();
     const b = await memoryBus();
     const seen: EventEnvelope[] = [];
     await b.subscribe('order.created', { group: 'billing' }, (e) => void seen.push(e));
@@ -185,7 +177,7 @@ describe('eventlane/otel spans (memory transport)', () => {
 
   it('makes the send span a child of the span current at publish(), and calls the hooks', async () => {
     const hooked: string[] = [];
-    otel = instrumentEventlane({
+    t.otel = instrumentEventlane({
       publishHook: (span, info) => {
         span.setAttribute('app.count', info.count);
         hooked.push(`publish ${info.type}`);

@@ -3,31 +3,23 @@
  * and histograms, their low-cardinality attributes, and error.type on failures.
  */
 import type { Histogram } from '@opentelemetry/sdk-metrics';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createEventBus, type EventBus } from '../../src/index.js';
-import { instrumentEventlane, type EventlaneInstrumentation } from '../../src/otel/index.js';
-import { collectMetrics, events, points, resetTelemetry } from './otel-harness.js';
+import { describe, expect, it } from 'vitest';
+import { createEventBus } from '../../src/index.js';
+import { instrumentEventlane } from '../../src/otel/index.js';
+import { collectMetrics, events, perTest, points } from './otel-harness.js';
 
-let otel: EventlaneInstrumentation | undefined;
-let bus: EventBus<typeof events> | undefined;
-
-beforeEach(() => resetTelemetry());
-afterEach(async () => {
-  otel?.disable();
-  await bus?.close();
-  otel = bus = undefined;
-});
+const t = perTest<typeof events>();
 
 describe('eventlane/otel metrics (memory transport)', () => {
   it('counts sent and consumed messages and records the publish and process durations, in seconds', async () => {
-    otel = instrumentEventlane();
-    bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory' }, logger: false });
-    await bus.subscribe('order.created', { group: 'billing' }, async () => {
+    t.otel = instrumentEventlane();
+    t.bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory' }, logger: false });
+    await t.bus.subscribe('order.created', { group: 'billing' }, async () => {
       await new Promise((r) => setTimeout(r, 20));
     });
-    await bus.publish('order.created', { orderId: 'o-1' });
-    await bus.publishMany('order.created', [{ orderId: 'o-2' }, { orderId: 'o-3' }]);
-    await bus.idle();
+    await t.bus.publish('order.created', { orderId: 'o-1' });
+    await t.bus.publishMany('order.created', [{ orderId: 'o-2' }, { orderId: 'o-3' }]);
+    await t.bus.idle();
     const all = await collectMetrics();
     const send = { 'messaging.system': 'memory', 'messaging.destination.name': 'order.created', 'messaging.operation.name': 'send' };
     const consume = { 'messaging.system': 'memory', 'messaging.destination.name': 'order.created', 'messaging.consumer.group.name': 'billing', 'messaging.operation.name': 'process' };
@@ -50,15 +42,15 @@ describe('eventlane/otel metrics (memory transport)', () => {
   });
 
   it('adds error.type to the measurements of a failed publish and a failed handler run', async () => {
-    otel = instrumentEventlane();
-    bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory' }, logger: false });
-    await bus.subscribe('order.paid', { group: 'ledger', maxDeliveries: 1 }, (e) => {
+    t.otel = instrumentEventlane();
+    t.bus = await createEventBus({ service: 'shop', events, transport: { type: 'memory' }, logger: false });
+    await t.bus.subscribe('order.paid', { group: 'ledger', maxDeliveries: 1 }, (e) => {
       if (e.data.orderId === 'bad') throw new TypeError('bad order');
     });
-    await bus.publish('order.paid', { orderId: 'good' });
-    await bus.publish('order.paid', { orderId: 'bad' });
-    await bus.publish('order.paid', { orderId: 7 } as never).catch(() => undefined);
-    await bus.idle();
+    await t.bus.publish('order.paid', { orderId: 'good' });
+    await t.bus.publish('order.paid', { orderId: 'bad' });
+    await t.bus.publish('order.paid', { orderId: 7 } as never).catch(() => undefined);
+    await t.bus.idle();
     const all = await collectMetrics();
     const sent = new Map(points(all, 'messaging.client.sent.messages').map((p) => [p.attributes['error.type'], p.value]));
     expect(sent).toEqual(

@@ -5,34 +5,26 @@
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createEventBus, defineEvents, type EventBus, type EventEnvelope } from '../../src/index.js';
-import { instrumentEventlane, type EventlaneInstrumentation } from '../../src/otel/index.js';
+import { createEventBus, defineEvents, type EventEnvelope } from '../../src/index.js';
+import { instrumentEventlane } from '../../src/otel/index.js';
 import { waitFor } from '../helpers/wait.js';
-import { finishedSpans, onlySpan, resetTelemetry } from './otel-harness.js';
+import { finishedSpans, onlySpan, perTest } from './otel-harness.js';
 
 const events = defineEvents({ tick: z.object({ seq: z.number().int() }) });
 const COUNT_HANDLER = pathToFileURL(join(__dirname, '../native/fixtures/count-handler.mjs')).href;
 
-let otel: EventlaneInstrumentation | undefined;
-let bus: EventBus<typeof events> | undefined;
-
-beforeEach(() => resetTelemetry());
-afterEach(async () => {
-  otel?.disable();
-  await bus?.close();
-  otel = bus = undefined;
-});
+const t = perTest<typeof events>();
 
 describe('eventlane/otel spans (native transport)', () => {
   it('makes process spans for main-thread handlers, linked to the send span, with messaging.system native', async () => {
-    otel = instrumentEventlane();
-    bus = await createEventBus({ service: 'ticks', events, transport: { type: 'native', partitions: 2 }, logger: false });
+    t.otel = instrumentEventlane();
+    t.bus = await createEventBus({ service: 'ticks', events, transport: { type: 'native', partitions: 2 }, logger: false });
     const seen: EventEnvelope[] = [];
-    await bus.subscribe('tick', { group: 'main' }, (e) => void seen.push(e));
-    await bus.publish('tick', { seq: 1 });
-    await bus.idle();
+    await t.bus.subscribe('tick', { group: 'main' }, (e) => void seen.push(e));
+    await t.bus.publish('tick', { seq: 1 });
+    await t.bus.idle();
     const send = await onlySpan('send tick');
     const process = await onlySpan('process tick');
     expect(send.attributes['messaging.system']).toBe('native');
@@ -41,13 +33,13 @@ describe('eventlane/otel spans (native transport)', () => {
   });
 
   it('makes no process span for handlers in worker threads; the send span is there', async () => {
-    otel = instrumentEventlane();
-    bus = await createEventBus({ service: 'ticks', events, transport: { type: 'native', partitions: 2 }, logger: false });
+    t.otel = instrumentEventlane();
+    t.bus = await createEventBus({ service: 'ticks', events, transport: { type: 'native', partitions: 2 }, logger: false });
     const counters = new Int32Array(new SharedArrayBuffer(12));
-    await bus.subscribe('tick', { group: 'workers', workers: 1, handler: COUNT_HANDLER, workerData: { counters: counters.buffer } });
-    await bus.publish('tick', { seq: 1 });
+    await t.bus.subscribe('tick', { group: 'workers', workers: 1, handler: COUNT_HANDLER, workerData: { counters: counters.buffer } });
+    await t.bus.publish('tick', { seq: 1 });
     await waitFor(() => Atomics.load(counters, 0) === 1, 10_000, 'the worker to handle the event');
-    await bus.idle();
+    await t.bus.idle();
     expect((await finishedSpans()).map((s) => s.name)).toEqual(['send tick']);
   });
 });

@@ -7,8 +7,10 @@ import { metrics } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import { afterEach, beforeEach } from 'vitest';
 import { z } from 'zod';
-import { defineEvents } from '../../src/index.js';
+import { defineEvents, type EventBus, type EventMap } from '../../src/index.js';
+import type { EventlaneInstrumentation } from '../../src/otel/index.js';
 
 export const events = defineEvents({
   'order.created': z.object({ orderId: z.string() }),
@@ -59,4 +61,25 @@ export async function collectMetrics(): Promise<MetricData[]> {
 /** The data points of metric `name` (none when it was not recorded). */
 export function points(all: MetricData[], name: string): DataPoint<number | Histogram>[] {
   return (all.find((m) => m.descriptor.name === name)?.dataPoints ?? []) as DataPoint<number | Histogram>[];
+}
+
+/** What one test set up, undone after it: the instrumentation disabled, then the bus closed. */
+export interface PerTest<M extends EventMap> {
+  otel?: EventlaneInstrumentation;
+  bus?: EventBus<M>;
+}
+
+/**
+ * For the calling test file: telemetry reset before each test (`resetTelemetry`), and after it what the test
+ * put in the returned record undone and cleared.
+ */
+export function perTest<M extends EventMap>(): PerTest<M> {
+  const t: PerTest<M> = {};
+  beforeEach(() => resetTelemetry());
+  afterEach(async () => {
+    t.otel?.disable();
+    await t.bus?.close();
+    t.otel = t.bus = undefined;
+  });
+  return t;
 }
