@@ -93,8 +93,8 @@ export function peerRows(c: BenchConfig, role: PeerRole, resolve?: (p: string) =
       reported.add(peer.id);
       continue;
     }
-    const label = `${peer.name} ${versionRange(versions[0]!)} (${peer.how[role]})`;
-    rows.push(variant(c, peer.id, label, peer.id, { consumers: 1, partitions: 1 }, { peer: peer.name }, { kind: 'peer' }));
+    const name = `${peer.name} ${versionRange(versions[0]!)}`;
+    rows.push(variant(c, peer.id, `${name} (${peer.how[role]})`, peer.id, { consumers: 1, partitions: 1 }, { peer: name }, { kind: 'peer' }));
   }
   return rows;
 }

@@ -50,10 +50,15 @@ export function headline(r: ScenarioResult): Headline | undefined {
   return isLatency(v) ? latencyHeadline(out, v, base, peers) : throughputHeadline(out, v, base, peers);
 }
 
-/** A peer row's name and version range: its label without the part in parentheses (how it was driven). */
+/** A peer row's name and version range (`params.peer`, set by peerRows), else its label. */
 function peerName(p: VariantResult): string {
-  const at = p.label.indexOf(' (');
-  return at < 0 ? p.label : p.label.slice(0, at);
+  return typeof p.params['peer'] === 'string' ? p.params['peer'] : p.label;
+}
+
+/** `p50 <ratio> / p99 <ratio>`, `?` for a ratio not known. */
+function latencyRatios(p50: number | undefined, p99: number | undefined): string {
+  const ratio = (n: number | undefined) => (n !== undefined ? fmtRatio(n) : '?');
+  return `p50 ${ratio(p50)} / p99 ${ratio(p99)}`;
 }
 
 /** The comparison with the reference: `ratio` of the row, or NO_RATIO when the reference's setup differs. */
@@ -67,15 +72,12 @@ function vsReference(v: VariantResult, ratio: string | undefined): Headline['vsR
 function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined, peers: VariantResult[]): Headline {
   const lat = v.summary.latency!;
   const { latencyP50VsBaseline: p50, latencyP99VsBaseline: p99, latencyP99VsSeed: p99Ref } = v.ratios;
-  const ratio = (n: number | undefined) => (n !== undefined ? fmtRatio(n) : '?');
   return {
     ...out,
     direction: LOWER,
     figure: `p50 ${fmtUs(lat.p50Us)} / p99 ${fmtUs(lat.p99Us)} us`,
-    vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: `p50 ${ratio(p50)} / p99 ${ratio(p99)}`, to: base.label } : undefined,
-    vsPeers: peers
-      .filter((p) => p.summary.latency !== undefined)
-      .map((p) => ({ ratio: `p50 ${fmtRatio(lat.p50Us / p.summary.latency!.p50Us)} / p99 ${fmtRatio(lat.p99Us / p.summary.latency!.p99Us)}`, to: peerName(p) })),
+    vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: latencyRatios(p50, p99), to: base.label } : undefined,
+    vsPeers: peers.filter((p) => p.summary.latency !== undefined).map((p) => ({ ratio: latencyRatios(lat.p50Us / p.summary.latency!.p50Us, lat.p99Us / p.summary.latency!.p99Us), to: peerName(p) })),
     vsReference: vsReference(v, p99Ref !== undefined ? `p99 ${fmtRatio(p99Ref)}` : undefined),
   };
 }

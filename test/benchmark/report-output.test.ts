@@ -152,15 +152,15 @@ describe('terminal report', () => {
 });
 
 describe('verdict beside peers', () => {
-  const peer = (id: string, label: string, its: IterationResult[]) => row(id, label, its, { kind: 'peer' });
+  const peer = (id: string, name: string, how: string, its: IterationResult[]) => row(id, `${name} (${how})`, its, { kind: 'peer', params: { peer: name } });
 
   it("names each peer measured in the run with the headline row's ratio to it, and leaves out a failed one", () => {
     const r = scenario('publishing-throughput', [
       row('batch', 'batch 4000, 1 publisher', [iteration(300_000, 1000)], { baseline: 'ioredis' }),
       row('ioredis', 'ioredis: pipelined XADD', [iteration(150_000, 1000)], { kind: 'baseline' }),
-      peer('peer-bullmq', 'BullMQ 5.x (addBulk of 1,000 jobs, 64 in flight)', [iteration(60_000, 1000)]),
-      peer('peer-moleculer-channels', '@moleculer/channels 0.1.x (Redis adapter, sendToChannel per event)', [iteration(100_000, 1000)]),
-      { ...peer('peer-broken', 'Broken 1.x (never ran)', [iteration(1, 1000)]), error: 'connection refused' },
+      peer('peer-bullmq', 'BullMQ 5.x', 'addBulk of 1,000 jobs, 64 in flight', [iteration(60_000, 1000)]),
+      peer('peer-moleculer-channels', '@moleculer/channels 0.1.x', 'Redis adapter, sendToChannel per event', [iteration(100_000, 1000)]),
+      { ...peer('peer-broken', 'Broken 1.x', 'never ran', [iteration(1, 1000)]), error: 'connection refused' },
     ]);
     expect(verdict(r)).toBe('batch 4000, 1 publisher: 300.0K events/s, 2.00x the ioredis: pipelined XADD, 5.00x the BullMQ 5.x, 3.00x the @moleculer/channels 0.1.x; higher is better');
   });
@@ -168,7 +168,7 @@ describe('verdict beside peers', () => {
   it('compares latency rows with a peer by p50 and by p99', () => {
     const r = scenario('end-to-end', [
       row('steady', '1 consumer, 10,000/s', [iteration(10_000, 5000, latency(60, 1000))]),
-      peer('peer-bullmq', 'BullMQ 5.x (add per event)', [iteration(10_000, 5000, latency(300, 4000))]),
+      peer('peer-bullmq', 'BullMQ 5.x', 'add per event', [iteration(10_000, 5000, latency(300, 4000))]),
     ]);
     expect(verdict(r)).toBe('1 consumer, 10,000/s: p50 60 / p99 1,000 us, p50 0.20x / p99 0.25x the BullMQ 5.x; lower is better');
   });
