@@ -90,7 +90,11 @@ export class RedisScheduling implements TransportScheduling {
    */
   private flush(): void {
     const byType = new Map<string, PendingWrite[]>();
-    for (const w of this.pending.values()) byType.set(w.type, [...(byType.get(w.type) ?? []), w]);
+    for (const w of this.pending.values()) {
+      const ofType = byType.get(w.type);
+      if (ofType === undefined) byType.set(w.type, [w]);
+      else ofType.push(w);
+    }
     this.pending = new Map();
     for (const [type, writes] of byType) {
       const stored = writes.map((w) => this.storeAll(w));
