@@ -38,6 +38,10 @@ function noResult(): WriteResult {
   return undefined;
 }
 
+function same(result: WriteResult): WriteResult {
+  return result;
+}
+
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private readonly encoder = new BatchEncoder();
@@ -221,12 +225,12 @@ export class Publisher {
     if (countOf(unit) === 1) {
       // A unit of one event is written as a per-event entry (smaller, and readable by anyone).
       pushEventFields(args as (string | number)[], eventsOf(unit)[0]!, this.source, this.serializer(unit.type));
-      return this.timers.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!), unitReplies));
+      return this.timers.bounded(this.replicated(client, t, unit.partition, wireCommand('xadd', args, t.routes[unit.partition]!), unitReplies), noResult);
     }
     if (this.config.entryMode === 'batch') {
       const cmd = rawCommand('xadd', this.batchRequest(args, unit), t.routes[unit.partition]!);
       unit.release?.(); // encoded: the events need not live until Redis replies
-      return this.timers.bounded(this.replicated(client, t, unit.partition, cmd, unitReplies));
+      return this.timers.bounded(this.replicated(client, t, unit.partition, cmd, unitReplies), noResult);
     }
     return this.sendMany([unit], unitReplies);
   }
@@ -241,12 +245,12 @@ export class Publisher {
       : this.encoder.request(args, unit.type, this.source, unit.events, unit.bytes, serialize, writer);
   }
 
-  /** Sends `cmd`: its outcome; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
-  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command, unitReplies?: UnitReplies): Promise<WriteResult> {
+  /** Sends `cmd`: settles with its reply; with `waitForReplicas`, once enough replicas have it (see ReplicaWait.after). */
+  private replicated(client: Client, t: TypeInfo, partition: number, cmd: Command, unitReplies?: UnitReplies): Promise<unknown> {
     const write = send(client, cmd);
     unitReplies?.sent(0, [write]); // the XADD's reply (not its WAIT's)
-    if (this.config.waitForReplicas === undefined) return write.then(noResult);
-    return this.replicas.after(client, t, partition, write, cmd).then(noResult);
+    if (this.config.waitForReplicas === undefined) return write;
+    return this.replicas.after(client, t, partition, write, cmd);
   }
 
   /** Several lanes (or per-event entries): each command on its lane's connection, pipelined per connection. */
@@ -273,7 +277,10 @@ export class Publisher {
       writes: wire.places.map(reply),
       waits: waits === undefined ? undefined : await waits.replies(reply),
     }));
-    return this.timers.bounded(all.then((res) => this.results(units, counts, res.writes, res.waits)));
+    return this.timers.bounded(
+      all.then((res) => this.results(units, counts, res.writes, res.waits)),
+      same,
+    );
   }
 
   /**

@@ -47,9 +47,9 @@ export class WriteTimers {
 
   /**
    * Bounds a write's reply by `replyMs` from its sending, without a timer per write: writes in flight sit in a
-   * set that one interval timer sweeps.
+   * set that one interval timer sweeps. The write's outcome is `result` of its value (which must not throw).
    */
-  bounded(p: Promise<WriteResult>): Promise<WriteResult> {
+  bounded<T>(p: Promise<T>, result: (value: T) => WriteResult): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       const w: InFlight = { deadline: Date.now() + this.opts.replyMs, reject, done: false };
       this.inflight.add(w);
@@ -59,7 +59,7 @@ export class WriteTimers {
           if (w.done) return;
           w.done = true;
           this.inflight.delete(w);
-          resolve(res);
+          resolve(result(res));
         },
         (err: unknown) => {
           if (w.done) return;
