@@ -193,7 +193,7 @@ export class RedisConsumer implements TransportSubscription {
         if (r.drainPending) {
           if (!(await this.drainStep(r))) break;
         } else {
-          // Awaited here, not in a function of its own: one promise hop per read less on the hot path.
+          // Awaited in the loop itself (no async step between): a read reaches `takeNew` one promise hop after its reply.
           const reply = await this.nextRead(r, loop);
           if (this.ctx.closing) break;
           loop.ahead = this.takeNew(r, reply);

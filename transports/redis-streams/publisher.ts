@@ -38,10 +38,6 @@ function noResult(): WriteResult {
   return undefined;
 }
 
-function same(result: WriteResult): WriteResult {
-  return result;
-}
-
 export class Publisher {
   private readonly types = new Map<string, TypeInfo>();
   private readonly encoder = new BatchEncoder();
@@ -277,10 +273,7 @@ export class Publisher {
       writes: wire.places.map(reply),
       waits: waits === undefined ? undefined : await waits.replies(reply),
     }));
-    return this.timers.bounded(
-      all.then((res) => this.results(units, counts, res.writes, res.waits)),
-      same,
-    );
+    return this.timers.bounded(all, (res) => this.results(units, counts, res.writes, res.waits));
   }
 
   /**

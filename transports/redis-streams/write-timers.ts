@@ -47,28 +47,37 @@ export class WriteTimers {
 
   /**
    * Bounds a write's reply by `replyMs` from its sending, without a timer per write: writes in flight sit in a
-   * set that one interval timer sweeps. The write's outcome is `result` of its value (which must not throw).
+   * set that one interval timer sweeps. The write's outcome is `result` of its value; a `result` that throws
+   * fails the write.
    */
   bounded<T>(p: Promise<T>, result: (value: T) => WriteResult): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       const w: InFlight = { deadline: Date.now() + this.opts.replyMs, reject, done: false };
       this.inflight.add(w);
       this.start();
+      const fail = (err: unknown): void => reject(err instanceof EventlaneError ? err : this.opts.wrap(err));
       p.then(
         (res) => {
-          if (w.done) return;
-          w.done = true;
-          this.inflight.delete(w);
-          resolve(result(res));
+          if (!this.settle(w)) return;
+          try {
+            resolve(result(res));
+          } catch (err) {
+            fail(err);
+          }
         },
         (err: unknown) => {
-          if (w.done) return;
-          w.done = true;
-          this.inflight.delete(w);
-          reject(err instanceof EventlaneError ? err : this.opts.wrap(err));
+          if (this.settle(w)) fail(err);
         },
       );
     });
+  }
+
+  /** Takes `w` out of the writes in flight; false when it was already (its reply came, or the sweep gave up on it). */
+  private settle(w: InFlight): boolean {
+    if (w.done) return false;
+    w.done = true;
+    this.inflight.delete(w);
+    return true;
   }
 
   /** Runs `slow` once `write` has been out SLOW_WRITE_MS from `from`, unless it settled before. */
@@ -100,9 +109,7 @@ export class WriteTimers {
     }
     const { replyMs, replySetting, address } = this.opts;
     for (const w of this.inflight) {
-      if (w.deadline > now) continue;
-      w.done = true;
-      this.inflight.delete(w);
+      if (w.deadline > now || !this.settle(w)) continue;
       w.reject(new ConnectionError(`Write to ${address} got no reply within ${replyMs} ms (${replySetting}); it may or may not have been applied`));
     }
   }
