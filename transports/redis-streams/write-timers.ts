@@ -55,21 +55,25 @@ export class WriteTimers {
       const w: InFlight = { deadline: Date.now() + this.opts.replyMs, reject, done: false };
       this.inflight.add(w);
       this.start();
-      const fail = (err: unknown): void => reject(err instanceof EventlaneError ? err : this.opts.wrap(err));
       p.then(
         (res) => {
           if (!this.settle(w)) return;
           try {
             resolve(result(res));
           } catch (err) {
-            fail(err);
+            reject(this.failure(err));
           }
         },
         (err: unknown) => {
-          if (this.settle(w)) fail(err);
+          if (this.settle(w)) reject(this.failure(err));
         },
       );
     });
+  }
+
+  /** What a failed write rejects with: an EventlaneError as it is, anything else wrapped (`TimerOptions.wrap`). */
+  private failure(err: unknown): Error {
+    return err instanceof EventlaneError ? err : this.opts.wrap(err);
   }
 
   /** Takes `w` out of the writes in flight; false when it was already (its reply came, or the sweep gave up on it). */
