@@ -1,5 +1,8 @@
 import { emptyObjectArray } from './arrays.js';
 
+/** Slots a ring keeps when it empties; a larger one is let go, so a backlog's memory is not held after it drained. */
+const KEEP_SLOTS = 1024;
+
 /**
  * A FIFO queue in a ring: amortised O(1) push, shift and unshift without per-item nodes. The ring's array is
  * replaced only when it is full (its size doubles), so a queue that stays short allocates nothing as items pass
@@ -43,7 +46,7 @@ export class Deque<T> {
     const item = this.items[this.head];
     this.items[this.head] = undefined;
     this.head = (this.head + 1) & (this.items.length - 1);
-    this.count--;
+    if (--this.count === 0 && this.items.length > KEEP_SLOTS) this.clear();
     return item;
   }
 

@@ -53,4 +53,15 @@ describe('Deque', () => {
     expect(q.length).toBe(0);
     expect(q.shift()).toBeUndefined();
   });
+
+  it('lets a large ring go once it drains, and works on after', () => {
+    const q = new Deque<number>();
+    for (let i = 0; i < 5000; i++) q.push(i);
+    const ring = (): unknown[] => (q as unknown as { items: unknown[] }).items;
+    expect(ring().length).toBe(8192);
+    for (let i = 0; i < 5000; i++) expect(q.shift()).toBe(i);
+    expect(ring().length).toBe(0);
+    q.push(7);
+    expect(q.toArray()).toEqual([7]);
+  });
 });
