@@ -5,11 +5,17 @@ import { mergeHistograms } from './latency.js';
 import type { BenchConfig, IterationResult, LatencySummary, Spread, Variant, VariantResult } from './types.js';
 
 export function spread(values: number[]): Spread {
-  if (values.length === 0) return { mean: 0, min: 0, max: 0, spreadPct: 0 };
+  if (values.length === 0) return { mean: 0, min: 0, max: 0, median: 0, spreadPct: 0 };
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const min = Math.min(...values);
   const max = Math.max(...values);
-  return { mean: r2(mean), min: r2(min), max: r2(max), spreadPct: mean === 0 ? 0 : r2(((max - min) / mean) * 100) };
+  return { mean: r2(mean), min: r2(min), max: r2(max), median: r2(median(values)), spreadPct: mean === 0 ? 0 : r2(((max - min) / mean) * 100) };
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function r2(n: number): number {
@@ -116,7 +122,8 @@ function seedSetupDiffers(variant: Variant): string | undefined {
 
 /**
  * Fills the ratios to the baseline once every variant of a scenario is summarized: throughput, and for
- * rows that measured latency (open loop at a fixed rate, where throughput is the rate) p50 and p99.
+ * rows that measured latency (open loop at a fixed rate, where throughput is the rate) p50 and p99, of the
+ * merged figures and of the iterations' medians.
  */
 export function linkBaselines(results: VariantResult[]): void {
   for (const r of results) {
@@ -128,8 +135,15 @@ export function linkBaselines(results: VariantResult[]): void {
     if (lat && base && b.iterations.length) {
       if (base.p50Us > 0) r.ratios.latencyP50VsBaseline = r2(lat.p50Us / base.p50Us);
       if (base.p99Us > 0) r.ratios.latencyP99VsBaseline = r2(lat.p99Us / base.p99Us);
+      r.ratios.latencyP50VsBaselineMedian = medianRatio(r.summary.p50Us, b.summary.p50Us);
+      r.ratios.latencyP99VsBaselineMedian = medianRatio(r.summary.p99Us, b.summary.p99Us);
     } else if (b.summary.throughput.mean > 0) {
       r.ratios.vsBaseline = r2(r.summary.throughput.mean / b.summary.throughput.mean);
     }
   }
+}
+
+/** ours / baseline of two spreads' medians; undefined when either has none (reports written without it). */
+function medianRatio(ours: Spread | undefined, base: Spread | undefined): number | undefined {
+  return ours?.median !== undefined && base?.median ? r2(ours.median / base.median) : undefined;
 }

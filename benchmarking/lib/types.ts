@@ -154,6 +154,8 @@ export interface Spread {
   mean: number;
   min: number;
   max: number;
+  /** The middle value (the mean of the middle two for an even count); absent in reports written without it. */
+  median?: number;
   /** (max - min) / mean, in percent. */
   spreadPct: number;
 }
@@ -180,8 +182,20 @@ export interface VariantResult {
   };
   /** `unmatched`: deliveries not matched to a publish (`Measured.unmatched`), present when there were any; `ok` is false then. */
   delivery: { sent: number; received: number | null; lost: number | null; duplicated: number | null; unmatched?: number; ok: boolean; verifiedBy?: string };
-  /** Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better). */
-  ratios: { vsBaseline?: number; vsSeed?: number; latencyP99VsSeed?: number; latencyP50VsBaseline?: number; latencyP99VsBaseline?: number };
+  /**
+   * Throughput over the baseline's; for latency rows, p50 and p99 over the baseline's (lower is better): of the
+   * merged figures (`latencyP50VsBaseline`), and of the medians of the iterations' own percentiles
+   * (`...Median`), which one slow iteration does not move.
+   */
+  ratios: {
+    vsBaseline?: number;
+    vsSeed?: number;
+    latencyP99VsSeed?: number;
+    latencyP50VsBaseline?: number;
+    latencyP99VsBaseline?: number;
+    latencyP50VsBaselineMedian?: number;
+    latencyP99VsBaselineMedian?: number;
+  };
   /** Where the run's setup differs from the seed's (`SeedFigure.setup`), e.g. "messageCount 300 (reference 15000)": no ratio to the reference then. */
   seedSetupDiffers?: string;
   error?: string;

@@ -14,8 +14,11 @@ export interface Headline {
   label: string;
   /** The headline figure: events/s, or p50 / p99 for latency rows. */
   figure: string;
-  /** The ratio to the linked baseline, and the baseline's label. */
-  vsBaseline?: { ratio: string; to: string };
+  /**
+   * The ratio to the linked baseline, and the baseline's label; for latency rows of several iterations, `medians`:
+   * the ratios of the medians of the iterations' own percentiles.
+   */
+  vsBaseline?: { ratio: string; to: string; medians?: string };
   /** The ratio to each peer row of the run that measured something, and the peer's name and version range. */
   vsPeers: { ratio: string; to: string }[];
   /** The ratio to the reference figure, and the reference's name; `ratio` says why when there is none. */
@@ -72,11 +75,13 @@ function vsReference(v: VariantResult, ratio: string | undefined): Headline['vsR
 function latencyHeadline(out: Headline, v: VariantResult, base: VariantResult | undefined, peers: VariantResult[]): Headline {
   const lat = v.summary.latency!;
   const { latencyP50VsBaseline: p50, latencyP99VsBaseline: p99, latencyP99VsSeed: p99Ref } = v.ratios;
+  const { latencyP50VsBaselineMedian: m50, latencyP99VsBaselineMedian: m99 } = v.ratios;
+  const medians = v.iterations.length > 1 && (m50 !== undefined || m99 !== undefined) ? latencyRatios(m50, m99) : undefined;
   return {
     ...out,
     direction: LOWER,
     figure: `p50 ${fmtUs(lat.p50Us)} / p99 ${fmtUs(lat.p99Us)} us`,
-    vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: latencyRatios(p50, p99), to: base.label } : undefined,
+    vsBaseline: base && (p50 !== undefined || p99 !== undefined) ? { ratio: latencyRatios(p50, p99), to: base.label, ...(medians ? { medians } : {}) } : undefined,
     vsPeers: peers.filter((p) => p.summary.latency !== undefined).map((p) => ({ ratio: latencyRatios(lat.p50Us / p.summary.latency!.p50Us, lat.p99Us / p.summary.latency!.p99Us), to: peerName(p) })),
     vsReference: vsReference(v, p99Ref !== undefined ? `p99 ${fmtRatio(p99Ref)}` : undefined),
   };
@@ -101,9 +106,14 @@ export function verdict(r: ScenarioResult): string | undefined {
   if (!h) return 'no configuration of the library was measured (see the warnings)';
   const comparisons = [h.vsBaseline, ...h.vsPeers, h.vsReference]
     .filter((c) => c !== undefined)
-    .map((c) => (c.ratio === NO_RATIO ? `no ratio to the ${c.to} (measured in another setup)` : `${c.ratio} the ${c.to}`));
+    .map((c) => (c.ratio === NO_RATIO ? `no ratio to the ${c.to} (measured in another setup)` : `${c.ratio} the ${c.to}${mediansOf(c)}`));
   const body = comparisons.length ? `${h.figure}, ${comparisons.join(', ')}` : `${h.figure} (no baseline or reference to compare with in this run)`;
   return `${h.label}: ${body}; ${h.direction}`;
+}
+
+/** ` (medians of the iterations: ...)` for a comparison that has them. */
+function mediansOf(c: { to: string; medians?: string }): string {
+  return c.medians ? ` (medians of the iterations: ${c.medians})` : '';
 }
 
 /** The summary table of a suite: a row per scenario, its headline figure and ratios. */

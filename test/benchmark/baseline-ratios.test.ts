@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { GLOBAL_DEFAULTS } from '../../benchmarking/lib/config.js';
 import { linkBaselines, summarize } from '../../benchmarking/lib/stats.js';
 import { variantRow } from '../../benchmarking/report/rows.js';
+import { verdict } from '../../benchmarking/report/verdict.js';
 import type { IterationResult, LatencySummary, Variant } from '../../benchmarking/lib/types.js';
 
 const variant = (id: string, baseline?: string): Variant => ({ id, label: id, kind: baseline ? 'eventlane' : 'baseline', runner: 'x', config: GLOBAL_DEFAULTS, params: {}, baseline });
@@ -52,6 +53,16 @@ describe('ratios to the baseline', () => {
     expect(ours.ratios).toMatchObject({ latencyP50VsBaseline: 1.5, latencyP99VsBaseline: 3 });
     expect(ours.ratios.vsBaseline).toBeUndefined();
     expect(variantRow(ours)).toContain('1.50x / 3.00x');
+  });
+
+  it('latency rows: the medians of the iterations, which one slow iteration does not move', () => {
+    const ours = summarize(variant('ours', 'base'), [iteration(10_000, latency(30, 900)), iteration(10_000, latency(40, 5_000)), iteration(10_000, latency(30, 1_000))]);
+    const base = summarize(variant('base'), [iteration(10_000, latency(20, 800)), iteration(10_000, latency(20, 800)), iteration(10_000, latency(25, 900))]);
+    linkBaselines([ours, base]);
+    expect(ours.summary.p99Us?.median).toBe(1_000);
+    expect(ours.ratios).toMatchObject({ latencyP50VsBaselineMedian: 1.5, latencyP99VsBaselineMedian: 1.25 });
+    const line = verdict({ scenario: 's', title: 's', seed: 's', transport: 'redis', config: GLOBAL_DEFAULTS, variants: [ours, base], startedAt: '', wallMs: 0 });
+    expect(line).toContain('the base (medians of the iterations: p50 1.50x / p99 1.25x)');
   });
 
   it('a failed baseline gives no ratio', () => {
