@@ -2,22 +2,24 @@
  * The delayed mover's polling on a real Redis: while nothing is scheduled it reads one counter per type and
  * runs the partitions' scripts only at its full pass; events another process schedules (which raise the counter)
  * are moved within its poll, and events stored without raising it (a writer that died in between) within its
- * full pass.
+ * full pass. A stored event that is not an entry's fields (written by someone else) does not stop the events
+ * due after it: it reaches the stream as an entry the consumers dead-letter as malformed, holding the stored value.
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createEventBus, type EventBus } from '../../src/index.js';
+import { createEventBus, type EventBus, type Logger } from '../../src/index.js';
 import { FULL_PASS_MS, POLL_MS } from '../../transports/redis-streams/delayed-mover.js';
+import type { RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { perTestResources } from './fault-harness.js';
-import { events } from './redis-common.js';
+import { events, warningLogger } from './redis-common.js';
 
 const { cleanup, server } = perTestResources();
 const PARTITIONS = 8;
 
-async function bus(block: Record<string, unknown>, service: string): Promise<EventBus<typeof events>> {
-  const b = await createEventBus({ service, events, transport: block as { type: 'redis-streams' }, logger: false });
+async function bus(block: Record<string, unknown>, service: string, logger: Logger | false = false): Promise<EventBus<typeof events>> {
+  const b = await createEventBus({ service, events, transport: block as { type: 'redis-streams' }, logger });
   cleanup.push(() => b.close());
   return b;
 }
@@ -105,5 +107,45 @@ describe('redis-streams delayed mover polling', () => {
     await waitFor(() => late.has(1), 10_000, 'the unsignalled event');
     expect(late.get(1)!).toBeGreaterThanOrEqual(0);
     expect(late.get(1)!).toBeLessThan(2 * FULL_PASS_MS);
+  }, 30_000);
+
+  it('a stored event that is not an entry is dead-lettered as malformed; the events due after it still move', async () => {
+    const s = await server();
+    const c = await client(s.url);
+    const prefix = uniquePrefix('mover-malformed');
+    const log = warningLogger();
+    const b = await bus({ type: 'redis-streams', url: s.url, prefix, partitions: 1 }, 'subscriber', log);
+    const late = await lateness(b);
+    const zset = `${prefix}:{order.created:0}:delayed`;
+    const data = `${prefix}:{order.created:0}:delayed:data`;
+    // Due before the good events, so a mover that stopped at them would never reach those.
+    const bad: [string, string][] = [
+      ['not-json', '{not json'],
+      ['not-array', '{"data":"x"}'],
+      ['not-strings', '["data", {"nested": 1}]'],
+      ['odd-fields', '["data"]'],
+    ];
+    for (const [id, value] of bad) {
+      await c.hset(data, id, value);
+      await c.zadd(zset, 1, id);
+    }
+    const at = Date.now() + 300;
+    await b.publishMany(
+      'order.created',
+      Array.from({ length: 5 }, (_, seq) => ({ orderId: `o-${seq}`, amount: at, seq })),
+      { deliverAt: at },
+    );
+    await waitFor(() => late.size === 5, 10_000, 'the events due after the malformed ones');
+    const t = b.transport as RedisStreamsTransport;
+    await waitFor(async () => (await t.deadLetters('order.created', 'g')).length === bad.length, 10_000, 'the malformed ones dead-lettered');
+    const dead = await t.deadLetters('order.created', 'g');
+    expect(dead.map((d) => d.raw).sort((x, y) => String(x?.delayed).localeCompare(String(y?.delayed)))).toEqual(
+      bad.map(([id, value]) => ({ delayed: value, id })).sort((x, y) => x.delayed.localeCompare(y.delayed)),
+    );
+    expect(dead.every((d) => d.error?.startsWith('malformed entry'))).toBe(true);
+    expect(await c.zcard(zset)).toBe(0);
+    expect(await c.hlen(data)).toBe(0);
+    const warned = log.warnings.filter((w) => w.msg?.includes('not entries'));
+    expect(warned.reduce((n, w) => n + Number(w.obj.events), 0)).toBe(bad.length);
   }, 30_000);
 });

@@ -141,13 +141,16 @@ export class DelayedMover {
     let full = false;
     let nextDue = Infinity;
     let serverNow = 0;
-    for (const reply of (await Promise.all(runs)) as [number, number, number][]) {
-      const [moved, due, now] = reply.map(Number) as [number, number, number];
+    let malformed = 0;
+    for (const reply of (await Promise.all(runs)) as [number, number, number, number][]) {
+      const [moved, due, now, bad] = reply.map(Number) as [number, number, number, number];
       this.moved += moved;
+      malformed += bad;
       if (moved >= LIMIT) full = true;
       if (due >= 0) nextDue = Math.min(nextDue, due);
       serverNow = Math.max(serverNow, now);
     }
+    if (malformed > 0) this.logger.warn({ type, events: malformed }, 'moved stored delayed events that are not entries; consumers dead-letter them as malformed');
     w.seq = seq;
     w.fullAt = fullAt;
     // A partition that moved a full LIMIT may have more due already: its scripts run again at once.
