@@ -4,9 +4,10 @@
  * are moved within its poll, and events stored without raising it (a writer that died in between) within its
  * full pass. A stored event that is not an entry's fields (written by someone else) does not stop the events
  * due after it: it reaches the stream as an entry the consumers dead-letter as malformed, holding the stored value.
+ * Due times are converted to Redis's clock: a host clock minutes off Redis's gets its events by its own clock.
  */
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createEventBus, type EventBus, type Logger } from '../../src/index.js';
 import { FULL_PASS_MS, POLL_MS } from '../../transports/redis-streams/delayed-mover.js';
 import type { RedisStreamsTransport } from '../../transports/redis-streams/index.js';
@@ -148,4 +149,25 @@ describe('redis-streams delayed mover polling', () => {
     const warned = log.warnings.filter((w) => w.msg?.includes('not entries'));
     expect(warned.reduce((n, w) => n + Number(w.obj.events), 0)).toBe(bad.length);
   }, 30_000);
+
+  for (const skewMin of [10, -10]) {
+    it(`a host clock ${Math.abs(skewMin)} minutes ${skewMin > 0 ? 'ahead of' : 'behind'} Redis's: events come due by the host's clock, none early`, async () => {
+      const s = await server();
+      const realNow = Date.now.bind(Date);
+      const skew = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMin * 60_000);
+      try {
+        const b = await bus({ type: 'redis-streams', url: s.url, prefix: uniquePrefix('mover-skew'), partitions: 2 }, 'skewed');
+        const late = await lateness(b);
+        for (let k = 0; k < 20; k++) {
+          const at = Date.now() + 200 + 10 * k;
+          await b.publish('order.created', { orderId: `o-${k}`, amount: at, seq: k }, { deliverAt: at });
+        }
+        await waitFor(() => late.size === 20, 10_000, 'the 20 events');
+        expect(Math.min(...late.values())).toBeGreaterThanOrEqual(0);
+        expect(Math.max(...late.values())).toBeLessThan(FULL_PASS_MS);
+      } finally {
+        skew.mockRestore();
+      }
+    }, 30_000);
+  }
 });

@@ -7,16 +7,17 @@ import { Script } from './scripts.js';
 
 /**
  * KEYS: the sorted set, the data hash, the partition stream. ARGV: the most events to move, then the XADD
- * trimming args (none, `MAXLEN ~ n` or `MINID ~ id`). Moves the events due by Redis's clock (TIME) to the
- * stream, oldest due first, each as the per-event entry its data holds. A stored value that is not an
+ * trimming args (none, `MAXLEN ~ n` or `MINID ~ id`). Moves the events due by Redis's clock (TIME, in ms to the
+ * microsecond, as the scores are) to the stream, oldest due first, each as the per-event entry its data holds. A stored value that is not an
  * entry's fields (a JSON array of an even number of strings, which someone else may have written) is moved
  * as an entry of two fields, `delayed` (the value) and `id`, which consumers dead-letter as malformed: it
  * neither stays to block the events due after it nor is lost. Replies `{moved, next due or -1, now,
- * moved as malformed}`.
+ * moved as malformed}`, the times as decimal text (ms).
  */
 export const moveDue = new Script(`
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local us = tonumber(t[2])
+local now = t[1] .. string.format('%03d.%03d', math.floor(us / 1000), us % 1000)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local function xadd(fields)
   local args = { KEYS[3] }
@@ -46,7 +47,7 @@ for i = 1, #ids do
   redis.call('ZREM', KEYS[1], ids[i])
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return { #ids, tonumber(nxt[2] or '-1'), now, malformed }
+return { #ids, nxt[2] or '-1', now, malformed }
 `);
 
 /**

@@ -59,7 +59,7 @@ export class RedisScheduling implements TransportScheduling {
     if (events.length === 0) return;
     await (this.synced ??= this.clock.sync());
     // In Redis's clock, converted with the highest offset the last TIME allows: never due there before `dueAt` here.
-    const score = Math.ceil(this.clock.latest(dueAt));
+    const score = this.clock.latest(dueAt);
     const type = events[0]!.type;
     await new Promise<void>((resolve, reject) => this.gather(type, events, score, { left: 0, resolve, reject }));
     this.mover.track(type);

@@ -11,11 +11,20 @@ import type { Client } from './connection.js';
 
 /** How often the offset is measured again (clocks drift, NTP steps them). */
 const RESYNC_MS = 60_000;
+/** TIME round trips per measurement: the shortest bounds the offset tightest (a first command on a cold connection can take 10s of ms). */
+const SAMPLES = 3;
+
+/** One TIME: local ms before and after it, and the server's ms (to the microsecond) it read in between. */
+interface Sample {
+  sent: number;
+  back: number;
+  server: number;
+}
 
 export class ServerClock {
-  /** Server ms minus local ms, from the last TIME. */
+  /** Server ms minus local ms, from the last measurement (whole ms: MINID ids are integers). */
   private offset = 0;
-  /** The most server ms minus local ms can be, from the last TIME (the server read its clock after `sent`, before `ms + 1`). */
+  /** The most server ms minus local ms can be, from the last measurement: the server read its clock after `sent`. */
   private offsetHigh = 0;
   private syncedAt = -Infinity;
   private syncing: Promise<void> | undefined;
@@ -33,15 +42,17 @@ export class ServerClock {
   }
 
   private async measure(): Promise<void> {
-    const sent = Date.now();
     try {
-      const [s, us] = (await this.client.time()) as [string | number, string | number];
-      const back = Date.now();
-      const server = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+      let best = await this.sample();
+      for (let i = 1; i < SAMPLES; i++) {
+        const s = await this.sample();
+        if (s.back - s.sent < best.back - best.sent) best = s;
+      }
       // The server read its clock somewhere in the round trip: assume the middle.
-      this.offset = Math.round(server - (sent + back) / 2);
-      this.offsetHigh = server + 1 - sent;
-      this.syncedAt = back;
+      this.offset = Math.round(best.server - (best.sent + best.back) / 2);
+      // `sent` is Date.now(), at or before the true local time it was read at; a microsecond for TIME's rounding down.
+      this.offsetHigh = best.server + 0.001 - best.sent;
+      this.syncedAt = best.back;
       if (Math.abs(this.offset) > 1000) {
         this.logger.warn({ offsetMs: this.offset }, "this host's clock differs from Redis's by more than a second; MINID trimming uses Redis's");
       }
@@ -54,9 +65,15 @@ export class ServerClock {
     }
   }
 
+  private async sample(): Promise<Sample> {
+    const sent = Date.now();
+    const [s, us] = (await this.client.time()) as [string | number, string | number];
+    return { sent, back: Date.now(), server: Number(s) * 1000 + Number(us) / 1000 };
+  }
+
   /**
-   * The latest the server's clock can read when this host's reads `localMs`: a due time converted with it is
-   * never reached on the server before it is here (delayed delivery).
+   * The latest the server's clock (ms, to the microsecond) can read when this host's reads `localMs`: a due time
+   * converted with it is never reached on the server before it is here (delayed delivery).
    */
   latest(localMs: number): number {
     this.now(localMs);
