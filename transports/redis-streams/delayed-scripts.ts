@@ -7,12 +7,12 @@ import { Script } from './scripts.js';
 
 /**
  * KEYS: the sorted set, the data hash, the partition stream. ARGV: the most events to move, then the XADD
- * trimming args (none, `MAXLEN ~ n` or `MINID ~ id`). Moves the events due by Redis's clock (TIME, in ms to the
- * microsecond, as the scores are) to the stream, oldest due first, each as the per-event entry its data holds. A stored value that is not an
- * entry's fields (a JSON array of an even number of strings, which someone else may have written) is moved
- * as an entry of two fields, `delayed` (the value) and `id`, which consumers dead-letter as malformed: it
- * neither stays to block the events due after it nor is lost. Replies `{moved, next due or -1, now,
- * moved as malformed}`, the times as decimal text (ms).
+ * trimming args (none, `MAXLEN ~ n` or `MINID ~ id`). Moves the events due by Redis's clock (TIME, in ms to
+ * the microsecond, as the scores are) to the stream, oldest due first, each as the per-event entry its data
+ * holds. A stored value that is not an entry's fields (a JSON array of an even number of strings, which
+ * someone else may have written) is moved as an entry of two fields, `delayed` (the value) and `id`, which
+ * consumers dead-letter as malformed: it neither stays to block the events due after it nor is lost.
+ * Replies `{moved, next due or -1, now, moved as malformed}`, the times as decimal text (ms).
  */
 export const moveDue = new Script(`
 local t = redis.call('TIME')
