@@ -140,9 +140,8 @@ describe('redis-streams delayed mover polling', () => {
     const t = b.transport as RedisStreamsTransport;
     await waitFor(async () => (await t.deadLetters('order.created', 'g')).length === bad.length, 10_000, 'the malformed ones dead-lettered');
     const dead = await t.deadLetters('order.created', 'g');
-    expect(dead.map((d) => d.raw).sort((x, y) => String(x?.delayed).localeCompare(String(y?.delayed)))).toEqual(
-      bad.map(([id, value]) => ({ delayed: value, id })).sort((x, y) => x.delayed.localeCompare(y.delayed)),
-    );
+    const raws = dead.map((d) => d.raw as { delayed: string; id: string });
+    expect(raws.sort((x, y) => x.delayed.localeCompare(y.delayed))).toEqual(bad.map(([id, value]) => ({ delayed: value, id })).sort((x, y) => x.delayed.localeCompare(y.delayed)));
     expect(dead.every((d) => d.error?.startsWith('malformed entry'))).toBe(true);
     expect(await c.zcard(zset)).toBe(0);
     expect(await c.hlen(data)).toBe(0);
