@@ -58,7 +58,7 @@ export class RedisScheduling implements TransportScheduling {
   async schedule(events: readonly OutgoingEvent[], dueAt: number): Promise<void> {
     if (events.length === 0) return;
     await (this.synced ??= this.clock.sync());
-    // In Redis's clock, converted with the highest offset the last TIME allows: never due there before `dueAt` here.
+    // In Redis's clock, converted with the highest offset the last measurement allows: never due there before `dueAt` here.
     const score = this.clock.latest(dueAt);
     const type = events[0]!.type;
     await new Promise<void>((resolve, reject) => this.gather(type, events, score, { left: 0, resolve, reject }));
