@@ -3,16 +3,18 @@
  * streams (`moveDue`, delayed-scripts.ts). Lifecycle: `idle` (no type yet) -> `waiting` (a timer set) <->
  * `moving` (a pass in flight) -> `closed`.
  *
- * A pass runs at least every `POLL_MS`, and sooner when an event it knows of comes due. It reads each type's
- * schedule counter (`delayedSeqKey`, one GET per type), which every scheduling write raises after storing its
- * events, and runs the type's scripts (one per partition) only when something may be due there:
- * - the counter changed since the type's last scripts (another process, or this one, scheduled events);
- * - the earliest due time the last scripts reported (or a `wake` here) has come;
+ * A pass runs at least every `POLL_MS`, and sooner when an event it knows of comes due. A type's scripts (one
+ * per partition) run when something may be due there:
+ * - the earliest due time its last scripts reported, or a `wake` here gave, has come;
  * - `FULL_PASS_MS` went by without scripts: events whose writer stopped between storing them and raising the
- *   counter (a crash) are moved within that.
- * The counter is read before the scripts run: an event stored after a partition's script ran raises it after
- * that read, so the next pass runs the scripts again. A pass that moved a full `LIMIT` from a partition runs
- * again at once.
+ *   counter (a crash) are moved within that;
+ * - otherwise, only if its schedule counter (`delayedSeqKey`, one GET), which every scheduling write raises after
+ *   storing its events, changed since the counter read before its last scripts (another process scheduled).
+ * Invariant: `seq` was read before scripts that ran since. An event stored after those scripts read their
+ * partition raises the counter after that read, so a pass that finds the counter unchanged has nothing new to
+ * move; one that finds it changed runs the scripts. Scripts run for a known due time leave `seq` as it was:
+ * the counter may then look changed once more, which costs one script run, never a missed event.
+ * A pass that moved a full `LIMIT` from a partition runs again at once.
  */
 import { describeError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
@@ -33,9 +35,9 @@ type State = 'idle' | 'waiting' | 'moving' | 'closed';
 
 /** What a type's last scripts saw. */
 interface TypeWatch {
-  /** The schedule counter read before them (undefined: not run yet; null: the counter does not exist). */
+  /** The schedule counter read before scripts that ran since (undefined: none read; null: no counter yet). */
   seq: string | null | undefined;
-  /** Earliest due time (Redis ms) of an event left scheduled, or Infinity. */
+  /** Earliest due time (Redis ms) of an event left scheduled that the last scripts or a `wake` saw, or Infinity. */
   nextDue: number;
   /** Local time by which the scripts run again whatever the counter says. */
   fullAt: number;
@@ -47,8 +49,8 @@ export class DelayedMover {
   private timer: NodeJS.Timeout | undefined;
   /** Local time the timer fires at (while `waiting`). */
   private wakeAt = Infinity;
-  /** Set by `wake` while `moving`: the pass runs again at once. */
-  private again = false;
+  /** Earliest local due time `wake` gave while `moving`: the pass's timer fires by then. */
+  private wokeFor = Infinity;
   private failing = false;
   /** Events this mover moved (tests, diagnostics). */
   moved = 0;
@@ -68,14 +70,15 @@ export class DelayedMover {
     if (this.state === 'idle') this.sleep(0);
   }
 
-  /** An event of `type` due at `score` (Redis ms) was scheduled here: the next pass runs its scripts by then. */
-  wake(type: string, score: number): void {
+  /**
+   * An event of `type` due at `score` (Redis ms), which is `dueAt` here (local ms), was stored: a pass runs its
+   * scripts by then.
+   */
+  wake(type: string, score: number, dueAt: number): void {
     const w = this.types.get(type);
     if (w !== undefined) w.nextDue = Math.min(w.nextDue, score);
-    if (this.state === 'moving') this.again = true;
-    if (this.state !== 'waiting') return;
-    const at = score - this.clock.now(Date.now()) + Date.now();
-    if (at < this.wakeAt) this.sleep(Math.max(0, at - Date.now()));
+    if (this.state === 'moving') this.wokeFor = Math.min(this.wokeFor, dueAt);
+    else if (this.state === 'waiting' && dueAt < this.wakeAt) this.sleep(Math.max(0, dueAt - Date.now()));
   }
 
   close(): void {
@@ -94,7 +97,7 @@ export class DelayedMover {
   private async pass(): Promise<void> {
     if (this.state !== 'waiting') return;
     this.state = 'moving';
-    this.again = false;
+    this.wokeFor = Infinity;
     let next = POLL_MS;
     try {
       next = await this.moveAll();
@@ -104,33 +107,44 @@ export class DelayedMover {
       this.failing = true;
     }
     if ((this.state as State) === 'closed') return;
-    this.sleep(this.again ? 0 : next);
+    this.sleep(Math.min(next, Math.max(0, this.wokeFor - Date.now())));
   }
 
-  /** Reads the counters, runs the scripts of the types that need them; resolves with how long to sleep. */
+  /** Runs the scripts of the types that need them (reading counters only where a due time does not decide); resolves with how long to sleep. */
   private async moveAll(): Promise<number> {
-    const types = [...this.types];
-    const prefix = this.config.prefix;
-    const seqs = await Promise.all(types.map(([type]) => this.client.get(delayedSeqKey(prefix, type))));
     const now = this.clock.now(Date.now());
-    const runs: Promise<number>[] = [];
+    // Due by the highest server time the pass's time can be (`latest`: the score of an event scheduled here for
+    // it). The pass's time is the one its timer was set for, which a timer on the loop's ms clock may fire before.
+    const dueBy = this.clock.latest(Math.max(Date.now(), this.wakeAt));
+    const due: [string, TypeWatch][] = [];
+    const undecided: [string, TypeWatch][] = [];
     let sleep = POLL_MS;
-    types.forEach(([type, w], i) => {
-      if (seqs[i] === w.seq && w.nextDue > now && Date.now() < w.fullAt) {
+    for (const tw of this.types) {
+      const w = tw[1];
+      if (w.nextDue <= dueBy || Date.now() >= w.fullAt) due.push(tw);
+      else {
+        undecided.push(tw);
         sleep = Math.min(sleep, Math.max(1, w.nextDue - now));
-        return;
       }
-      runs.push(this.moveType(type, w, seqs[i] ?? null));
-    });
-    for (const s of await Promise.all(runs)) sleep = Math.min(sleep, s);
+    }
+    for (const s of await Promise.all([...due.map(([type, w]) => this.moveType(type, w, w.seq)), this.moveChanged(undecided)])) sleep = Math.min(sleep, s);
     return sleep;
   }
 
+  /** Reads the counters of `types` and runs the scripts of those whose counter changed; resolves with how long to sleep. */
+  private async moveChanged(types: [string, TypeWatch][]): Promise<number> {
+    if (types.length === 0) return POLL_MS;
+    const seqs = await Promise.all(types.map(([type]) => this.client.get(delayedSeqKey(this.config.prefix, type))));
+    const runs = types.flatMap(([type, w], i) => (seqs[i] === w.seq ? [] : [this.moveType(type, w, seqs[i] ?? null)]));
+    return Math.min(POLL_MS, ...(await Promise.all(runs)));
+  }
+
   /**
-   * One script per partition of `type`; once they all succeeded, records the counter `seq` read before them and
-   * what is left scheduled (after a failure the next pass runs them again), and resolves with how long to sleep.
+   * One script per partition of `type`; once they all succeeded, records `seq` (read before them) and the
+   * earliest due time left (theirs, or a `wake`'s during them), and resolves with how long to sleep. After a
+   * failure the next pass runs them again.
    */
-  private async moveType(type: string, w: TypeWatch, seq: string | null): Promise<number> {
+  private async moveType(type: string, w: TypeWatch, seq: string | null | undefined): Promise<number> {
     const prefix = this.config.prefix;
     const trim = this.trimArgs(type);
     const runs: Promise<unknown>[] = [];
@@ -138,11 +152,16 @@ export class DelayedMover {
       runs.push(moveDue.runKeys(this.client, [delayedKey(prefix, type, p), delayedDataKey(prefix, type, p), streamKey(prefix, type, p)], [LIMIT, ...trim]));
     }
     const fullAt = Date.now() + FULL_PASS_MS;
+    w.nextDue = Infinity;
+    const replies = await Promise.all(runs).catch((err: unknown) => {
+      w.nextDue = -Infinity;
+      throw err;
+    });
     let full = false;
     let nextDue = Infinity;
     let serverNow = 0;
     let malformed = 0;
-    for (const reply of (await Promise.all(runs)) as [number, number, number, number][]) {
+    for (const reply of replies as [number, number, number, number][]) {
       const [moved, due, now, bad] = reply.map(Number) as [number, number, number, number];
       this.moved += moved;
       malformed += bad;
@@ -154,8 +173,8 @@ export class DelayedMover {
     w.seq = seq;
     w.fullAt = fullAt;
     // A partition that moved a full LIMIT may have more due already: its scripts run again at once.
-    w.nextDue = full ? -Infinity : nextDue;
-    return full ? 0 : Math.max(0, Math.min(POLL_MS, nextDue - serverNow));
+    w.nextDue = full ? -Infinity : Math.min(w.nextDue, nextDue);
+    return full ? 0 : Math.max(0, Math.min(POLL_MS, w.nextDue - serverNow));
   }
 
   /** The XADD trimming args of the type's stream, as the publisher writes them (publisher.ts). */
