@@ -308,3 +308,9 @@ let counter = 0;
 export function uniquePrefix(name = 't'): string {
   return `eltest-${name}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
 }
+
+/** Calls of each command (subcommands as `xgroup|setid`) the server has run since it started or `CONFIG RESETSTAT`, from INFO commandstats. */
+export async function commandCalls(c: Redis): Promise<Map<string, number>> {
+  const info = await c.info('commandstats');
+  return new Map([...info.matchAll(/^cmdstat_(\S+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+}

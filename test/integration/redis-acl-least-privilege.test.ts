@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEventBus } from '../../src/index.js';
 import { clusterForTests } from '../helpers/redis-cluster.js';
-import { uniquePrefix, withRedis } from '../helpers/redis-server.js';
+import { commandCalls, uniquePrefix, withRedis } from '../helpers/redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { streamKey, type RedisStreamsTransport } from '../../transports/redis-streams/index.js';
 import { events, order, orders, recordingLogger, redisForFile } from './redis-common.js';
@@ -34,12 +34,6 @@ function ruleFor(prefix: string, password: string): string[] {
   const rule = documentedRule();
   expect(rule.filter((a) => a === '>CHANGE-ME' || a === '~el:*')).toEqual(['>CHANGE-ME', '~el:*']);
   return rule.map((a) => (a === '>CHANGE-ME' ? `>${password}` : a === '~el:*' ? `~${prefix}:*` : a));
-}
-
-/** Calls of each command (`xgroup|setid`) the server has run since `CONFIG RESETSTAT`. */
-async function commandCalls(): Promise<Map<string, number>> {
-  const info = await r.raw.info('commandstats');
-  return new Map([...info.matchAll(/^cmdstat_(\S+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
 const handlerWarnings = ['handler failed; the event will be retried', 'event dead-lettered'];
@@ -107,7 +101,7 @@ describe('redis-streams as the least-privilege ACL user of docs/redis-production
     const unexpected = logger.lines.filter((l) => (l.level === 'warn' || l.level === 'error') && !handlerWarnings.includes(l.msg));
     expect(unexpected).toEqual([]);
     // The round ran the commands the rule exists for (the default user above ran none of these).
-    const calls = await commandCalls();
+    const calls = await commandCalls(r.raw);
     for (const c of ['xautoclaim', 'xclaim', 'evalsha', 'eval', 'time', 'xgroup|delconsumer', 'xdel', 'scan', 'xinfo|groups']) {
       expect(calls.get(c) ?? 0, c).toBeGreaterThan(0);
     }

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
 import { ConfigError, createEventBus, ReplicationError, type EventBus } from '../../src/index.js';
-import { uniquePrefix } from '../helpers/redis-server.js';
+import { commandCalls, uniquePrefix } from '../helpers/redis-server.js';
 import { clusterForTests, RedisCluster } from '../helpers/redis-cluster.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { partitionForKey } from '../../src/partition.js';
@@ -188,9 +188,9 @@ describe('redis-streams: cluster failover with waitForReplicas', () => {
       await Promise.all(masters.map((m) => m.config('RESETSTAT')));
       const keys = Array.from({ length: 48 }, (_, i) => `k${i}`);
       await b.publishMany('order.created', orders(120, 1), { key: (d) => keys[d.seq % 48]! });
-      const calls = (m: (typeof masters)[number], cmd: string) => m.info('commandstats').then((info) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0));
-      const waits = await Promise.all(masters.map((m) => calls(m, 'wait')));
-      const xadds = await Promise.all(masters.map((m) => calls(m, 'xadd')));
+      const stats = await Promise.all(masters.map((m) => commandCalls(m)));
+      const waits = stats.map((calls) => calls.get('wait') ?? 0);
+      const xadds = stats.map((calls) => calls.get('xadd') ?? 0);
       // One write (one pool connection) with an entry per partition: one WAIT on each master that took
       // entries, after all of them, not one per entry (12, one per partition).
       expect(xadds.reduce((a, x) => a + x, 0)).toBe(12);
