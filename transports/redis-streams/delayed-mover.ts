@@ -70,13 +70,10 @@ export class DelayedMover {
     if (this.state === 'idle') this.sleep(0);
   }
 
-  /**
-   * An event of `type` due at `score` (Redis ms), which is `dueAt` here (local ms), was stored: a pass runs its
-   * scripts by then.
-   */
-  wake(type: string, score: number, dueAt: number): void {
+  /** An event of `type` due at `dueAt` (local ms; its score is `clock.latest(dueAt)`) was stored: a pass runs its scripts by then. */
+  wake(type: string, dueAt: number): void {
     const w = this.types.get(type);
-    if (w !== undefined) w.nextDue = Math.min(w.nextDue, score);
+    if (w !== undefined) w.nextDue = Math.min(w.nextDue, this.clock.latest(dueAt));
     if (this.state === 'moving') this.wokeFor = Math.min(this.wokeFor, dueAt);
     else if (this.state === 'waiting' && dueAt < this.wakeAt) this.sleep(Math.max(0, dueAt - Date.now()));
   }
@@ -127,8 +124,8 @@ export class DelayedMover {
         sleep = Math.min(sleep, Math.max(1, w.nextDue - now));
       }
     }
-    for (const s of await Promise.all([...due.map(([type, w]) => this.moveType(type, w, w.seq)), this.moveChanged(undecided)])) sleep = Math.min(sleep, s);
-    return sleep;
+    const sleeps = await Promise.all([...due.map(([type, w]) => this.moveType(type, w, w.seq)), this.moveChanged(undecided)]);
+    return Math.min(sleep, ...sleeps);
   }
 
   /** Reads the counters of `types` and runs the scripts of those whose counter changed; resolves with how long to sleep. */

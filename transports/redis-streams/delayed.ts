@@ -63,7 +63,7 @@ export class RedisScheduling implements TransportScheduling {
     const type = events[0]!.type;
     await new Promise<void>((resolve, reject) => this.gather(type, events, score, { left: 0, resolve, reject }));
     this.mover.track(type);
-    this.mover.wake(type, score, dueAt);
+    this.mover.wake(type, dueAt);
   }
 
   /** Adds the call's events to the pending writes of their partitions; the first of a turn arranges the flush. */
